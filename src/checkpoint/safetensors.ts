@@ -1,0 +1,343 @@
+// The safetensors format, read and written by hand (no maintained npm library exists; SPEC §8).
+// Layout: u64-LE header length N, N bytes of JSON {name: {dtype, shape, data_offsets: [a, b]}, __metadata__},
+// then the raw little-endian data; offsets are relative to the end of the header.
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { writeFileAtomic } from './atomic.js';
+
+export type SafetensorsDtype = 'F32' | 'F16' | 'BF16' | 'I32' | 'I64' | 'U8';
+
+export interface TensorEntry {
+  dtype: SafetensorsDtype;
+  shape: number[];
+  /** Byte range in the data section. */
+  begin: number;
+  end: number;
+}
+
+const BYTES_PER_ELEMENT: Record<SafetensorsDtype, number> = { F32: 4, F16: 2, BF16: 2, I32: 4, I64: 8, U8: 1 };
+const FLOAT_DTYPES = new Set<SafetensorsDtype>(['F32', 'F16', 'BF16']);
+
+export class SafetensorsError extends Error {
+  constructor(file: string, message: string) {
+    super(`${file}: ${message}`);
+    this.name = 'SafetensorsError';
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Half-precision conversions.
+
+/** bf16 bits → f32 (exact). */
+export function bf16ToF32(bits: Uint16Array): Float32Array {
+  const out = new Uint32Array(bits.length);
+  for (let i = 0; i < bits.length; i++) out[i] = (bits[i] as number) << 16;
+  return new Float32Array(out.buffer);
+}
+
+/** f32 → bf16 bits, round to nearest even; NaN stays NaN (bit-identical to torch's conversion). */
+export function f32ToBf16(values: Float32Array): Uint16Array {
+  const u = new Uint32Array(values.buffer, values.byteOffset, values.length);
+  const out = new Uint16Array(values.length);
+  for (let i = 0; i < u.length; i++) {
+    const x = u[i] as number;
+    if ((x & 0x7f800000) === 0x7f800000 && (x & 0x007fffff) !== 0) out[i] = (x >>> 16) | 0x40;
+    else out[i] = ((x + 0x7fff + ((x >>> 16) & 1)) >>> 16) & 0xffff;
+  }
+  return out;
+}
+
+/** IEEE f16 bits → f32 (exact, including subnormals, inf and NaN). */
+export function f16ToF32(bits: Uint16Array): Float32Array {
+  const out = new Float32Array(bits.length);
+  for (let i = 0; i < bits.length; i++) {
+    const h = bits[i] as number;
+    const sign = h & 0x8000 ? -1 : 1;
+    const exp = (h >> 10) & 0x1f;
+    const frac = h & 0x3ff;
+    if (exp === 0) out[i] = sign * frac * 2 ** -24;
+    else if (exp === 31) out[i] = frac ? Number.NaN : sign * Number.POSITIVE_INFINITY;
+    else out[i] = sign * (1 + frac / 1024) * 2 ** (exp - 15);
+  }
+  return out;
+}
+
+/** f32 → IEEE f16 bits, round to nearest even. */
+export function f32ToF16(values: Float32Array): Uint16Array {
+  const u = new Uint32Array(values.buffer, values.byteOffset, values.length);
+  const out = new Uint16Array(values.length);
+  for (let i = 0; i < u.length; i++) {
+    const x = u[i] as number;
+    const sign = (x >>> 16) & 0x8000;
+    const exp = (x >>> 23) & 0xff;
+    let mant = x & 0x7fffff;
+    if (exp === 0xff) {
+      out[i] = sign | 0x7c00 | (mant ? 0x200 : 0);
+      continue;
+    }
+    let e = exp - 127 + 15;
+    if (e >= 31) {
+      out[i] = sign | 0x7c00;
+      continue;
+    }
+    if (e <= 0) {
+      if (e < -10) {
+        out[i] = sign;
+        continue;
+      }
+      mant |= 0x800000;
+      const shift = 14 - e;
+      const halfway = 1 << (shift - 1);
+      const rem = mant & ((1 << shift) - 1);
+      let m = mant >>> shift;
+      if (rem > halfway || (rem === halfway && m & 1)) m++;
+      out[i] = sign | m;
+      continue;
+    }
+    const rem = mant & 0x1fff;
+    let m = mant >>> 13;
+    if (rem > 0x1000 || (rem === 0x1000 && m & 1)) {
+      m++;
+      if (m === 0x400) {
+        m = 0;
+        e++;
+        if (e >= 31) {
+          out[i] = sign | 0x7c00;
+          continue;
+        }
+      }
+    }
+    out[i] = sign | (e << 10) | m;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Reading.
+
+/** One opened .safetensors file: the parsed header, with tensor data read on demand. */
+export class SafetensorsFile {
+  readonly tensors: Map<string, TensorEntry>;
+  readonly metadata: Record<string, string>;
+  private readonly dataStart: number;
+
+  constructor(readonly path: string) {
+    if (!existsSync(path)) throw new SafetensorsError(path, 'file not found');
+    const fd = openSync(path, 'r');
+    try {
+      const size = fstatSync(fd).size;
+      if (size < 8) throw new SafetensorsError(path, `truncated: ${size} bytes, shorter than the 8-byte header length`);
+      const lenBuf = Buffer.alloc(8);
+      readSync(fd, lenBuf, 0, 8, 0);
+      const headerLen = Number(lenBuf.readBigUInt64LE(0));
+      if (headerLen <= 0 || headerLen > 100_000_000 || 8 + headerLen > size) {
+        throw new SafetensorsError(path, `bad header: header length ${headerLen} does not fit in a file of ${size} bytes`);
+      }
+      const headerBuf = Buffer.alloc(headerLen);
+      readSync(fd, headerBuf, 0, headerLen, 8);
+      let header: Record<string, unknown>;
+      try {
+        header = JSON.parse(headerBuf.toString('utf8')) as Record<string, unknown>;
+      } catch (err) {
+        throw new SafetensorsError(path, `bad header: not valid JSON (${(err as Error).message})`);
+      }
+      if (typeof header !== 'object' || header === null || Array.isArray(header)) {
+        throw new SafetensorsError(path, 'bad header: not a JSON object');
+      }
+      this.dataStart = 8 + headerLen;
+      const dataSize = size - this.dataStart;
+      this.metadata = {};
+      this.tensors = new Map();
+      for (const [name, raw] of Object.entries(header)) {
+        if (name === '__metadata__') {
+          Object.assign(this.metadata, raw as Record<string, string>);
+          continue;
+        }
+        const e = raw as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
+        const dtype = e.dtype as SafetensorsDtype;
+        if (!(dtype in BYTES_PER_ELEMENT)) throw new SafetensorsError(path, `tensor '${name}': unsupported dtype ${String(e.dtype)}`);
+        if (!Array.isArray(e.shape) || !e.shape.every((d) => Number.isInteger(d) && d >= 0)) {
+          throw new SafetensorsError(path, `tensor '${name}': bad shape ${JSON.stringify(e.shape)}`);
+        }
+        const offsets = e.data_offsets;
+        if (!Array.isArray(offsets) || offsets.length !== 2) {
+          throw new SafetensorsError(path, `tensor '${name}': bad data_offsets ${JSON.stringify(offsets)}`);
+        }
+        const [begin, end] = offsets as [number, number];
+        const shape = e.shape as number[];
+        const expected = shape.reduce((a, b) => a * b, 1) * BYTES_PER_ELEMENT[dtype];
+        if (end - begin !== expected) {
+          throw new SafetensorsError(path, `tensor '${name}': data_offsets span ${end - begin} bytes, shape ${JSON.stringify(shape)} of ${dtype} needs ${expected}`);
+        }
+        if (begin < 0 || end > dataSize) {
+          throw new SafetensorsError(path, `truncated: tensor '${name}' ends at byte ${end} of the data section, which has only ${dataSize} bytes`);
+        }
+        this.tensors.set(name, { dtype, shape, begin, end });
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  has(name: string): boolean {
+    return this.tensors.has(name);
+  }
+
+  entry(name: string): TensorEntry {
+    const e = this.tensors.get(name);
+    if (!e) throw new SafetensorsError(this.path, `tensor '${name}' is missing`);
+    return e;
+  }
+
+  /** Raw bytes of one tensor. */
+  readBytes(name: string): Buffer {
+    const e = this.entry(name);
+    const buf = Buffer.alloc(e.end - e.begin);
+    const fd = openSync(this.path, 'r');
+    try {
+      const n = readSync(fd, buf, 0, buf.length, this.dataStart + e.begin);
+      if (n !== buf.length) throw new SafetensorsError(this.path, `truncated: tensor '${name}' could not be read in full`);
+    } finally {
+      closeSync(fd);
+    }
+    return buf;
+  }
+
+  /** One floating-point tensor converted to f32 (tfjs has no f16/bf16, SPEC §8). */
+  readFloat32(name: string): Float32Array {
+    const e = this.entry(name);
+    if (!FLOAT_DTYPES.has(e.dtype)) throw new SafetensorsError(this.path, `tensor '${name}': dtype ${e.dtype} is not a float type`);
+    const bytes = this.readBytes(name);
+    // Copy into an aligned buffer: the Buffer's byteOffset may not be a multiple of 4.
+    const aligned = new Uint8Array(bytes.length);
+    aligned.set(bytes);
+    if (e.dtype === 'F32') return new Float32Array(aligned.buffer);
+    const half = new Uint16Array(aligned.buffer);
+    return e.dtype === 'BF16' ? bf16ToF32(half) : f16ToF32(half);
+  }
+}
+
+/**
+ * All tensors of a checkpoint folder: `model.safetensors`, or the shards listed in
+ * `model.safetensors.index.json` (`{"weight_map": {name: file}}`).
+ */
+export class SafetensorsCheckpoint {
+  private readonly files = new Map<string, SafetensorsFile>();
+  private readonly location = new Map<string, SafetensorsFile>();
+
+  constructor(readonly dir: string, filename = 'model.safetensors') {
+    const single = join(dir, filename);
+    const indexPath = join(dir, `${filename}.index.json`);
+    if (existsSync(indexPath)) {
+      let index: { weight_map?: Record<string, string> };
+      try {
+        index = JSON.parse(readFileSync(indexPath, 'utf8')) as typeof index;
+      } catch (err) {
+        throw new SafetensorsError(indexPath, `not valid JSON (${(err as Error).message})`);
+      }
+      if (!index.weight_map || typeof index.weight_map !== 'object') {
+        throw new SafetensorsError(indexPath, "missing field 'weight_map'");
+      }
+      for (const [name, shard] of Object.entries(index.weight_map)) {
+        let file = this.files.get(shard);
+        if (!file) {
+          file = new SafetensorsFile(join(dir, shard));
+          this.files.set(shard, file);
+        }
+        if (!file.has(name)) throw new SafetensorsError(file.path, `tensor '${name}' listed in ${basename(indexPath)} is missing`);
+        this.location.set(name, file);
+      }
+    } else if (existsSync(single)) {
+      const file = new SafetensorsFile(single);
+      this.files.set(filename, file);
+      for (const name of file.tensors.keys()) this.location.set(name, file);
+    } else {
+      throw new SafetensorsError(dir, `no ${filename} or ${filename}.index.json in this folder`);
+    }
+  }
+
+  names(): string[] {
+    return [...this.location.keys()];
+  }
+
+  has(name: string): boolean {
+    return this.location.has(name);
+  }
+
+  /** The file that holds `name` (for error messages). */
+  fileOf(name: string): string {
+    return this.location.get(name)?.path ?? join(this.dir, 'model.safetensors');
+  }
+
+  entry(name: string): TensorEntry {
+    const file = this.location.get(name);
+    if (!file) throw new SafetensorsError(this.dir, `tensor '${name}' is missing from the checkpoint`);
+    return file.entry(name);
+  }
+
+  /** Reads `name` as f32, checking its shape when `expectedShape` is given. */
+  readFloat32(name: string, expectedShape?: readonly number[]): Float32Array {
+    const file = this.location.get(name);
+    if (!file) throw new SafetensorsError(this.dir, `tensor '${name}' is missing from the checkpoint`);
+    const e = file.entry(name);
+    if (expectedShape && (e.shape.length !== expectedShape.length || e.shape.some((d, i) => d !== expectedShape[i]))) {
+      throw new SafetensorsError(file.path, `tensor '${name}' has shape ${JSON.stringify(e.shape)}, expected ${JSON.stringify(expectedShape)}`);
+    }
+    return file.readFloat32(name);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Writing.
+
+export interface TensorToWrite {
+  dtype: SafetensorsDtype;
+  shape: number[];
+  /** f32 values (converted to the dtype on write) or raw bytes already in that dtype. */
+  data: Float32Array | Uint8Array | Int32Array | BigInt64Array;
+}
+
+function encodeTensor(name: string, t: TensorToWrite): Uint8Array {
+  const count = t.shape.reduce((a, b) => a * b, 1);
+  let bytes: Uint8Array;
+  if (t.data instanceof Float32Array) {
+    if (t.data.length !== count) throw new Error(`tensor '${name}': ${t.data.length} values for shape ${JSON.stringify(t.shape)}`);
+    if (t.dtype === 'F32') bytes = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+    else if (t.dtype === 'BF16') bytes = new Uint8Array(f32ToBf16(t.data).buffer);
+    else if (t.dtype === 'F16') bytes = new Uint8Array(f32ToF16(t.data).buffer);
+    else throw new Error(`tensor '${name}': cannot write f32 values as ${t.dtype}`);
+  } else {
+    bytes = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+  }
+  if (bytes.length !== count * BYTES_PER_ELEMENT[t.dtype]) {
+    throw new Error(`tensor '${name}': ${bytes.length} bytes for shape ${JSON.stringify(t.shape)} of ${t.dtype}`);
+  }
+  return bytes;
+}
+
+/** Serializes tensors (in the given order) to safetensors bytes. */
+export function encodeSafetensors(tensors: Map<string, TensorToWrite> | Record<string, TensorToWrite>, metadata?: Record<string, string>): Buffer {
+  const entries = tensors instanceof Map ? [...tensors.entries()] : Object.entries(tensors);
+  const header: Record<string, unknown> = {};
+  if (metadata) header.__metadata__ = metadata;
+  const blobs: Uint8Array[] = [];
+  let offset = 0;
+  for (const [name, t] of entries) {
+    const bytes = encodeTensor(name, t);
+    header[name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + bytes.length] };
+    blobs.push(bytes);
+    offset += bytes.length;
+  }
+  let json = JSON.stringify(header);
+  json += ' '.repeat((8 - ((8 + Buffer.byteLength(json)) % 8)) % 8);
+  const headerBytes = Buffer.from(json, 'utf8');
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(headerBytes.length));
+  return Buffer.concat([len, headerBytes, ...blobs]);
+}
+
+/** Writes a .safetensors file atomically. */
+export function writeSafetensors(path: string, tensors: Map<string, TensorToWrite> | Record<string, TensorToWrite>, metadata?: Record<string, string>): void {
+  writeFileAtomic(path, encodeSafetensors(tensors, metadata));
+}
+

@@ -1,0 +1,40 @@
+// Options and output shared by every command: --backend and --json.
+import type { Argv } from 'yargs';
+import { BACKEND_CHOICES, type BackendChoice, initBackend, type BackendInfo } from '../tensor/backend.js';
+
+export interface CommonArgs {
+  backend: BackendChoice;
+  json: boolean;
+}
+
+export function withCommonOptions<T>(y: Argv<T>): Argv<T & CommonArgs> {
+  return y
+    .option('backend', {
+      choices: BACKEND_CHOICES,
+      default: 'auto' as BackendChoice,
+      describe: 'tensor backend (auto picks the fastest available and says which)',
+    })
+    .option('json', { type: 'boolean', default: false, describe: 'print one JSON object for scripts' }) as Argv<T & CommonArgs>;
+}
+
+/** Initialises the backend; in human mode says which one runs (on stderr, so stdout stays clean). */
+export async function startBackend(args: CommonArgs): Promise<BackendInfo> {
+  const info = await initBackend(args.backend);
+  if (!args.json) process.stderr.write(`backend: ${info.name} (${info.provider}; ${info.reason})\n`);
+  return info;
+}
+
+/** Prints a result: JSON on stdout with --json, else the human-readable text. */
+export function emit(args: { json: boolean }, value: unknown, human: string): void {
+  process.stdout.write(args.json ? `${JSON.stringify(value)}\n` : `${human}\n`);
+}
+
+/** Parses "1,2,3" into token ids with a clear error naming the flag. */
+export function parseIdList(flag: string, value: string): number[] {
+  const parts = value.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  const ids = parts.map(Number);
+  if (ids.length === 0 || ids.some((x) => !Number.isInteger(x) || x < 0)) {
+    throw new Error(`--${flag} must be a comma-separated list of non-negative integers, got '${value}'`);
+  }
+  return ids;
+}

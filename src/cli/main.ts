@@ -1,0 +1,34 @@
+// The `sesa-train` command line: parses, validates, dispatches. Each command lives in its own module.
+import yargs, { type CommandModule } from 'yargs';
+
+// Each entry is a module exporting `command: CommandModule`. Keep this list in help order.
+const COMMAND_MODULES: Array<() => Promise<{ command: CommandModule }>> = [
+  () => import('./generate.js'),
+  () => import('./score.js'),
+  () => import('./make-tiny.js'),
+  () => import('./convert.js'),
+  () => import('./export.js'),
+];
+
+export async function main(argv: string[]): Promise<void> {
+  let parser = yargs(argv)
+    .scriptName('sesa-train')
+    .usage('$0 <command> [options]\n\nSelf-evolving search agents: SESA self-play with LoRA and GRPO on TensorFlow.js.')
+    .strict()
+    .demandCommand(1, 'Name a command; `sesa-train --help` lists them.')
+    .recommendCommands()
+    .wrap(Math.min(120, process.stdout.columns ?? 100))
+    .fail((msg, err, y) => {
+      if (err) throw err;
+      process.stderr.write(`${y.help ? '' : ''}error: ${msg}\n\nRun with --help for usage.\n`);
+      process.exit(2);
+    });
+  for (const load of COMMAND_MODULES) parser = parser.command((await load()).command);
+  try {
+    await parser.parseAsync();
+  } catch (err) {
+    process.stderr.write(`error: ${(err as Error).message}\n`);
+    if (process.env.SESA_DEBUG) process.stderr.write(`${(err as Error).stack ?? ''}\n`);
+    process.exit(1);
+  }
+}

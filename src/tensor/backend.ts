@@ -1,0 +1,115 @@
+// Tensor backend selection. Every other module imports `tf` from here and stays backend-agnostic.
+//
+// - `tensorflow`: @tensorflow/tfjs-node-gpu (CUDA) or @tensorflow/tfjs-node, optional peer dependencies that
+//   are imported only when installed (their install downloads libtensorflow, impossible on some machines).
+// - `wasm`: @tensorflow/tfjs-backend-wasm (XNNPACK, SIMD), with the workarounds of SPEC §8 in ./wasm-fixes.ts.
+// - `cpu`: the pure-JS reference backend (slow, but exact and always present).
+// - `auto`: the fastest that is available, in that order, and it says which it picked.
+import * as tf from '@tensorflow/tfjs';
+import '@tensorflow/tfjs-backend-wasm';
+import { registerWasmFixes } from './wasm-fixes.js';
+import { registerGradientFixes } from './gradient-fixes.js';
+
+export { tf };
+
+export const BACKEND_CHOICES = ['auto', 'tensorflow', 'wasm', 'cpu'] as const;
+export type BackendChoice = (typeof BACKEND_CHOICES)[number];
+export type BackendName = 'tensorflow' | 'wasm' | 'cpu';
+
+export interface BackendInfo {
+  /** The tfjs backend that is active. */
+  name: BackendName;
+  /** The package that provides it. */
+  provider: string;
+  /** Why it was picked (for `auto`) or that it was asked for. */
+  reason: string;
+}
+
+let active: BackendInfo | undefined;
+
+/** Silences the "Hi, looks like you are running TensorFlow.js in Node.js" banner of tfjs in Node. */
+function quietTfjsBanner(): void {
+  const env = tf.env() as unknown as { platform?: { isTypedArray?: unknown }; set: (k: string, v: unknown) => void };
+  try {
+    env.set('IS_TEST', false);
+  } catch {
+    /* flag not registered: harmless */
+  }
+}
+
+async function tryImport(pkg: string): Promise<boolean> {
+  try {
+    await import(pkg);
+    return true;
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') return false;
+    // Installed but broken (for example a CUDA library that does not load): say so, never fall back silently.
+    throw new Error(`${pkg} is installed but failed to load: ${(err as Error).message}`);
+  }
+}
+
+/** Loads the native TensorFlow binding if one is installed; returns its package name or undefined. */
+async function loadTensorflowBinding(): Promise<string | undefined> {
+  for (const pkg of ['@tensorflow/tfjs-node-gpu', '@tensorflow/tfjs-node']) {
+    if (await tryImport(pkg)) return pkg;
+  }
+  return undefined;
+}
+
+async function activate(name: BackendName): Promise<void> {
+  const ok = await tf.setBackend(name);
+  await tf.ready();
+  // tfjs falls back to another backend when initialisation fails; never accept that silently (SPEC §8).
+  if (!ok || tf.getBackend() !== name) {
+    throw new Error(`tfjs backend '${name}' failed to initialise (active backend is '${tf.getBackend()}')`);
+  }
+  registerGradientFixes();
+  if (name === 'wasm') registerWasmFixes();
+}
+
+/**
+ * Selects and initialises a backend. Idempotent for the same choice; switching backends in one process is
+ * allowed (tests do it) and re-activates the requested one.
+ */
+export async function initBackend(choice: BackendChoice = 'auto'): Promise<BackendInfo> {
+  quietTfjsBanner();
+  let info: BackendInfo;
+  if (choice === 'tensorflow') {
+    const pkg = await loadTensorflowBinding();
+    if (!pkg) {
+      throw new Error(
+        "--backend tensorflow needs @tensorflow/tfjs-node-gpu (CUDA) or @tensorflow/tfjs-node, and neither is installed. " +
+          'Install one with `npm install @tensorflow/tfjs-node-gpu@4.22.0` where its libtensorflow download is reachable, ' +
+          'or use --backend wasm.',
+      );
+    }
+    info = { name: 'tensorflow', provider: pkg, reason: 'requested' };
+  } else if (choice === 'wasm') {
+    info = { name: 'wasm', provider: '@tensorflow/tfjs-backend-wasm', reason: 'requested' };
+  } else if (choice === 'cpu') {
+    info = { name: 'cpu', provider: '@tensorflow/tfjs', reason: 'requested' };
+  } else {
+    const pkg = await loadTensorflowBinding();
+    info = pkg
+      ? { name: 'tensorflow', provider: pkg, reason: `auto: ${pkg} is installed` }
+      : {
+          name: 'wasm',
+          provider: '@tensorflow/tfjs-backend-wasm',
+          reason: 'auto: no native TensorFlow binding installed; wasm (SIMD) is the fastest available',
+        };
+  }
+  await activate(info.name);
+  active = info;
+  return info;
+}
+
+export function activeBackend(): BackendInfo {
+  if (!active) throw new Error('no tensor backend initialised: call initBackend() first');
+  return active;
+}
+
+export function parseBackendChoice(value: string): BackendChoice {
+  if ((BACKEND_CHOICES as readonly string[]).includes(value)) return value as BackendChoice;
+  throw new Error(`--backend must be one of ${BACKEND_CHOICES.join(', ')}; got '${value}'`);
+}

@@ -1,0 +1,42 @@
+// Small tensor helpers shared by the model and the trainer. Backend-agnostic.
+import { tf } from './backend.js';
+
+/**
+ * `x @ w` for a frozen weight `w` stored as [in, out] (transposed from Hugging Face's [out, in] at load time,
+ * so the forward takes XNNPACK's fast non-transposed 2-D path). The gradient flows to `x` only (base weights
+ * are never trained) and is computed as `dy @ transpose(w)` with an explicit transpose, because matMul with a
+ * transposed operand is ~7× slower on wasm (SPEC §8).
+ */
+export function linearFrozen(x: tf.Tensor2D, w: tf.Tensor2D): tf.Tensor2D {
+  const f = tf.customGrad((xIn: tf.Tensor, save: tf.GradSaveFunc) => {
+    save([]);
+    return {
+      value: tf.matMul(xIn as tf.Tensor2D, w),
+      gradFunc: (dy: tf.Tensor) => tf.matMul(dy as tf.Tensor2D, tf.transpose(w)),
+    };
+  });
+  return f(x) as tf.Tensor2D;
+}
+
+/**
+ * `a @ b` for two trainable 2-D operands, with both gradients computed from explicit transposes
+ * (see `linearFrozen` for why).
+ */
+export function matMulTrainable(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
+  const f = tf.customGrad((aIn: tf.Tensor, bIn: tf.Tensor, save: tf.GradSaveFunc) => {
+    save([aIn, bIn]);
+    return {
+      value: tf.matMul(aIn as tf.Tensor2D, bIn as tf.Tensor2D),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+        const [sa, sb] = saved as [tf.Tensor2D, tf.Tensor2D];
+        return [tf.matMul(dy as tf.Tensor2D, tf.transpose(sb)), tf.matMul(tf.transpose(sa), dy as tf.Tensor2D)];
+      },
+    };
+  });
+  return f(a, b) as tf.Tensor2D;
+}
+
+/** Reads a tensor's values without returning a typed array from tf.tidy (SPEC §8: tidy scans it). */
+export async function readFloat32(t: tf.Tensor): Promise<Float32Array> {
+  return (await t.data()) as Float32Array;
+}

@@ -1,0 +1,101 @@
+// The workarounds the wasm backend needs (SPEC §8, notes/stack-measurements.md §2, §9), all in one place.
+//
+// 1. `UnsortedSegmentSum` is not registered for wasm, so the gradient of `gather` (embedding lookups) fails.
+//    We register a typed-array implementation.
+// 2. The wasm `Slice` kernel reads its whole input back from the heap on every call, so slicing one row of a
+//    large tensor (the KV cache, per-head attention) costs a full copy. We re-register it to copy only the
+//    slice.
+// The third, matMul gradients that use transposed operands (7× slower on XNNPACK), is handled where matMul is
+// called: see `linear` in ./ops.ts, which is correct on every backend.
+import * as tf from '@tensorflow/tfjs';
+
+interface WasmBackendLike {
+  readSync(dataId: object): ArrayLike<number>;
+  makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
+  typedArrayFromHeap(info: tf.TensorInfo): Float32Array | Int32Array | Uint8Array;
+}
+
+let registered = false;
+
+function sizeOf(shape: readonly number[]): number {
+  return shape.reduce((a, b) => a * b, 1);
+}
+
+export function registerWasmFixes(): void {
+  if (registered) return;
+  registered = true;
+
+  tf.registerKernel({
+    kernelName: 'UnsortedSegmentSum',
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend, attrs }) => {
+      const wasm = backend as unknown as WasmBackendLike;
+      const { x, segmentIds } = inputs as { x: tf.TensorInfo; segmentIds: tf.TensorInfo };
+      const numSegments = (attrs as { numSegments: number }).numSegments;
+      const ids = wasm.readSync(segmentIds.dataId);
+      const values = wasm.readSync(x.dataId);
+      // segmentIds covers the leading dims of x; the remaining dims are summed as rows.
+      const rowSize = sizeOf(x.shape.slice(segmentIds.shape.length));
+      const outShape = [numSegments, ...x.shape.slice(segmentIds.shape.length)];
+      const out = wasm.makeOutput(outShape, x.dtype);
+      const outValues = wasm.typedArrayFromHeap(out);
+      outValues.fill(0);
+      for (let i = 0; i < ids.length; i++) {
+        const seg = ids[i] as number;
+        if (seg < 0 || seg >= numSegments) continue;
+        const src = i * rowSize;
+        const dst = seg * rowSize;
+        for (let j = 0; j < rowSize; j++) outValues[dst + j] = (outValues[dst + j] as number) + (values[src + j] as number);
+      }
+      return out;
+    },
+  });
+
+  // Replacing a registered kernel: unregister first, or tfjs warns on every start.
+  tf.unregisterKernel('Slice', 'wasm');
+  tf.registerKernel({
+    kernelName: 'Slice',
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend, attrs }) => {
+      const wasm = backend as unknown as WasmBackendLike;
+      const { x } = inputs as { x: tf.TensorInfo };
+      const { begin, size } = attrs as unknown as { begin: number | number[]; size: number | number[] };
+      const [starts, sizes] = tf.slice_util.parseSliceParams(x as tf.Tensor, begin, size);
+      const out = wasm.makeOutput(sizes, x.dtype);
+      if (sizeOf(sizes) === 0) return out;
+      const src = wasm.typedArrayFromHeap(x);
+      const dst = wasm.typedArrayFromHeap(out);
+      const rank = x.shape.length;
+      const strides = new Array<number>(rank).fill(1);
+      for (let d = rank - 2; d >= 0; d--) strides[d] = (strides[d + 1] as number) * (x.shape[d + 1] as number);
+      // Innermost contiguous run: the trailing dims that are taken whole, plus one partial dim.
+      let inner = rank - 1;
+      let run = sizes[rank - 1] as number;
+      while (inner > 0 && sizes[inner] === x.shape[inner] && starts[inner] === 0) {
+        inner--;
+        run *= sizes[inner] as number;
+      }
+      if (rank === 0) {
+        dst[0] = src[0] as number;
+        return out;
+      }
+      // Iterate over the outer index space (dims < inner), copying `run` contiguous elements each time.
+      const outer = sizes.slice(0, inner);
+      const outerCount = sizeOf(outer);
+      const idx = new Array<number>(inner).fill(0);
+      let dstOffset = 0;
+      for (let n = 0; n < outerCount; n++) {
+        let srcOffset = (starts[inner] as number) * (strides[inner] as number);
+        for (let d = 0; d < inner; d++) srcOffset += ((starts[d] as number) + (idx[d] as number)) * (strides[d] as number);
+        dst.set(src.subarray(srcOffset, srcOffset + run), dstOffset);
+        dstOffset += run;
+        for (let d = inner - 1; d >= 0; d--) {
+          idx[d] = (idx[d] as number) + 1;
+          if ((idx[d] as number) < (outer[d] as number)) break;
+          idx[d] = 0;
+        }
+      }
+      return out;
+    },
+  });
+}
