@@ -8,6 +8,7 @@ const COMMAND_MODULES: Array<() => Promise<{ command: CommandModule }>> = [
   () => import('./make-tiny.js'),
   () => import('./convert.js'),
   () => import('./export.js'),
+  () => import('./skills.js'),
 ];
 
 export async function main(argv: string[]): Promise<void> {
