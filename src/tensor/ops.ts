@@ -1,6 +1,8 @@
 // Small tensor helpers shared by the model and the trainer. Backend-agnostic.
 import { tf } from './backend.js';
 
+type Inputs = Array<tf.Tensor | tf.GradSaveFunc>;
+
 /**
  * `x @ w` for a frozen weight `w` stored as [in, out] (transposed from Hugging Face's [out, in] at load time,
  * so the forward takes XNNPACK's fast non-transposed 2-D path). The gradient flows to `x` only (base weights
@@ -8,10 +10,10 @@ import { tf } from './backend.js';
  * transposed operand is ~7× slower on wasm (SPEC §8).
  */
 export function linearFrozen(x: tf.Tensor2D, w: tf.Tensor2D): tf.Tensor2D {
-  const f = tf.customGrad((xIn: tf.Tensor, save: tf.GradSaveFunc) => {
-    save([]);
+  const f = tf.customGrad((...inputs: Inputs) => {
+    const xIn = inputs[0] as tf.Tensor2D;
     return {
-      value: tf.matMul(xIn as tf.Tensor2D, w),
+      value: tf.matMul(xIn, w),
       gradFunc: (dy: tf.Tensor) => tf.matMul(dy as tf.Tensor2D, tf.transpose(w)),
     };
   });
@@ -23,10 +25,13 @@ export function linearFrozen(x: tf.Tensor2D, w: tf.Tensor2D): tf.Tensor2D {
  * (see `linearFrozen` for why).
  */
 export function matMulTrainable(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
-  const f = tf.customGrad((aIn: tf.Tensor, bIn: tf.Tensor, save: tf.GradSaveFunc) => {
+  const f = tf.customGrad((...inputs: Inputs) => {
+    const aIn = inputs[0] as tf.Tensor2D;
+    const bIn = inputs[1] as tf.Tensor2D;
+    const save = inputs[2] as tf.GradSaveFunc;
     save([aIn, bIn]);
     return {
-      value: tf.matMul(aIn as tf.Tensor2D, bIn as tf.Tensor2D),
+      value: tf.matMul(aIn, bIn),
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
         const [sa, sb] = saved as [tf.Tensor2D, tf.Tensor2D];
         return [tf.matMul(dy as tf.Tensor2D, tf.transpose(sb)), tf.matMul(tf.transpose(sa), dy as tf.Tensor2D)];
@@ -34,9 +39,4 @@ export function matMulTrainable(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
     };
   });
   return f(a, b) as tf.Tensor2D;
-}
-
-/** Reads a tensor's values without returning a typed array from tf.tidy (SPEC §8: tidy scans it). */
-export async function readFloat32(t: tf.Tensor): Promise<Float32Array> {
-  return (await t.data()) as Float32Array;
 }

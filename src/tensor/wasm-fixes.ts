@@ -60,7 +60,7 @@ export function registerWasmFixes(): void {
       const wasm = backend as unknown as WasmBackendLike;
       const { x } = inputs as { x: tf.TensorInfo };
       const { begin, size } = attrs as unknown as { begin: number | number[]; size: number | number[] };
-      const [starts, sizes] = tf.slice_util.parseSliceParams(x as tf.Tensor, begin, size);
+      const [starts, sizes] = tf.slice_util.parseSliceParams(x, begin, size) as [number[], number[]];
       const out = wasm.makeOutput(sizes, x.dtype);
       if (sizeOf(sizes) === 0) return out;
       const src = wasm.typedArrayFromHeap(x);

@@ -1,0 +1,268 @@
+// The Qwen3-family decoder (Qwen3, Qwen2/2.5 and Llama 3 share it), read top to bottom like the architecture:
+//
+//   h = embed(ids)
+//   for each layer:
+//     a = RMSNorm(h);  q, k, v = a·Wq (+bq), a·Wk (+bk), a·Wv (+bv)       (LoRA deltas added when an adapter is on)
+//     q, k = RMSNorm_head(q), RMSNorm_head(k)                               (Qwen3 only)
+//     q, k = RoPE(q, pos), RoPE(k, pos)                                    (rotate-half; Llama 3 frequency scaling)
+//     k, v = cache ++ k, cache ++ v                                        (grouped-query: kv heads shared by groups)
+//     h = h + softmax(q·kᵀ/√d_head + mask)·v · Wo (+bo)                    (mask: causal and padding)
+//     h = h + (silu(m·Wgate) ⊙ m·Wup)·Wdown,  m = RMSNorm(h)
+//   h = RMSNorm(h);  logits = h·W_lm  (W_lm = embedᵀ when tied)
+//
+// Projection weights are held as [in, out] (transposed from Hugging Face's [out, in] once at load) so every
+// matMul takes the fast non-transposed path (SPEC §8). Base weights are plain tensors, never variables: no
+// gradient or optimizer state can exist for them. Positions and masks are built on the JS side from the ids.
+import { tf } from '../tensor/backend.js';
+import { linearFrozen } from '../tensor/ops.js';
+import { SafetensorsCheckpoint } from '../checkpoint/safetensors.js';
+import { type ModelConfig, expectedTensors, loadModelConfig } from './config.js';
+import { inverseFrequencies, ropeTables } from './rope.js';
+import { KVCache } from './kv-cache.js';
+
+export const PROJECTIONS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] as const;
+export type ProjectionName = (typeof PROJECTIONS)[number];
+
+/** What the forward needs from a LoRA adapter: the low-rank delta of one projection, or none. */
+export interface ProjectionAdapter {
+  delta(layer: number, projection: ProjectionName, x: tf.Tensor2D): tf.Tensor2D | undefined;
+}
+
+interface LayerWeights {
+  inputNorm: tf.Tensor1D;
+  proj: Record<ProjectionName, tf.Tensor2D>;
+  bias: Partial<Record<'q_proj' | 'k_proj' | 'v_proj' | 'o_proj', tf.Tensor1D>>;
+  qNorm?: tf.Tensor1D;
+  kNorm?: tf.Tensor1D;
+  postNorm: tf.Tensor1D;
+}
+
+export interface ForwardOptions {
+  /** [B][T]: 1 for real tokens, 0 for (left) padding. Default: all ones. */
+  attentionMask?: number[][];
+  /** When given, attends over the cached keys/values and appends this chunk to them. */
+  cache?: KVCache;
+  /** LoRA adapter to apply; none = the base model (the reference policy). */
+  adapter?: ProjectionAdapter;
+}
+
+/** Additive attention mask [B, 1, T, S]: 0 where query t may see key s (causal and not padding), else −1e9. */
+function attentionBias(keyMask: number[][], pastLength: number, T: number): tf.Tensor4D {
+  const B = keyMask.length;
+  const S = pastLength + T;
+  const bias = new Float32Array(B * T * S);
+  for (let b = 0; b < B; b++) {
+    const row = keyMask[b] as number[];
+    for (let t = 0; t < T; t++) {
+      const base = (b * T + t) * S;
+      for (let s = 0; s < S; s++) if (s > pastLength + t || row[s] !== 1) bias[base + s] = -1e9;
+    }
+  }
+  return tf.tensor4d(bias, [B, 1, T, S]);
+}
+
+export class CausalLM {
+  private readonly invFreq: Float64Array;
+
+  private constructor(
+    readonly config: ModelConfig,
+    private readonly embed: tf.Tensor2D,
+    private readonly layers: LayerWeights[],
+    private readonly finalNorm: tf.Tensor1D,
+    private readonly lmHead: tf.Tensor2D,
+    readonly dir: string,
+  ) {
+    this.invFreq = inverseFrequencies(config);
+  }
+
+  /** Loads a Hugging Face folder (config.json + safetensors); every tensor is checked by name and shape. */
+  static async load(dir: string): Promise<CausalLM> {
+    const cfg = loadModelConfig(dir);
+    const ckpt = new SafetensorsCheckpoint(dir);
+    const shapes = expectedTensors(cfg);
+    for (const name of shapes.keys()) {
+      if (!ckpt.has(name)) throw new Error(`${ckpt.fileOf(name)}: tensor '${name}' is missing (required by ${dir}/config.json)`);
+    }
+    const read = (name: string): Float32Array => ckpt.readFloat32(name, shapes.get(name));
+    const vector = (name: string): tf.Tensor1D => tf.tensor1d(read(name));
+    // [out, in] on disk → [in, out] in memory.
+    const projection = (name: string): tf.Tensor2D => {
+      const [out, inDim] = shapes.get(name) as [number, number];
+      return tf.tidy(() => tf.transpose(tf.tensor2d(read(name), [out, inDim])));
+    };
+
+    const layers: LayerWeights[] = [];
+    for (let l = 0; l < cfg.numLayers; l++) {
+      const p = `model.layers.${l}.`;
+      const proj = {} as Record<ProjectionName, tf.Tensor2D>;
+      for (const name of PROJECTIONS) {
+        const group = name === 'gate_proj' || name === 'up_proj' || name === 'down_proj' ? 'mlp' : 'self_attn';
+        proj[name] = projection(`${p}${group}.${name}.weight`);
+      }
+      const bias: LayerWeights['bias'] = {};
+      if (cfg.qkvBias) for (const n of ['q_proj', 'k_proj', 'v_proj'] as const) bias[n] = vector(`${p}self_attn.${n}.bias`);
+      if (cfg.oBias) bias.o_proj = vector(`${p}self_attn.o_proj.bias`);
+      layers.push({
+        inputNorm: vector(`${p}input_layernorm.weight`),
+        proj,
+        bias,
+        qNorm: cfg.qkNorm ? vector(`${p}self_attn.q_norm.weight`) : undefined,
+        kNorm: cfg.qkNorm ? vector(`${p}self_attn.k_norm.weight`) : undefined,
+        postNorm: vector(`${p}post_attention_layernorm.weight`),
+      });
+    }
+    const embed = tf.tensor2d(read('model.embed_tokens.weight'), [cfg.vocabSize, cfg.hiddenSize]);
+    // Tied models keep a transposed copy of the embedding as the head: memory for speed (no transposed matMul).
+    const lmHead = cfg.tieWordEmbeddings ? tf.transpose(embed) : projection('lm_head.weight');
+    return new CausalLM(cfg, embed, layers, vector('model.norm.weight'), lmHead as tf.Tensor2D, dir);
+  }
+
+  /** A fresh, empty KV cache for a batch of `batchSize` sequences. */
+  newCache(batchSize: number): KVCache {
+    return new KVCache(this.config.numLayers, batchSize);
+  }
+
+  private rmsNorm(x: tf.Tensor, weight: tf.Tensor1D): tf.Tensor {
+    const variance = tf.mean(tf.square(x), -1, true);
+    return tf.mul(tf.mul(x, tf.rsqrt(tf.add(variance, this.config.rmsNormEps))), weight);
+  }
+
+  /** x·W (+b) (+ LoRA delta). x: [N, in]. */
+  private project(x: tf.Tensor2D, layer: number, name: ProjectionName, opts: ForwardOptions): tf.Tensor2D {
+    const w = this.layers[layer] as LayerWeights;
+    let y: tf.Tensor2D = linearFrozen(x, w.proj[name]);
+    const b = w.bias[name as keyof LayerWeights['bias']];
+    if (b) y = tf.add(y, b);
+    const delta = opts.adapter?.delta(layer, name, x);
+    if (delta) y = tf.add(y, delta);
+    return y;
+  }
+
+  /** Rotate-half RoPE on x [B, T, heads, hd] with cos/sin [B, T, 1, hd/2]. */
+  private rope(x: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D): tf.Tensor4D {
+    const [x1, x2] = tf.split(x, 2, -1) as [tf.Tensor4D, tf.Tensor4D];
+    return tf.concat([tf.sub(tf.mul(x1, cos), tf.mul(x2, sin)), tf.add(tf.mul(x2, cos), tf.mul(x1, sin))], -1);
+  }
+
+  private attention(
+    h: tf.Tensor2D,
+    layer: number,
+    shape: { B: number; T: number },
+    rot: { cos: tf.Tensor4D; sin: tf.Tensor4D },
+    mask: tf.Tensor4D,
+    opts: ForwardOptions,
+  ): tf.Tensor2D {
+    const { numHeads: H, numKvHeads: KV, headDim: hd } = this.config;
+    const { B, T } = shape;
+    const groups = H / KV;
+    const w = this.layers[layer] as LayerWeights;
+
+    let q = tf.reshape(this.project(h, layer, 'q_proj', opts), [B, T, H, hd]) as tf.Tensor4D;
+    let k = tf.reshape(this.project(h, layer, 'k_proj', opts), [B, T, KV, hd]) as tf.Tensor4D;
+    const v = tf.reshape(this.project(h, layer, 'v_proj', opts), [B, T, KV, hd]) as tf.Tensor4D;
+    if (w.qNorm && w.kNorm) {
+      q = this.rmsNorm(q, w.qNorm) as tf.Tensor4D;
+      k = this.rmsNorm(k, w.kNorm) as tf.Tensor4D;
+    }
+    q = this.rope(q, rot.cos, rot.sin);
+    k = this.rope(k, rot.cos, rot.sin);
+
+    // Heads first; keys and values join the cache ([B, KV, S, hd]).
+    let keys = tf.transpose(k, [0, 2, 1, 3]) as tf.Tensor4D;
+    let values = tf.transpose(v, [0, 2, 1, 3]) as tf.Tensor4D;
+    if (opts.cache) [keys, values] = opts.cache.append(layer, keys, values);
+    const S = keys.shape[2];
+
+    // Grouped-query attention without copying keys: the `groups` query heads of one kv head are stacked
+    // along the query axis, so one batched matMul per kv head serves them all (head h uses kv head h / groups).
+    const qGrouped = tf.reshape(tf.transpose(q, [0, 2, 1, 3]), [B * KV, groups * T, hd]);
+    const scores = tf.mul(tf.matMul(qGrouped, tf.reshape(keys, [B * KV, S, hd]), false, true), 1 / Math.sqrt(hd));
+    const probs = tf.softmax(tf.add(tf.reshape(scores, [B, H, T, S]), mask));
+    const context = tf.matMul(tf.reshape(probs, [B * KV, groups * T, S]), tf.reshape(values, [B * KV, S, hd]));
+    const merged = tf.reshape(tf.transpose(tf.reshape(context, [B, H, T, hd]), [0, 2, 1, 3]), [B * T, H * hd]) as tf.Tensor2D;
+    return this.project(merged, layer, 'o_proj', opts);
+  }
+
+  private mlp(m: tf.Tensor2D, layer: number, opts: ForwardOptions): tf.Tensor2D {
+    const gate = this.project(m, layer, 'gate_proj', opts);
+    const up = this.project(m, layer, 'up_proj', opts);
+    const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D; // silu(gate) ⊙ up
+    return this.project(act, layer, 'down_proj', opts);
+  }
+
+  /**
+   * The final-normed hidden states [B, T, d] of a batch of equal-length rows `inputIds` ([B][T], left-padded).
+   * With a cache, the rows continue the cached sequences. Call inside tf.tidy (or dispose the result).
+   */
+  forward(inputIds: number[][], opts: ForwardOptions = {}): tf.Tensor3D {
+    const B = inputIds.length;
+    const T = (inputIds[0] ?? []).length;
+    if (B === 0 || T === 0 || inputIds.some((r) => r.length !== T)) {
+      throw new Error(`forward: inputIds must be a non-empty batch of equal-length rows (got lengths ${inputIds.map((r) => r.length).join(',')})`);
+    }
+    const mask = opts.attentionMask ?? inputIds.map((r) => r.map(() => 1));
+    const cache = opts.cache;
+    if (cache && cache.batchSize !== B) throw new Error(`forward: cache holds ${cache.batchSize} sequences, batch has ${B}`);
+
+    // Position of each token = number of real tokens before it in its row (so left padding shifts nothing).
+    const pastLength = cache?.length ?? 0;
+    const positions = new Int32Array(B * T);
+    const keyMask: number[][] = [];
+    for (let b = 0; b < B; b++) {
+      let next = cache ? (cache.nextPosition[b] as number) : 0;
+      const maskRow = mask[b] as number[];
+      for (let t = 0; t < T; t++) {
+        positions[b * T + t] = next;
+        if (maskRow[t] === 1) next++;
+      }
+      if (cache) cache.nextPosition[b] = next;
+      keyMask.push([...(cache ? (cache.keyMask[b] as number[]) : []), ...maskRow]);
+    }
+    if (cache) cache.keyMask = keyMask;
+
+    const { cos, sin } = ropeTables(this.invFreq, positions);
+    const half = this.config.headDim / 2;
+    return tf.tidy(() => {
+      const rot = { cos: tf.tensor4d(cos, [B, T, 1, half]), sin: tf.tensor4d(sin, [B, T, 1, half]) };
+      const bias = attentionBias(keyMask, pastLength, T);
+      let h = tf.gather(this.embed, tf.tensor1d(inputIds.flat(), 'int32')) as tf.Tensor2D;
+      for (let l = 0; l < this.config.numLayers; l++) {
+        const w = this.layers[l] as LayerWeights;
+        h = tf.add(h, this.attention(this.rmsNorm(h, w.inputNorm) as tf.Tensor2D, l, { B, T }, rot, bias, opts));
+        h = tf.add(h, this.mlp(this.rmsNorm(h, w.postNorm) as tf.Tensor2D, l, opts));
+      }
+      return tf.reshape(this.rmsNorm(h, this.finalNorm), [B, T, this.config.hiddenSize]) as tf.Tensor3D;
+    });
+  }
+
+  /** Logits [N, V] of hidden states [N, d]. For the full vocab, callers chunk N (see score.ts). */
+  logits(hidden: tf.Tensor2D): tf.Tensor2D {
+    return linearFrozen(hidden, this.lmHead);
+  }
+
+  /** The output head [d, V], for fused log-prob kernels that never materialise all logits at once. */
+  get outputHead(): tf.Tensor2D {
+    return this.lmHead;
+  }
+
+  dispose(): void {
+    const all: tf.Tensor[] = [this.embed, this.finalNorm, this.lmHead];
+    for (const w of this.layers) {
+      all.push(w.inputNorm, w.postNorm, ...Object.values(w.proj), ...Object.values(w.bias));
+      if (w.qNorm) all.push(w.qNorm);
+      if (w.kNorm) all.push(w.kNorm);
+    }
+    tf.dispose(all);
+  }
+
+  /** Number of parameters of the base model (the tied head counted once). */
+  parameterCount(): number {
+    let n = this.embed.size + this.finalNorm.size + (this.config.tieWordEmbeddings ? 0 : this.lmHead.size);
+    for (const w of this.layers) {
+      n += w.inputNorm.size + w.postNorm.size + (w.qNorm?.size ?? 0) + (w.kNorm?.size ?? 0);
+      for (const t of Object.values(w.proj)) n += t.size;
+      for (const t of Object.values(w.bias)) n += t.size;
+    }
+    return n;
+  }
+}
