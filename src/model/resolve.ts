@@ -145,6 +145,8 @@ export interface DownloadOptions {
   log?: (line: string) => void;
   /** Rewrites the current progress line (a terminal's carriage return); default: stderr when it is a TTY. */
   progress?: (line: string) => void;
+  /** The fetch to use (tests inject a failing one); default the global fetch. */
+  fetch?: typeof fetch;
 }
 
 /** Files a model folder needs: top-level configs, tokenizer files, templates and safetensors weights. */
@@ -186,8 +188,9 @@ export async function downloadModel(repoId: string, opts: DownloadOptions = {}):
 
   // Count body bytes as they stream, for the progress line; the hub library exposes no progress hook.
   let fileBytes = 0;
+  const baseFetch = opts.fetch ?? globalThis.fetch;
   const countingFetch: typeof fetch = async (input, init) => {
-    const res = await fetch(input, init);
+    const res = await baseFetch(input, init);
     if (!res.body) return res;
     const counter = new TransformStream<Uint8Array, Uint8Array>({
       transform(chunk, ctl) {
@@ -204,11 +207,11 @@ export async function downloadModel(repoId: string, opts: DownloadOptions = {}):
   const savedDebug = console.debug;
   console.debug = () => {};
   try {
-    const info = await hub.modelInfo({ name: repoId, additionalFields: ['sha'], revision, accessToken });
+    const info = await hub.modelInfo({ name: repoId, additionalFields: ['sha'], revision, accessToken, fetch: baseFetch });
     const sha = info.sha;
     if (typeof sha !== 'string' || sha === '') throw new ModelDownloadError(`the Hub returned no commit for ${repoId}@${revision}`);
     const files: Array<{ path: string; size: number }> = [];
-    for await (const e of hub.listFiles({ repo, revision: sha, accessToken })) {
+    for await (const e of hub.listFiles({ repo, revision: sha, accessToken, fetch: baseFetch })) {
       if (e.type === 'file' && wantedRepoFile(e.path)) files.push({ path: e.path, size: e.lfs?.size ?? e.size });
     }
     if (!files.some((f) => f.path === 'config.json')) throw new ModelDownloadError(`${repoId} has no config.json: not a transformers model repo`);
