@@ -1,0 +1,181 @@
+// A client for any OpenAI-compatible chat-completions server (vLLM, llama.cpp server, SGLang, OpenAI...).
+// Each attempt has its own timeout (AbortController); 5xx, 408, 429, timeouts and connection errors are
+// retried a bounded number of times with exponential backoff; other 4xx fail at once. Errors name the URL,
+// the model, the status and the start of the reply body, so a misconfigured endpoint is easy to see.
+import type { ChatMessage, CompleteOptions, TextGenerator } from './types.js';
+
+export interface OpenAIChatConfig {
+  /** Base URL (`http://host:8000/v1`) or the full `.../chat/completions` URL. */
+  url: string;
+  model: string;
+  /** Name of the environment variable that holds the API key (never the key itself); unset = no auth. */
+  apiKeyEnv?: string;
+  /** Per-attempt timeout. */
+  timeoutMs?: number;
+  /** Retries after the first attempt. */
+  maxRetries?: number;
+  /** First backoff; doubles each retry, capped at maxBackoffMs. */
+  backoffMs?: number;
+  maxBackoffMs?: number;
+  /** Defaults for requests that do not say. */
+  maxTokens?: number;
+  temperature?: number;
+  /** Injected for tests; defaults to the global fetch. */
+  fetchImpl?: typeof fetch;
+  /** Injected for tests; defaults to setTimeout-based sleep. */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export const OPENAI_CHAT_DEFAULTS = {
+  timeoutMs: 120_000,
+  maxRetries: 3,
+  backoffMs: 1_000,
+  maxBackoffMs: 20_000,
+  maxTokens: 1024,
+  temperature: 0,
+} as const;
+
+export class LlmEndpointError extends Error {
+  constructor(
+    message: string,
+    readonly status: number | null,
+    readonly attempts: number,
+    readonly retryable: boolean,
+  ) {
+    super(message);
+    this.name = 'LlmEndpointError';
+  }
+}
+
+export function chatCompletionsUrl(url: string): string {
+  const trimmed = url.replace(/\/+$/, '');
+  return /\/chat\/completions$/.test(trimmed) ? trimmed : `${trimmed}/chat/completions`;
+}
+
+const defaultSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export class OpenAIChatClient implements TextGenerator {
+  readonly name: string;
+  private readonly endpoint: string;
+  private readonly cfg: Required<Omit<OpenAIChatConfig, 'apiKeyEnv' | 'fetchImpl' | 'sleep'>> & Pick<OpenAIChatConfig, 'apiKeyEnv'>;
+  private readonly fetchImpl: typeof fetch;
+  private readonly sleep: (ms: number) => Promise<void>;
+
+  constructor(config: OpenAIChatConfig) {
+    if (!config.url) throw new Error('OpenAI-compatible client: url is required');
+    if (!config.model) throw new Error('OpenAI-compatible client: model is required');
+    this.cfg = { ...OPENAI_CHAT_DEFAULTS, ...stripUndefined(config) } as typeof this.cfg;
+    this.endpoint = chatCompletionsUrl(config.url);
+    this.name = `openai:${this.endpoint} ${config.model}`;
+    this.fetchImpl = config.fetchImpl ?? fetch;
+    this.sleep = config.sleep ?? defaultSleep;
+    if (config.apiKeyEnv !== undefined && !process.env[config.apiKeyEnv]) {
+      throw new Error(`OpenAI-compatible client: environment variable ${config.apiKeyEnv} (the API key) is not set`);
+    }
+  }
+
+  async complete(messages: ChatMessage[], opts: CompleteOptions = {}): Promise<string> {
+    const body = JSON.stringify({
+      model: this.cfg.model,
+      messages,
+      max_tokens: opts.maxTokens ?? this.cfg.maxTokens,
+      temperature: opts.temperature ?? this.cfg.temperature,
+      ...(opts.stop && opts.stop.length > 0 ? { stop: opts.stop } : {}),
+      stream: false,
+    });
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    const key = this.cfg.apiKeyEnv ? process.env[this.cfg.apiKeyEnv] : undefined;
+    if (key) headers.authorization = `Bearer ${key}`;
+
+    const attempts = this.cfg.maxRetries + 1;
+    let last: LlmEndpointError | null = null;
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      if (opts.signal?.aborted) throw new LlmEndpointError(`${this.name}: cancelled by the caller`, null, attempt - 1, false);
+      try {
+        return await this.once(body, headers, attempt, opts.signal);
+      } catch (err) {
+        if (!(err instanceof LlmEndpointError)) throw err;
+        last = err;
+        if (!err.retryable || attempt === attempts) break;
+        await this.sleep(Math.min(this.cfg.maxBackoffMs, this.cfg.backoffMs * 2 ** (attempt - 1)));
+      }
+    }
+    const l = last as LlmEndpointError;
+    throw new LlmEndpointError(
+      l.retryable ? `${l.message} (gave up after ${l.attempts} attempt${l.attempts === 1 ? '' : 's'})` : l.message,
+      l.status,
+      l.attempts,
+      l.retryable,
+    );
+  }
+
+  private async once(body: string, headers: Record<string, string>, attempt: number, outer?: AbortSignal): Promise<string> {
+    const ctrl = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      ctrl.abort();
+    }, this.cfg.timeoutMs);
+    const onOuter = (): void => ctrl.abort();
+    outer?.addEventListener('abort', onOuter, { once: true });
+    try {
+      let res: Response;
+      let text: string;
+      try {
+        res = await this.fetchImpl(this.endpoint, { method: 'POST', headers, body, signal: ctrl.signal });
+        // The body is read under the same timeout: a server that stalls mid-reply is a timeout too.
+        text = await res.text();
+      } catch (err) {
+        if (timedOut) {
+          throw new LlmEndpointError(`${this.name}: no reply within ${this.cfg.timeoutMs} ms`, null, attempt, true);
+        }
+        if (outer?.aborted) throw new LlmEndpointError(`${this.name}: cancelled by the caller`, null, attempt, false);
+        const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+        const why = cause?.code ?? cause?.message ?? (err as Error).message;
+        throw new LlmEndpointError(`${this.name}: request failed (${why})`, null, attempt, true);
+      }
+      if (!res.ok) {
+        const retryable = res.status >= 500 || res.status === 408 || res.status === 429;
+        const hint = res.status === 401 || res.status === 403 ? ' (check the API key environment variable)' : '';
+        throw new LlmEndpointError(
+          `${this.name}: HTTP ${res.status}${hint}: ${snippet(text)}`,
+          res.status,
+          attempt,
+          retryable,
+        );
+      }
+      return parseChatCompletion(text, this.name, attempt);
+    } finally {
+      clearTimeout(timer);
+      outer?.removeEventListener('abort', onOuter);
+    }
+  }
+}
+
+/** Extracts choices[0].message.content; a reply of any other shape is an error naming what was missing. */
+export function parseChatCompletion(text: string, who: string, attempt = 1): string {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new LlmEndpointError(`${who}: reply is not JSON: ${snippet(text)}`, 200, attempt, false);
+  }
+  const choices = (json as { choices?: unknown }).choices;
+  if (!Array.isArray(choices) || choices.length === 0) {
+    throw new LlmEndpointError(`${who}: reply has no choices: ${snippet(text)}`, 200, attempt, false);
+  }
+  const content = (choices[0] as { message?: { content?: unknown } }).message?.content;
+  if (typeof content !== 'string') {
+    throw new LlmEndpointError(`${who}: reply has no choices[0].message.content string: ${snippet(text)}`, 200, attempt, false);
+  }
+  return content;
+}
+
+function snippet(text: string): string {
+  const one = text.replace(/\s+/g, ' ').trim();
+  return one.length > 200 ? `${one.slice(0, 200)}…` : one || '(empty body)';
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,60 @@
+// Every number of the skill bank in one place, with the SPEC §2 defaults (steps 3, 6, 7, 9). The values the
+// paper does not give are marked "ours".
+
+export interface SkillBankConfig {
+  /** Cards retrieved per question (SPEC §2 step 3). */
+  topK: number;
+  /** Failure-queue capacity (SPEC §2 step 7). */
+  queueCapacity: number;
+  /** Consolidate every N steps (SPEC §2 step 9)... */
+  consolidateEvery: number;
+  /** ...when at least this many failure records are pending... */
+  minPending: number;
+  /** ...selecting at most this many. */
+  maxSelected: number;
+  /** Eviction: a non-seed card retrieved at least this many times with helpful − hurt < 0 goes. */
+  evictMinRetrieved: number;
+  /** Bank cap; over it, the lowest-scoring non-seed cards go (SPEC §2 step 9). */
+  maxCards: number;
+  /** Token budget for the rendered cards in the solver prompt (ours). */
+  renderTokenBudget: number;
+  /** Characters of retrieved evidence put into a distillation prompt (ours). */
+  distillEvidenceChars: number;
+  /** Distiller calls run at most this many at a time (ours). */
+  distillConcurrency: number;
+  /** Per distiller call (ours). */
+  distillMaxTokens: number;
+}
+
+export const DEFAULT_SKILL_BANK_CONFIG: Readonly<SkillBankConfig> = Object.freeze({
+  topK: 3,
+  queueCapacity: 300,
+  consolidateEvery: 10,
+  minPending: 20,
+  maxSelected: 30,
+  evictMinRetrieved: 3,
+  maxCards: 800,
+  renderTokenBudget: 600,
+  distillEvidenceChars: 1500,
+  distillConcurrency: 4,
+  distillMaxTokens: 700,
+});
+
+/**
+ * Dedup (admission) thresholds per embedder: a candidate is admitted only if its cosine to every bank card
+ * and every card admitted in the same round is ≤ this (SPEC §2 step 9). 0.93 is the paper's value for
+ * E5-base-v2. The lexical one is ours, calibrated in test/skills-embedders.test.ts: light rewordings of a
+ * card score above it, distinct seed cards well below.
+ */
+export const DEDUP_THRESHOLDS = Object.freeze({ e5: 0.93, lexical: 0.8 });
+
+export function resolveConfig(partial: Partial<SkillBankConfig> = {}): SkillBankConfig {
+  const cfg = { ...DEFAULT_SKILL_BANK_CONFIG, ...Object.fromEntries(Object.entries(partial).filter(([, v]) => v !== undefined)) };
+  for (const [k, v] of Object.entries(cfg)) {
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new Error(`skill bank config: ${k} must be a non-negative integer, got ${String(v)}`);
+  }
+  if (cfg.topK < 1) throw new Error('skill bank config: topK must be ≥ 1');
+  if (cfg.maxSelected < 1) throw new Error('skill bank config: maxSelected must be ≥ 1');
+  if (cfg.consolidateEvery < 1) throw new Error('skill bank config: consolidateEvery must be ≥ 1');
+  return cfg as SkillBankConfig;
+}
