@@ -1,0 +1,128 @@
+// llama.cpp (via node-llama-cpp) as an independent reference for our forward pass.
+// Settings that make it exact enough to compare at 1e-4 in log-prob (notes/stack-measurements.md §6.1):
+// F32 KV cache (the default F16 cache alone costs ~5e-3) and flash attention off; temperature 0 so that the
+// probability map covers the full vocabulary, unnormalized by any sampler truncation.
+import { availableParallelism } from 'node:os';
+import { getLlama, LlamaLogLevel, type ControlledEvaluateInputItem, type Llama, type LlamaContext, type LlamaModel, type Token } from 'node-llama-cpp';
+
+let llamaPromise: Promise<Llama> | undefined;
+
+/** One llama.cpp instance per process (loading the native addon takes ~0.5 s). */
+export function sharedLlama(): Promise<Llama> {
+  llamaPromise ??= getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, maxThreads: availableParallelism() });
+  return llamaPromise;
+}
+
+export interface GreedyStep {
+  token: number;
+  /** log p(top1) − log p(top2) at this step: how far from a tie the reference's choice was. */
+  margin: number;
+}
+
+export interface LlamaCppReference {
+  /** log p(ids[i+1] | ids[..=i]) for every i (length ids.length − 1), on a fresh sequence. */
+  logprobsOf(ids: number[]): Promise<number[]>;
+  /** `n` greedy tokens after the prompt (ties go to the lowest id), on a fresh sequence. */
+  greedy(promptIds: number[], n: number): Promise<number[]>;
+  /** Like `greedy`, with each step's top-1/top-2 log-prob margin. */
+  greedySteps(promptIds: number[], n: number): Promise<GreedyStep[]>;
+  /** Full next-token distribution (probabilities by token id) after each prefix ids[..=i]. */
+  distributions(ids: number[]): Promise<Array<Map<number, number>>>;
+  readonly model: LlamaModel;
+  dispose(): Promise<void>;
+}
+
+export interface OpenReferenceOptions {
+  contextSize: number;
+}
+
+function argmaxWithMargin(probs: Map<number, number>): GreedyStep {
+  let best = -1;
+  let p1 = -1;
+  let p2 = -1;
+  for (const [tok, p] of probs) {
+    if (p > p1 || (p === p1 && tok < best)) {
+      p2 = Math.max(p2, p1);
+      p1 = p;
+      best = tok;
+    } else if (p > p2) {
+      p2 = p;
+    }
+  }
+  return { token: best, margin: Math.log(p1) - Math.log(Math.max(p2, Number.MIN_VALUE)) };
+}
+
+export async function openReference(ggufPath: string, options: OpenReferenceOptions): Promise<LlamaCppReference> {
+  const llama = await sharedLlama();
+  const model = await llama.loadModel({ modelPath: ggufPath, gpuLayers: 0 });
+  let context: LlamaContext;
+  try {
+    context = await model.createContext({
+      contextSize: options.contextSize,
+      sequences: 1,
+      batchSize: Math.min(512, options.contextSize),
+      flashAttention: false,
+      experimentalKvCacheKeyType: 'F32',
+      experimentalKvCacheValueType: 'F32',
+      threads: availableParallelism(),
+    });
+  } catch (err) {
+    await model.dispose();
+    throw err;
+  }
+  const probe = { probabilities: true, options: { temperature: 0 } };
+
+  async function distributions(ids: number[]): Promise<Array<Map<number, number>>> {
+    if (ids.length === 0) return [];
+    const seq = context.getSequence();
+    try {
+      const items: ControlledEvaluateInputItem[] = ids.map((t) => [t as Token, { generateNext: probe }]);
+      const out = await seq.controlledEvaluate(items);
+      return ids.map((_, i) => {
+        const probs = out[i]?.next.probabilities;
+        if (!probs) throw new Error(`llama.cpp returned no probabilities at position ${i}`);
+        return probs;
+      });
+    } finally {
+      seq.dispose();
+    }
+  }
+
+  async function greedySteps(promptIds: number[], n: number): Promise<GreedyStep[]> {
+    if (promptIds.length === 0) throw new Error('greedy: empty prompt');
+    const seq = context.getSequence();
+    try {
+      const steps: GreedyStep[] = [];
+      let input: number[] = promptIds;
+      for (let k = 0; k < n; k++) {
+        const items: ControlledEvaluateInputItem[] = input.map((t, i) => (i === input.length - 1 ? [t as Token, { generateNext: probe }] : (t as Token)));
+        const out = await seq.controlledEvaluate(items);
+        const probs = out[input.length - 1]?.next.probabilities;
+        if (!probs) throw new Error(`llama.cpp returned no probabilities at greedy step ${k}`);
+        const step = argmaxWithMargin(probs);
+        steps.push(step);
+        input = [step.token];
+      }
+      return steps;
+    } finally {
+      seq.dispose();
+    }
+  }
+
+  return {
+    model,
+    distributions,
+    async logprobsOf(ids: number[]): Promise<number[]> {
+      const dists = await distributions(ids.slice(0, -1));
+      return dists.map((probs, i) => Math.log(probs.get(ids[i + 1] as number) ?? 0));
+    },
+    greedySteps,
+    async greedy(promptIds: number[], n: number): Promise<number[]> {
+      return (await greedySteps(promptIds, n)).map((s) => s.token);
+    },
+    async dispose(): Promise<void> {
+      await context.dispose();
+      await model.dispose();
+    },
+  };
+}
