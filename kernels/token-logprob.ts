@@ -72,7 +72,8 @@ function pickTargets(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Tensor1D {
 }
 
 interface ChunkStats {
-  logp: tf.Tensor1D;
+  /** Absent when no targets were given. */
+  logp?: tf.Tensor1D;
   lse: tf.Tensor1D;
   entropy?: tf.Tensor1D;
 }
@@ -80,12 +81,14 @@ interface ChunkStats {
 /** Log-probs (and optionally entropies) of one logits chunk; call inside tf.tidy. */
 function statsOfLogits(logits: tf.Tensor2D, targets: tf.Tensor1D | undefined, wantEntropy: boolean): ChunkStats {
   const lse = tf.logSumExp(logits, 1) as tf.Tensor1D;
-  const logp = targets ? (tf.sub(pickTargets(logits, targets), lse) as tf.Tensor1D) : lse;
-  if (!wantEntropy) return { logp, lse };
-  // H = −Σ p log p = lse − Σ p · logits
-  const p = tf.exp(tf.sub(logits, tf.expandDims(lse, 1)));
-  const entropy = tf.sub(lse, tf.sum(tf.mul(p, logits), 1)) as tf.Tensor1D;
-  return { logp, lse, entropy };
+  const out: ChunkStats = { lse };
+  if (targets) out.logp = tf.sub(pickTargets(logits, targets), lse) as tf.Tensor1D;
+  if (wantEntropy) {
+    // H = −Σ p log p = lse − Σ p · logits
+    const p = tf.exp(tf.sub(logits, tf.expandDims(lse, 1)));
+    out.entropy = tf.sub(lse, tf.sum(tf.mul(p, logits), 1)) as tf.Tensor1D;
+  }
+  return out;
 }
 
 function checkShapes(hidden: tf.Tensor, weight: tf.Tensor, targets: tf.Tensor | undefined): void {
@@ -111,17 +114,17 @@ function forwardHidden(
   const lses: tf.Tensor1D[] = [];
   const ents: tf.Tensor1D[] = [];
   for (const [s, e] of chunkBounds(hidden.shape[0], chunkSize)) {
-    const r = tf.tidy(() => {
+    const st = tf.tidy(() => {
       const logits = tf.matMul(rows(hidden, s, e), weight) as tf.Tensor2D;
-      const st = statsOfLogits(logits, targets ? rows(targets, s, e) : undefined, wantEntropy);
-      return st.entropy ? [st.logp, st.lse, st.entropy] : [st.logp, st.lse];
-    });
-    logps.push(r[0] as tf.Tensor1D);
-    lses.push(r[1] as tf.Tensor1D);
-    if (r[2]) ents.push(r[2] as tf.Tensor1D);
+      return statsOfLogits(logits, targets ? rows(targets, s, e) : undefined, wantEntropy) as unknown as tf.NamedTensorMap;
+    }) as unknown as ChunkStats;
+    lses.push(st.lse);
+    if (st.logp) logps.push(st.logp);
+    if (st.entropy) ents.push(st.entropy);
   }
-  const out: ChunkStats = { logp: concatDispose(logps), lse: concatDispose(lses) };
-  if (wantEntropy) out.entropy = concatDispose(ents);
+  const out: ChunkStats = { lse: concatDispose(lses) };
+  if (logps.length > 0) out.logp = concatDispose(logps);
+  if (ents.length > 0) out.entropy = concatDispose(ents);
   return out;
 }
 
@@ -150,7 +153,7 @@ function backwardHidden(
       const sp = tf.mul(dyc, p); // dy ⊙ p
       const dh = tf.sub(tf.mul(tf.gather(wt, tc), dyc), tf.matMul(sp, wt)) as tf.Tensor2D;
       if (!weightGrad) return [dh];
-      const dlogits = tf.sub(tf.mul(tf.oneHot(tc, v, 1, 0, 'float32'), dyc), sp);
+      const dlogits = tf.sub(tf.mul(tf.cast(tf.oneHot(tc, v), 'float32'), dyc), sp);
       const dwc = tf.matMul(tf.transpose(hc), dlogits) as tf.Tensor2D;
       return [dh, dw ? tf.add(dw, dwc) : dwc];
     });
@@ -188,7 +191,7 @@ function logProbsOp(
       const [hIn, wIn, save] = args as [tf.Tensor, tf.Tensor, tf.GradSaveFunc];
       const st = forward(hIn as tf.Tensor2D, wIn as tf.Tensor2D, save);
       return {
-        value: st.logp,
+        value: st.logp as tf.Tensor1D,
         gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
           const [h, lse] = saved as [tf.Tensor2D, tf.Tensor1D];
           const g = backwardHidden(dy as tf.Tensor1D, h, wIn as tf.Tensor2D, opts.weightT, targets, lse, chunkSize, true);
@@ -202,7 +205,7 @@ function logProbsOp(
     const [hIn, save] = args as [tf.Tensor, tf.GradSaveFunc];
     const st = forward(hIn as tf.Tensor2D, weight, save);
     return {
-      value: st.logp,
+      value: st.logp as tf.Tensor1D,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
         const [h, lse] = saved as [tf.Tensor2D, tf.Tensor1D];
         return backwardHidden(dy as tf.Tensor1D, h, weight, opts.weightT, targets, lse, chunkSize, false).dh;
@@ -285,7 +288,7 @@ export function tokenLogProbsFromLogits(logits: tf.Tensor2D, targets: tf.Tensor1
     for (const [s, e] of chunkBounds(l.shape[0], chunkSize)) {
       const [lp, lse] = tf.tidy(() => {
         const st = statsOfLogits(rows(l, s, e), rows(targets, s, e), false);
-        return [st.logp, st.lse];
+        return [st.logp as tf.Tensor1D, st.lse];
       });
       logps.push(lp as tf.Tensor1D);
       lses.push(lse as tf.Tensor1D);
@@ -302,7 +305,7 @@ export function tokenLogProbsFromLogits(logits: tf.Tensor2D, targets: tf.Tensor1
             tf.tidy(() => {
               const dyc = tf.expandDims(rows(dy as tf.Tensor1D, s, e), 1);
               const p = tf.exp(tf.sub(rows(ls, s, e), tf.expandDims(rows(lse, s, e), 1)));
-              return tf.mul(dyc, tf.sub(tf.oneHot(rows(targets, s, e), v, 1, 0, 'float32'), p)) as tf.Tensor2D;
+              return tf.mul(dyc, tf.sub(tf.cast(tf.oneHot(rows(targets, s, e), v), 'float32'), p)) as tf.Tensor2D;
             }),
           );
         }

@@ -1,0 +1,212 @@
+// The fused chunked log-prob kernel on cpu and wasm: forward vs naive logSoftmax + onehot gather and vs a
+// float64 reference, gradients vs plain tfjs autodiff and vs float64 central differences, chunk sizes that do
+// not divide N, entropy, the from-logits variant, and memory.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { initBackend, tf } from '../src/tensor/backend.js';
+import {
+  tokenEntropy,
+  tokenEntropyFromLogits,
+  tokenLogProbs,
+  tokenLogProbsFromLogits,
+  tokenLogProbsWithEntropy,
+} from '../kernels/token-logprob.js';
+
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+function randoms(n: number, seed: number, scale = 1): number[] {
+  const r = rng(seed);
+  return Array.from({ length: n }, () => Math.fround((r() * 2 - 1) * scale));
+}
+function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  expect(a.length).toBe(b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs((a[i] as number) - (b[i] as number)));
+  return m;
+}
+
+const N = 13;
+const D = 8;
+const V = 37;
+const hv = randoms(N * D, 1, 1.5);
+const wv = randoms(D * V, 2, 1.0);
+const tv = Array.from({ length: N }, (_, i) => (i * 11 + 5) % V);
+const dyv = randoms(N, 3); // the upstream gradient (weights of the rows)
+
+/** float64 reference: logits = h·W, per row logp[target], entropy. */
+function ref64(h: number[], w: number[]): { logp: number[]; ent: number[] } {
+  const logp: number[] = [];
+  const ent: number[] = [];
+  for (let n = 0; n < N; n++) {
+    const z: number[] = [];
+    for (let v = 0; v < V; v++) {
+      let s = 0;
+      for (let k = 0; k < D; k++) s += (h[n * D + k] as number) * (w[k * V + v] as number);
+      z.push(s);
+    }
+    const mx = Math.max(...z);
+    const lse = mx + Math.log(z.reduce((a, b) => a + Math.exp(b - mx), 0));
+    logp.push((z[tv[n] as number] as number) - lse);
+    ent.push(lse - z.reduce((a, b) => a + Math.exp(b - lse) * b, 0));
+  }
+  return { logp, ent };
+}
+const f64 = (h: number[], w: number[]) => ref64(h, w).logp.reduce((a, lp, n) => a + lp * (dyv[n] as number), 0);
+
+/** Naive reference from plain tfjs ops (differentiable on both backends: onehot · logSoftmax). */
+function naive(h: tf.Tensor2D, w: tf.Tensor2D, t: tf.Tensor1D): tf.Tensor1D {
+  return tf.sum(tf.mul(tf.cast(tf.oneHot(t, V), 'float32'), tf.logSoftmax(tf.matMul(h, w))), 1) as tf.Tensor1D;
+}
+
+for (const backend of ['cpu', 'wasm'] as const) {
+  describe(`tokenLogProbs on ${backend}`, () => {
+    let h: tf.Tensor2D;
+    let w: tf.Tensor2D;
+    let t: tf.Tensor1D;
+    let dy: tf.Tensor1D;
+    beforeAll(async () => {
+      await initBackend(backend);
+      h = tf.tensor2d(hv, [N, D]);
+      w = tf.tensor2d(wv, [D, V]);
+      t = tf.tensor1d(tv, 'int32');
+      dy = tf.tensor1d(dyv);
+    });
+
+    it('forward matches naive logSoftmax + gather and float64, for chunk sizes 5 (not dividing 13), 1, 13, 64', () => {
+      const naiveLp = naive(h, w, t);
+      const r64 = ref64(hv, wv).logp;
+      for (const chunkSize of [5, 1, 13, 64]) {
+        const lp = tokenLogProbs(h, w, t, { chunkSize });
+        expect(lp.shape).toEqual([N]);
+        const eNaive = maxAbsDiff(lp.dataSync(), naiveLp.dataSync());
+        const e64 = maxAbsDiff(lp.dataSync(), r64);
+        if (chunkSize === 5) console.log(`[${backend}] tokenLogProbs fwd: |fused − naive| ${eNaive.toExponential(2)}, |fused − f64| ${e64.toExponential(2)}`);
+        expect(eNaive).toBeLessThan(1e-5);
+        expect(e64).toBeLessThan(1e-5);
+        lp.dispose();
+      }
+      naiveLp.dispose();
+    });
+
+    it('gradient w.r.t. hidden and (opt-in) weight matches autodiff of the naive form (≤ 1e-5)', () => {
+      const gn = tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(naive(a as tf.Tensor2D, b as tf.Tensor2D, t), dy)))([h, w]);
+      for (const chunkSize of [5, 64]) {
+        const gh = tf.grad((a: tf.Tensor) => tf.sum(tf.mul(tokenLogProbs(a as tf.Tensor2D, w, t, { chunkSize }), dy)))(h);
+        const both = tf.grads((a: tf.Tensor, b: tf.Tensor) =>
+          tf.sum(tf.mul(tokenLogProbs(a as tf.Tensor2D, b as tf.Tensor2D, t, { chunkSize, weightGrad: true }), dy)),
+        )([h, w]);
+        const wT = tf.transpose(w) as tf.Tensor2D;
+        const ghT = tf.grad((a: tf.Tensor) =>
+          tf.sum(tf.mul(tokenLogProbs(a as tf.Tensor2D, w, t, { chunkSize, weightT: wT }), dy)),
+        )(h);
+        const eh = maxAbsDiff(gh.dataSync(), (gn[0] as tf.Tensor).dataSync());
+        const eh2 = maxAbsDiff((both[0] as tf.Tensor).dataSync(), (gn[0] as tf.Tensor).dataSync());
+        const ew = maxAbsDiff((both[1] as tf.Tensor).dataSync(), (gn[1] as tf.Tensor).dataSync());
+        const ehT = maxAbsDiff(ghT.dataSync(), (gn[0] as tf.Tensor).dataSync());
+        if (chunkSize === 5) {
+          console.log(`[${backend}] tokenLogProbs grad vs autodiff: hidden ${eh.toExponential(2)}, weight ${ew.toExponential(2)}`);
+        }
+        expect(eh).toBeLessThan(1e-5);
+        expect(eh2).toBeLessThan(1e-5);
+        expect(ew).toBeLessThan(1e-5);
+        expect(ehT).toBeLessThan(1e-5);
+        tf.dispose([gh, ...both, wT, ghT]);
+      }
+      tf.dispose(gn);
+    });
+
+    it('gradient matches float64 central differences (hidden and weight)', () => {
+      const g = tf.grads((a: tf.Tensor, b: tf.Tensor) =>
+        tf.sum(tf.mul(tokenLogProbs(a as tf.Tensor2D, b as tf.Tensor2D, t, { chunkSize: 4, weightGrad: true }), dy)),
+      )([h, w]);
+      const step = 1e-6;
+      const fd = (x: number[], which: 'h' | 'w', i: number) => {
+        const up = x.slice();
+        const dn = x.slice();
+        up[i] = (up[i] as number) + step;
+        dn[i] = (dn[i] as number) - step;
+        return which === 'h' ? (f64(up, wv) - f64(dn, wv)) / (2 * step) : (f64(hv, up) - f64(hv, dn)) / (2 * step);
+      };
+      const fdH = hv.map((_, i) => fd(hv, 'h', i));
+      // A sample of weight entries (all target columns plus others), to keep the float64 loop small.
+      const wIdx = Array.from({ length: 60 }, (_, j) => (j * 37 + 3) % (D * V));
+      const fdW = wIdx.map((i) => fd(wv, 'w', i));
+      const gH = (g[0] as tf.Tensor).dataSync();
+      const gW = (g[1] as tf.Tensor).dataSync();
+      const eH = maxAbsDiff(gH, fdH);
+      const eW = maxAbsDiff(wIdx.map((i) => gW[i] as number), fdW);
+      console.log(`[${backend}] tokenLogProbs grad vs FD(float64): hidden ${eH.toExponential(2)}, weight ${eW.toExponential(2)}`);
+      expect(eH).toBeLessThan(1e-5);
+      expect(eW).toBeLessThan(1e-5);
+      tf.dispose(g);
+    });
+
+    it('without weightGrad the weight gets no gradient (frozen lm_head)', () => {
+      const wVar = tf.variable(w, true, `lmhead_${backend}_frozen`);
+      const hVar = tf.variable(h, true, `hidden_${backend}_frozen`);
+      const { value, grads } = tf.variableGrads(() => tf.sum(tf.mul(tokenLogProbs(hVar, wVar, t, { chunkSize: 5 }), dy)), [hVar, wVar]);
+      expect(Object.keys(grads)).toEqual([hVar.name]);
+      tf.dispose([value, ...Object.values(grads), wVar, hVar]);
+    });
+
+    it('entropy matches float64 (fused pass, separate pass, from logits) and has no gradient on the tape', () => {
+      const ent64 = ref64(hv, wv).ent;
+      const { logProbs, entropy } = tokenLogProbsWithEntropy(h, w, t, { chunkSize: 5 });
+      const e2 = tokenEntropy(h, w, { chunkSize: 3 });
+      const logits = tf.matMul(h, w);
+      const e3 = tokenEntropyFromLogits(logits, { chunkSize: 6 });
+      const lp = tokenLogProbs(h, w, t);
+      const errs = [entropy, e2, e3].map((e) => maxAbsDiff(e.dataSync(), ent64));
+      console.log(`[${backend}] tokenEntropy vs f64: ${errs.map((e) => e.toExponential(2)).join(', ')}`);
+      for (const e of errs) expect(e).toBeLessThan(1e-5);
+      expect(maxAbsDiff(logProbs.dataSync(), lp.dataSync())).toBe(0);
+      // Under a gradient tape: logProbs differentiable, entropy a constant.
+      const gh = tf.grad((a: tf.Tensor) => {
+        const r = tokenLogProbsWithEntropy(a as tf.Tensor2D, w, t, { chunkSize: 5 });
+        return tf.add(tf.sum(tf.mul(r.logProbs, dy)), tf.mul(tf.sum(r.entropy), 0));
+      })(h);
+      const ghRef = tf.grad((a: tf.Tensor) => tf.sum(tf.mul(tokenLogProbs(a as tf.Tensor2D, w, t, { chunkSize: 5 }), dy)))(h);
+      expect(maxAbsDiff(gh.dataSync(), ghRef.dataSync())).toBeLessThan(1e-6);
+      tf.dispose([logProbs, entropy, e2, e3, logits, lp, gh, ghRef]);
+    });
+
+    it('from-logits variant: forward and gradient match the naive form', () => {
+      const logits = tf.matMul(h, w) as tf.Tensor2D;
+      const naiveL = (l: tf.Tensor) => tf.sum(tf.mul(tf.cast(tf.oneHot(t, V), 'float32'), tf.logSoftmax(l)), 1);
+      const a = tokenLogProbsFromLogits(logits, t, { chunkSize: 4 });
+      const b = naiveL(logits);
+      const ga = tf.grad((l: tf.Tensor) => tf.sum(tf.mul(tokenLogProbsFromLogits(l as tf.Tensor2D, t, { chunkSize: 4 }), dy)))(logits);
+      const gb = tf.grad((l: tf.Tensor) => tf.sum(tf.mul(naiveL(l), dy)))(logits);
+      const ef = maxAbsDiff(a.dataSync(), b.dataSync());
+      const eg = maxAbsDiff(ga.dataSync(), gb.dataSync());
+      console.log(`[${backend}] tokenLogProbsFromLogits vs naive: fwd ${ef.toExponential(2)}, grad ${eg.toExponential(2)}`);
+      expect(ef).toBeLessThan(1e-5);
+      expect(eg).toBeLessThan(1e-5);
+      tf.dispose([logits, a, b, ga, gb]);
+    });
+
+    it('leaks no tensors across repeated forward + backward calls', () => {
+      const run = () => {
+        const lp = tokenLogProbs(h, w, t, { chunkSize: 5 });
+        const g = tf.grads((a: tf.Tensor, b: tf.Tensor) =>
+          tf.sum(tf.mul(tokenLogProbs(a as tf.Tensor2D, b as tf.Tensor2D, t, { chunkSize: 5, weightGrad: true }), dy)),
+        )([h, w]);
+        const gh = tf.grad((a: tf.Tensor) => tf.sum(tokenLogProbs(a as tf.Tensor2D, w, t, { chunkSize: 4 })))(h);
+        const r = tokenLogProbsWithEntropy(h, w, t, { chunkSize: 6 });
+        const e = tokenEntropy(h, w, { chunkSize: 6 });
+        tf.dispose([lp, ...g, gh, r.logProbs, r.entropy, e]);
+      };
+      run();
+      const before = tf.memory().numTensors;
+      for (let i = 0; i < 4; i++) run();
+      expect(tf.memory().numTensors).toBe(before);
+    });
+  });
+}
