@@ -160,7 +160,7 @@ for (const backend of ['cpu', 'wasm'] as const) {
       const ent64 = ref64(hv, wv).ent;
       const { logProbs, entropy } = tokenLogProbsWithEntropy(h, w, t, { chunkSize: 5 });
       const e2 = tokenEntropy(h, w, { chunkSize: 3 });
-      const logits = tf.matMul(h, w);
+      const logits = tf.matMul(h, w) as tf.Tensor2D;
       const e3 = tokenEntropyFromLogits(logits, { chunkSize: 6 });
       const lp = tokenLogProbs(h, w, t);
       const errs = [entropy, e2, e3].map((e) => maxAbsDiff(e.dataSync(), ent64));
