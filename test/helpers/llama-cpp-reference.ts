@@ -20,9 +20,9 @@ export interface GreedyStep {
 }
 
 export interface LlamaCppReference {
-  /** log p(ids[i+1] | ids[..=i]) for every i (length ids.length − 1), on a fresh sequence. */
+  /** log p(ids[i+1] | ids[..=i]) for every i (length ids.length − 1), on an empty sequence. */
   logprobsOf(ids: number[]): Promise<number[]>;
-  /** `n` greedy tokens after the prompt (ties go to the lowest id), on a fresh sequence. */
+  /** `n` greedy tokens after the prompt (ties go to the lowest id), on an empty sequence. */
   greedy(promptIds: number[], n: number): Promise<number[]>;
   /** Like `greedy`, with each step's top-1/top-2 log-prob margin. */
   greedySteps(promptIds: number[], n: number): Promise<GreedyStep[]>;
@@ -71,11 +71,23 @@ export async function openReference(ggufPath: string, options: OpenReferenceOpti
     throw err;
   }
   const probe = { probabilities: true, options: { temperature: 0 } };
+  // One sequence, emptied before every call: a disposed sequence returns to the pool only later, so
+  // getSequence() right after dispose() can fail with "No sequences left".
+  const seq = context.getSequence();
+  let queue: Promise<unknown> = Promise.resolve();
+  /** Runs calls one at a time on the emptied sequence (they share it). */
+  function exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = queue.then(async () => {
+      await seq.clearHistory();
+      return fn();
+    });
+    queue = run.catch(() => undefined);
+    return run;
+  }
 
   async function distributions(ids: number[]): Promise<Array<Map<number, number>>> {
     if (ids.length === 0) return [];
-    const seq = context.getSequence();
-    try {
+    return exclusive(async () => {
       const items: ControlledEvaluateInputItem[] = ids.map((t) => [t as Token, { generateNext: probe }]);
       const out = await seq.controlledEvaluate(items);
       return ids.map((_, i) => {
@@ -83,15 +95,12 @@ export async function openReference(ggufPath: string, options: OpenReferenceOpti
         if (!probs) throw new Error(`llama.cpp returned no probabilities at position ${i}`);
         return probs;
       });
-    } finally {
-      seq.dispose();
-    }
+    });
   }
 
   async function greedySteps(promptIds: number[], n: number): Promise<GreedyStep[]> {
     if (promptIds.length === 0) throw new Error('greedy: empty prompt');
-    const seq = context.getSequence();
-    try {
+    return exclusive(async () => {
       const steps: GreedyStep[] = [];
       let input: number[] = promptIds;
       for (let k = 0; k < n; k++) {
@@ -104,9 +113,7 @@ export async function openReference(ggufPath: string, options: OpenReferenceOpti
         input = [step.token];
       }
       return steps;
-    } finally {
-      seq.dispose();
-    }
+    });
   }
 
   return {
@@ -121,6 +128,8 @@ export async function openReference(ggufPath: string, options: OpenReferenceOpti
       return (await greedySteps(promptIds, n)).map((s) => s.token);
     },
     async dispose(): Promise<void> {
+      await queue;
+      seq.dispose();
       await context.dispose();
       await model.dispose();
     },
