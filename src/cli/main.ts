@@ -9,6 +9,9 @@ const COMMAND_MODULES: Array<() => Promise<{ command: CommandModule }>> = [
   () => import('./convert.js'),
   () => import('./export.js'),
   () => import('./skills.js'),
+  () => import('./download.js'),
+  () => import('./lora-init.js'),
+  () => import('./bench.js'),
 ];
 
 export async function main(argv: string[]): Promise<void> {
@@ -21,7 +24,7 @@ export async function main(argv: string[]): Promise<void> {
     .wrap(Math.min(120, process.stdout.columns ?? 100))
     .fail((msg, err, y) => {
       if (err) throw err;
-      process.stderr.write(`${y.help ? '' : ''}error: ${msg}\n\nRun with --help for usage.\n`);
+      process.stderr.write(`error: ${msg}\n\nRun with --help for usage.\n`);
       process.exit(2);
     });
   for (const load of COMMAND_MODULES) parser = parser.command((await load()).command);
