@@ -199,7 +199,7 @@ export function writeTinyE5(dir: string, opts: TinyE5Options = {}): TinyE5Result
  * punctuation, letters and digits (word-initial and `##` continuations) and the words of the seed cards.
  * Same normalizer, pre-tokenizer, template and decoder as bert-base-uncased.
  */
-export function buildWordPieceTokenizer(): { model: { vocab: Record<string, number> } } & Record<string, unknown> {
+export function buildWordPieceTokenizer(): { model: { vocab: Record<string, number> } & Record<string, unknown> } & Record<string, unknown> {
   const specials = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'];
   const chars = [...'!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~', ...'abcdefghijklmnopqrstuvwxyz0123456789'];
   const words = new Set<string>();
