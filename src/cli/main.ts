@@ -3,6 +3,7 @@ import yargs, { type CommandModule } from 'yargs';
 
 // Each entry is a module exporting `command: CommandModule`. Keep this list in help order.
 const COMMAND_MODULES: Array<() => Promise<{ command: CommandModule }>> = [
+  () => import('./demo.js'),
   () => import('./generate.js'),
   () => import('./score.js'),
   () => import('./make-tiny.js'),
@@ -11,7 +12,6 @@ const COMMAND_MODULES: Array<() => Promise<{ command: CommandModule }>> = [
   () => import('./skills.js'),
   () => import('./download.js'),
   () => import('./lora-init.js'),
-  () => import('./bench.js'),
 ];
 
 export async function main(argv: string[]): Promise<void> {
@@ -19,7 +19,6 @@ export async function main(argv: string[]): Promise<void> {
     .scriptName('sesa-train')
     .usage('$0 <command> [options]\n\nSelf-evolving search agents: SESA self-play with LoRA and GRPO on TensorFlow.js.')
     .strict()
-    .demandCommand(1, 'Name a command; `sesa-train --help` lists them.')
     .recommendCommands()
     .wrap(Math.min(120, process.stdout.columns ?? 100))
     .fail((msg, err, y) => {

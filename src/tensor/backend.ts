@@ -27,14 +27,12 @@ export interface BackendInfo {
 
 let active: BackendInfo | undefined;
 
-/** Silences the "Hi, looks like you are running TensorFlow.js in Node.js" banner of tfjs in Node. */
+/**
+ * Production mode: skips tfjs's debug checks and silences its warnings, including the "Hi, looks like you
+ * are running TensorFlow.js in Node.js" banner of the cpu backend (we choose backends deliberately).
+ */
 function quietTfjsBanner(): void {
-  const env = tf.env() as unknown as { platform?: { isTypedArray?: unknown }; set: (k: string, v: unknown) => void };
-  try {
-    env.set('IS_TEST', false);
-  } catch {
-    /* flag not registered: harmless */
-  }
+  tf.enableProdMode();
 }
 
 async function tryImport(pkg: string): Promise<boolean> {
