@@ -183,9 +183,13 @@ function logProbsOp(
   const forward = (h: tf.Tensor2D, w: tf.Tensor2D, save: tf.GradSaveFunc) => {
     const st = forwardHidden(h, w, targets, chunkSize, entropySink !== undefined);
     if (st.entropy && entropySink) entropySink(tf.keep(st.entropy));
-    save([h, st.lse]);
+    // Everything the backward reads is saved (clone + keep shares the data, no copy): tensors that were
+    // merely closed over may be disposed by the time the backward runs (e.g. targets made inside the
+    // function given to tf.variableGrads, whose forward is tidied before backprop).
+    save(opts.weightT ? [h, st.lse, targets, w, opts.weightT] : [h, st.lse, targets, w]);
     return st;
   };
+  type Saved = [tf.Tensor2D, tf.Tensor1D, tf.Tensor1D, tf.Tensor2D, tf.Tensor2D | undefined];
   if (weightGrad) {
     const f = tf.customGrad((...args: CustomGradArgs) => {
       const [hIn, wIn, save] = args as [tf.Tensor, tf.Tensor, tf.GradSaveFunc];
@@ -193,8 +197,8 @@ function logProbsOp(
       return {
         value: st.logp as tf.Tensor1D,
         gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-          const [h, lse] = saved as [tf.Tensor2D, tf.Tensor1D];
-          const g = backwardHidden(dy as tf.Tensor1D, h, wIn as tf.Tensor2D, opts.weightT, targets, lse, chunkSize, true);
+          const [h, lse, t, w, wT] = saved as Saved;
+          const g = backwardHidden(dy as tf.Tensor1D, h, w, wT, t, lse, chunkSize, true);
           return [g.dh, g.dw as tf.Tensor2D];
         },
       };
@@ -207,8 +211,8 @@ function logProbsOp(
     return {
       value: st.logp as tf.Tensor1D,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-        const [h, lse] = saved as [tf.Tensor2D, tf.Tensor1D];
-        return backwardHidden(dy as tf.Tensor1D, h, weight, opts.weightT, targets, lse, chunkSize, false).dh;
+        const [h, lse, t, w, wT] = saved as Saved;
+        return backwardHidden(dy as tf.Tensor1D, h, w, wT, t, lse, chunkSize, false).dh;
       },
     };
   });
@@ -251,7 +255,8 @@ function constantOf(x: tf.Tensor, compute: (x: tf.Tensor) => tf.Tensor1D): tf.Te
   const f = tf.customGrad((...args: CustomGradArgs) => {
     const [xIn, save] = args as [tf.Tensor, tf.GradSaveFunc];
     save([]);
-    return { value: compute(xIn), gradFunc: () => tf.zerosLike(xIn) };
+    const { shape, dtype } = xIn; // not the tensor itself: it may be disposed before the backward runs
+    return { value: compute(xIn), gradFunc: () => tf.zeros(shape, dtype) };
   });
   return f(x) as tf.Tensor1D;
 }
@@ -294,18 +299,18 @@ export function tokenLogProbsFromLogits(logits: tf.Tensor2D, targets: tf.Tensor1
       lses.push(lse as tf.Tensor1D);
     }
     const lseAll = concatDispose(lses);
-    save([l, lseAll]);
+    save([l, lseAll, targets]); // targets saved too: see logProbsOp
     return {
       value: concatDispose(logps),
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-        const [ls, lse] = saved as [tf.Tensor2D, tf.Tensor1D];
+        const [ls, lse, tg] = saved as [tf.Tensor2D, tf.Tensor1D, tf.Tensor1D];
         const parts: tf.Tensor2D[] = [];
         for (const [s, e] of chunkBounds(ls.shape[0], chunkSize)) {
           parts.push(
             tf.tidy(() => {
               const dyc = tf.expandDims(rows(dy as tf.Tensor1D, s, e), 1);
               const p = tf.exp(tf.sub(rows(ls, s, e), tf.expandDims(rows(lse, s, e), 1)));
-              return tf.mul(dyc, tf.sub(tf.cast(tf.oneHot(rows(targets, s, e), v), 'float32'), p)) as tf.Tensor2D;
+              return tf.mul(dyc, tf.sub(tf.cast(tf.oneHot(rows(tg, s, e), v), 'float32'), p)) as tf.Tensor2D;
             }),
           );
         }
