@@ -3,11 +3,14 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import yargs from 'yargs';
+import { readGgufFileInfo } from 'node-llama-cpp';
 import { gv, readGguf, readGgufTensor, writeGguf, ggufMeta, type GgufValue } from '../src/checkpoint/gguf.js';
 import { exportGguf, llama3RopeFactors, permuteQkForNormRope, unpermuteQkForNormRope } from '../src/checkpoint/export-gguf.js';
 import { f16ToF32, f32ToF16, SafetensorsCheckpoint } from '../src/checkpoint/safetensors.js';
 import { loadModelConfig } from '../src/model/config.js';
+import { command as exportCommand } from '../src/cli/export.js';
 import { writeTinyHf } from './helpers/tiny-hf.js';
 
 const root = mkdtempSync(join(tmpdir(), 'sesa-gguf-'));
@@ -67,6 +70,27 @@ describe('GGUF writer and reader', () => {
     expect(Array.from(readGgufTensor(f, 'a'))).toEqual(Array.from(a));
     expect(Array.from(readGgufTensor(f, 'b'))).toEqual(Array.from(f16ToF32(f32ToF16(b))));
     expect(Array.from(readGgufTensor(f, 'c'))).toEqual([7]);
+  });
+
+  it("agrees with node-llama-cpp's own GGUF parser (an independent reader)", async () => {
+    const path = join(root, 'roundtrip.gguf');
+    const mine = readGguf(path);
+    const theirs = await readGgufFileInfo(path, { readTensorInfo: true });
+    expect(theirs.version).toBe(3);
+    const md = theirs.metadata as unknown as Record<string, Record<string, unknown>>;
+    expect(md.general?.architecture).toBe('qwen3');
+    expect(md.t?.strings).toEqual(['a', '', 'Ġthe', '<|im_end|>', '日本']);
+    expect(md.t?.unicode).toBe('héllo 🦙 Ġ▁');
+    expect(md.t?.i32s).toEqual([1, -2, 3]);
+    expect(md.t?.u32).toBe(4_000_000_000);
+    expect(md.t?.bool).toBe(true);
+    const infos = theirs.fullTensorInfo ?? [];
+    expect(infos.map((t) => t.name)).toEqual([...mine.tensors.keys()]);
+    for (const t of infos) {
+      const m = mine.tensors.get(t.name)!;
+      expect(t.dimensions.map(Number), t.name).toEqual(m.dims);
+      expect(Number(t.fileOffset), t.name).toBe(m.offset);
+    }
   });
 
   it('stores f16 values bit-exactly, rounding to nearest even', () => {
@@ -200,5 +224,24 @@ describe('HF → GGUF export', () => {
     const raw = JSON.parse(readFileSync(cfgPath, 'utf8')) as Record<string, unknown>;
     writeFileSync(cfgPath, JSON.stringify({ ...raw, intermediate_size: 65 }));
     await expect(exportGguf(dir, join(root, 'broken.gguf'))).rejects.toThrow(/model\.safetensors: tensor 'model\.layers\.0\.mlp\.gate_proj\.weight' has shape \[64,32\], expected \[65,32\]/);
+  });
+
+  it('`sesa-train export --format gguf --json` writes the file and prints a summary', async () => {
+    const dir = join(root, 'cli-model');
+    writeTinyHf(dir, { arch: 'qwen3', hidden: 32, heads: 2, kvHeads: 1, headDim: 16, layers: 1, ff: 64, vocab: 300, tie: true, seed: 2, tokenizer: 'bytebpe' });
+    const out = join(root, 'cli.gguf');
+    const lines: string[] = [];
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      lines.push(String(chunk));
+      return true;
+    });
+    try {
+      await yargs(['export', '--model', dir, '--format', 'gguf', '--out', out, '--dtype', 'f16', '--json']).command(exportCommand).strict().parseAsync();
+    } finally {
+      spy.mockRestore();
+    }
+    const summary = JSON.parse(lines.join('')) as Record<string, unknown>;
+    expect(summary).toMatchObject({ format: 'gguf', architecture: 'qwen3', dtype: 'f16', path: out, vocabSize: 300, tokenizer: 'gpt2' });
+    expect(readGguf(out).tensors.get('token_embd.weight')?.type).toBe('F16');
   });
 });

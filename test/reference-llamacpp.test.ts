@@ -14,6 +14,8 @@ import { CausalLM } from '../src/model/qwen3.js';
 import { scoreBatch } from '../src/model/score.js';
 import { generate } from '../src/model/generate.js';
 import { Rng } from '../src/util/rng.js';
+import { sharedDataPath } from '../src/util/shared-data.js';
+import { loadTokenizer } from '../src/model/tokenizer.js';
 import { openReference, type LlamaCppReference } from './helpers/llama-cpp-reference.js';
 import { ReferenceModel } from './helpers/reference-forward.js';
 import { writeTinyHf, type TinySpec } from './helpers/tiny-hf.js';
@@ -135,6 +137,72 @@ describe.each(CASES)('llama.cpp vs our forward: $label', ({ spec }) => {
       expect(d).toBeLessThanOrEqual(F16_TOL);
     } finally {
       await half.dispose();
+    }
+  });
+});
+
+// Real vocabularies: the GGUF tokenizer metadata must make llama.cpp tokenize exactly like our tokenizer
+// (transformers.js over the same tokenizer.json), and the padded / SentencePiece vocabularies must load.
+describe('real vocabularies through llama.cpp', () => {
+  const texts = [
+    'Hello, world! The quick brown fox jumps over 1234567 lazy dogs.',
+    "  leading spaces, tabs\tand\nnew lines\n\n  don't we've I'll",
+    'Once upon a time, there was a little girl named Lily. She loved to play.',
+  ];
+
+  it('Qwen3 tokenizer (151,669 ids padded to 151,936 rows): same ids as ours; log-probs agree', async () => {
+    const { makeTinyCheckpoint } = await import('../src/checkpoint/make-tiny.js');
+    const dir = join(root, 'qwen3-full');
+    makeTinyCheckpoint({ out: dir, arch: 'qwen3', vocab: 'full', layers: 1, hidden: 64, heads: 4, kvHeads: 2, headDim: 32, intermediate: 128, tie: true, seed: 7 });
+    const res = await exportGguf(dir, join(root, 'qwen3-full.gguf'));
+    expect(res.vocabSize).toBe(151_936);
+    expect(res.paddedTokens).toBe(151_936 - 151_669);
+    const ref = await openReference(join(root, 'qwen3-full.gguf'), { contextSize: 256 });
+    const model = await CausalLM.load(dir);
+    try {
+      const tok = await loadTokenizer(dir);
+      const chat = tok.applyChatTemplate([{ role: 'user', content: 'What is the capital of France?' }], { addGenerationPrompt: true });
+      for (const text of [...texts, chat, '日本語のテキスト 🦙 émigré']) {
+        expect(ref.model.tokenize(text, true).map(Number), JSON.stringify(text)).toEqual(tok.encode(text));
+      }
+      const ids = tok.encode(chat);
+      const [mine] = await scoreBatch(model, [ids]);
+      const d = maxAbsDiff(mine!.logprobs, await ref.logprobsOf(ids));
+      console.log(`[qwen3 full vocab] ${ids.length} tokens, max |Δ logp| ours–llama.cpp ${d.toExponential(2)}`);
+      expect(d).toBeLessThanOrEqual(LOGPROB_TOL);
+    } finally {
+      model.dispose();
+      await ref.dispose();
+    }
+  });
+
+  const stories = sharedDataPath('models', 'stories260K');
+  it.skipIf(!stories)('llama2.c stories260K (SentencePiece vocab, trained weights): same ids as ours; log-probs and greedy agree', async () => {
+    const { convertLlama2c } = await import('../src/checkpoint/llama2c.js');
+    const dir = join(root, 'stories260K');
+    convertLlama2c(join(stories!, 'stories260K.bin'), join(stories!, 'tok512.bin'), dir);
+    const res = await exportGguf(dir, join(root, 'stories260K.gguf'));
+    expect(res.tokenizer).toBe('llama');
+    const ref = await openReference(join(root, 'stories260K.gguf'), { contextSize: 256 });
+    const model = await CausalLM.load(dir);
+    try {
+      const tok = await loadTokenizer(dir);
+      for (const text of texts) {
+        const theirs = ref.model.tokenize(text, false).map(Number);
+        expect(theirs, JSON.stringify(text)).toEqual(tok.encode(text));
+      }
+      const ids = [1, ...tok.encode(texts[2] as string)];
+      const [mine] = await scoreBatch(model, [ids]);
+      const d = maxAbsDiff(mine!.logprobs, await ref.logprobsOf(ids));
+      const prompt = [1, ...tok.encode('Once upon a time')];
+      const [gen] = await generate(model, [prompt], { maxNewTokens: GREEDY_TOKENS, temperature: 0, stopTokenIds: [] });
+      const steps = await ref.greedySteps(prompt, GREEDY_TOKENS);
+      console.log(`[stories260K] max |Δ logp| ours–llama.cpp ${d.toExponential(2)}; greedy: ${JSON.stringify(tok.decode(gen!.ids))}; smallest margin ${Math.min(...steps.map((s) => s.margin)).toExponential(2)}`);
+      expect(d).toBeLessThanOrEqual(LOGPROB_TOL);
+      expect(gen!.ids).toEqual(steps.map((s) => s.token));
+    } finally {
+      model.dispose();
+      await ref.dispose();
     }
   });
 });

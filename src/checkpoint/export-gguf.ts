@@ -167,25 +167,47 @@ function chatTemplate(dir: string, tokCfg: Json | undefined): string | undefined
   return existsSync(jinja) ? readFileSync(jinja, 'utf8') : undefined;
 }
 
-/** Per-piece scores of a SentencePiece-style vocab: `tokenizer_scores.json` (array) when present, else −id. */
-function spmScores(dir: string, n: number): Float32Array {
-  const scores = new Float32Array(n);
+/**
+ * What a SentencePiece vocabulary has and tokenizer.json cannot: per-piece scores, in `tokenizer_scores.json`.
+ * src/checkpoint/llama2c.ts writes it as `{ model, tokens, scores, token_type, bos_token_id, eos_token_id,
+ * unk_token_id, add_bos_token, add_eos_token }`; a bare array of scores is accepted too.
+ */
+interface SpmSidecar {
+  scores?: number[];
+  tokenTypes?: number[];
+  ids: Map<string, number>;
+  addBos?: boolean;
+  addEos?: boolean;
+}
+
+function readSpmSidecar(dir: string, n: number): SpmSidecar {
   const path = join(dir, 'tokenizer_scores.json');
-  if (existsSync(path)) {
-    let raw: unknown;
-    try {
-      raw = JSON.parse(readFileSync(path, 'utf8'));
-    } catch (err) {
-      throw new Error(`${path}: not valid JSON (${(err as Error).message})`);
-    }
-    const arr = Array.isArray(raw) ? raw : typeof raw === 'object' && raw !== null && Array.isArray((raw as Json).scores) ? ((raw as Json).scores as unknown[]) : undefined;
-    if (!arr || arr.some((x) => typeof x !== 'number')) throw new Error(`${path}: must be an array of numbers (one score per token id)`);
-    for (let i = 0; i < n; i++) scores[i] = i < arr.length ? (arr[i] as number) : 0;
-    return scores;
+  const out: SpmSidecar = { ids: new Map() };
+  if (!existsSync(path)) return out;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new Error(`${path}: not valid JSON (${(err as Error).message})`);
   }
-  // SentencePiece BPE scores are merge priorities: earlier pieces score higher.
-  for (let i = 0; i < n; i++) scores[i] = -i;
-  return scores;
+  const obj = Array.isArray(raw) ? { scores: raw } : typeof raw === 'object' && raw !== null ? (raw as Json) : undefined;
+  if (!obj) throw new Error(`${path}: must be an array of scores or an object with 'scores'`);
+  const numbers = (field: string): number[] | undefined => {
+    const v = obj[field];
+    if (v === undefined) return undefined;
+    if (!Array.isArray(v) || v.some((x) => typeof x !== 'number')) throw new Error(`${path}: '${field}' must be an array of numbers`);
+    if (v.length > n) throw new Error(`${path}: '${field}' has ${v.length} entries, but config.json vocab_size is ${n}`);
+    return v as number[];
+  };
+  out.scores = numbers('scores');
+  out.tokenTypes = numbers('token_type');
+  for (const [typ, field] of [['bos', 'bos_token_id'], ['eos', 'eos_token_id'], ['unk', 'unk_token_id']] as const) {
+    const v = obj[field];
+    if (typeof v === 'number' && Number.isInteger(v) && v >= 0 && v < n) out.ids.set(typ, v);
+  }
+  if (typeof obj.add_bos_token === 'boolean') out.addBos = obj.add_bos_token;
+  if (typeof obj.add_eos_token === 'boolean') out.addEos = obj.add_eos_token;
+  return out;
 }
 
 export interface VocabMetadata {
@@ -244,6 +266,10 @@ export function buildVocabMetadata(dir: string, cfg: ModelConfig): VocabMetadata
         if (types[a.id] === 0 || types[a.id] === TOKEN_TYPE.normal) types[a.id] = a.content === '<unk>' ? TOKEN_TYPE.unknown : a.special ? TOKEN_TYPE.control : TOKEN_TYPE.userDefined;
       }
     }
+    const side = readSpmSidecar(dir, n);
+    side.tokenTypes?.forEach((t, id) => {
+      if (tokens[id] !== undefined) types[id] = t;
+    });
     let padded = 0;
     for (let id = 0; id < n; id++) {
       if (tokens[id] === undefined) {
@@ -252,7 +278,8 @@ export function buildVocabMetadata(dir: string, cfg: ModelConfig): VocabMetadata
         padded++;
       }
     }
-    const scores = spmScores(dir, n);
+    // Without recorded scores, SentencePiece BPE priorities follow the id order (earlier pieces win).
+    const scores = Float32Array.from({ length: n }, (_, id) => side.scores?.[id] ?? -id);
     for (let id = 0; id < n; id++) if (types[id] === TOKEN_TYPE.unused) scores[id] = -1000;
     const norm = JSON.stringify(tok.normalizer ?? null);
     const pre = tok.pre_tokenizer as Json | null | undefined;
@@ -265,11 +292,12 @@ export function buildVocabMetadata(dir: string, cfg: ModelConfig): VocabMetadata
     entries.push(['tokenizer.ggml.tokens', gv.strings(tokens as string[])]);
     entries.push(['tokenizer.ggml.scores', gv.f32s(scores)]);
     entries.push(['tokenizer.ggml.token_type', gv.i32s(types)]);
-    const ids = new Map<string, number>([['bos', specials.get('bos') ?? 1], ['eos', specials.get('eos') ?? 2], ['unk', specials.get('unk') ?? unk ?? 0]]);
+    const pick = (typ: string, fallback: number): number => specials.get(typ) ?? side.ids.get(typ) ?? fallback;
+    const ids = new Map<string, number>([['bos', pick('bos', 1)], ['eos', pick('eos', 2)], ['unk', pick('unk', unk ?? 0)]]);
     for (const typ of ['sep', 'pad', 'mask']) if (specials.has(typ)) ids.set(typ, specials.get(typ) as number);
     for (const [typ, id] of ids) entries.push([SPECIAL_KEYS[typ] as string, gv.u32(id)]);
-    entries.push(['tokenizer.ggml.add_bos_token', gv.bool(typeof addBosCfg === 'boolean' ? addBosCfg : true)]);
-    entries.push(['tokenizer.ggml.add_eos_token', gv.bool(typeof addEosCfg === 'boolean' ? addEosCfg : false)]);
+    entries.push(['tokenizer.ggml.add_bos_token', gv.bool(typeof addBosCfg === 'boolean' ? addBosCfg : side.addBos ?? true)]);
+    entries.push(['tokenizer.ggml.add_eos_token', gv.bool(typeof addEosCfg === 'boolean' ? addEosCfg : side.addEos ?? false)]);
     entries.push(['tokenizer.ggml.add_space_prefix', gv.bool(addSpacePrefix)]);
     const tmpl = chatTemplate(dir, tokCfg);
     if (tmpl !== undefined) entries.push(['tokenizer.chat_template', gv.string(tmpl)]);
