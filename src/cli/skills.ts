@@ -34,7 +34,8 @@ export interface SkillsArgs {
   seeds: boolean;
 }
 
-export const command: CommandModule<object, SkillsArgs & CommonArgs> = {
+// Typed loosely so it fits main.ts's `CommandModule` list; the handler recovers the parsed shape.
+export const command: CommandModule = {
   command: 'skills <action> [arg]',
   describe: 'inspect or edit a skill bank: init, list, show ID, search "question", stats, export, import FILE',
   builder: (y: Argv) =>
@@ -58,8 +59,9 @@ export const command: CommandModule<object, SkillsArgs & CommonArgs> = {
         }
         if (!Number.isInteger(a.k) || a.k < 1) throw new Error('--k must be a positive integer');
         return true;
-      }) as unknown as Argv<SkillsArgs & CommonArgs>,
-  handler: async (args) => {
+      }),
+  handler: async (argv) => {
+    const args = argv as unknown as SkillsArgs & CommonArgs;
     const r = await runSkills(args);
     if (r.raw !== undefined && !args.json) process.stdout.write(r.raw);
     else emit(args, r.value, r.human);

@@ -140,7 +140,7 @@ export interface AdmissionDecision {
   fromKey: string;
   content: CardContent;
   admitted: boolean;
-  /** The highest cosine found, and against which card (an existing id or an earlier candidate's index). */
+  /** The highest cosine found, and against which card: a bank id, or `candidate:<fromKey>` for one admitted earlier this round. */
   maxCosine: number;
   nearest: string | null;
 }
@@ -151,7 +151,7 @@ export function admit(
   threshold: number,
 ): AdmissionDecision[] {
   const admittedSoFar: Array<{ id: string; vector: Float32Array }> = [];
-  return candidates.map((c, i) => {
+  return candidates.map((c) => {
     let maxCosine = -Infinity;
     let nearest: string | null = null;
     for (const pool of [bank, admittedSoFar]) {
@@ -164,7 +164,7 @@ export function admit(
       }
     }
     const ok = maxCosine <= threshold;
-    if (ok) admittedSoFar.push({ id: `candidate#${i}`, vector: c.vector });
+    if (ok) admittedSoFar.push({ id: `candidate:${c.fromKey}`, vector: c.vector });
     return { fromKey: c.fromKey, content: c.content, admitted: ok, maxCosine: nearest === null ? 0 : maxCosine, nearest };
   });
 }
