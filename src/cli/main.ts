@@ -1,8 +1,11 @@
 // The `sesa-train` command line: parses, validates, dispatches. Each command lives in its own module.
 import yargs, { type CommandModule } from 'yargs';
 
-// Each entry is a module exporting `command: CommandModule`. Keep this list in help order.
-const COMMAND_MODULES: Array<() => Promise<{ command: CommandModule }>> = [
+// Each entry is a module exporting `command: CommandModule<object, ItsArgs>`. Keep this list in help order.
+// Each module's args type differs and yargs' types are invariant in it, so the list holds them as `unknown`
+// and registration casts: each module is type-checked against its own args where it is defined.
+type AnyCommandModule = { command: unknown };
+const COMMAND_MODULES: Array<() => Promise<AnyCommandModule>> = [
   () => import('./demo.js'),
   () => import('./generate.js'),
   () => import('./score.js'),
@@ -26,7 +29,7 @@ export async function main(argv: string[]): Promise<void> {
       process.stderr.write(`error: ${msg}\n\nRun with --help for usage.\n`);
       process.exit(2);
     });
-  for (const load of COMMAND_MODULES) parser = parser.command((await load()).command);
+  for (const load of COMMAND_MODULES) parser = parser.command((await load()).command as unknown as CommandModule);
   try {
     await parser.parseAsync();
   } catch (err) {

@@ -1,0 +1,233 @@
+// One GRPO update of one LoRA adapter (SPEC §4) from a batch of sampled sequences:
+//   1. reference log-probs (adapters off) for the KL term, without a tape;
+//   2. per micro-batch: forward with the adapter, gather the hidden states that predict response tokens,
+//      fused chunked log-probs (kernels/token-logprob.ts), the GRPO loss with the WHOLE batch's normalizer,
+//      gradients summed over micro-batches (so the result equals one big batch);
+//   3. AdamW with warmup/schedule and global-norm clipping.
+// Only the adapter's variables get gradients: the base weights are plain tensors.
+import { tokenLogProbsWithEntropy } from '../../kernels/token-logprob.js';
+import type { LoraAdapter } from '../model/lora.js';
+import type { CausalLM } from '../model/qwen3.js';
+import { tf } from '../tensor/backend.js';
+import { accumulateGradients, disposeGrads } from './accumulate.js';
+import { type GrpoLossConfig, grpoLoss, type LossNormalizer } from './grpo-loss.js';
+import type { AdamW } from './optimizer.js';
+
+/** One sampled sequence, as GRPO trains on it. */
+export interface TrainingSequence {
+  promptIds: number[];
+  /** Generated and tool-output tokens after the prompt. */
+  responseIds: number[];
+  /** 1 where the token is trained (generated), 0 where it is context only (tool output). */
+  responseMask: number[];
+  /** log π_old of each response token at sampling time (ignored where the mask is 0). */
+  oldLogprobs: number[];
+  /** The sequence's advantage (broadcast to its tokens). */
+  advantage: number;
+}
+
+export interface GrpoUpdateConfig extends GrpoLossConfig {
+  /** Sequences per forward/backward pass; gradients are accumulated over the passes. */
+  microBatchSize: number;
+  /** Rows of logits formed at once in the fused log-prob kernel. */
+  logitsChunkSize?: number;
+  padTokenId?: number;
+}
+
+export interface GrpoUpdateMetrics {
+  loss: number;
+  pgLoss: number;
+  kl: number;
+  clipFrac: number;
+  entropy: number;
+  gradNorm: number;
+  clipped: boolean;
+  lr: number;
+  /** Tokens that carried loss. */
+  trainedTokens: number;
+  sequences: number;
+  microBatches: number;
+  /** All tokens (prompt and response) through forward and backward, per second of this update. */
+  tokensPerSecond: number;
+  seconds: number;
+}
+
+/** The padded layout of one micro-batch: left-padded ids and, per response slot, where its prediction is. */
+interface MicroBatchLayout {
+  ids: number[][];
+  attention: number[][];
+  /** [B × R] flat row indices into the [B·T, d] hidden states (the position before each response token). */
+  hiddenRows: Int32Array;
+  targets: Int32Array;
+  mask: Float32Array;
+  oldLogprobs: Float32Array;
+  advantages: Float32Array;
+  B: number;
+  R: number;
+}
+
+export function layoutMicroBatch(seqs: readonly TrainingSequence[], padId: number): MicroBatchLayout {
+  const B = seqs.length;
+  const full = seqs.map((s) => [...s.promptIds, ...s.responseIds]);
+  const T = Math.max(...full.map((r) => r.length));
+  const R = Math.max(1, ...seqs.map((s) => s.responseIds.length));
+  const ids: number[][] = [];
+  const attention: number[][] = [];
+  const hiddenRows = new Int32Array(B * R);
+  const targets = new Int32Array(B * R);
+  const mask = new Float32Array(B * R);
+  const oldLogprobs = new Float32Array(B * R);
+  const advantages = new Float32Array(B);
+  seqs.forEach((s, b) => {
+    if (s.promptIds.length === 0) throw new Error('GRPO: a sequence has an empty prompt');
+    if (s.responseMask.length !== s.responseIds.length || s.oldLogprobs.length !== s.responseIds.length) {
+      throw new Error(`GRPO: sequence ${b} has ${s.responseIds.length} response tokens but ${s.responseMask.length} mask values and ${s.oldLogprobs.length} log-probs`);
+    }
+    const row = full[b] as number[];
+    const pad = T - row.length;
+    ids.push([...new Array<number>(pad).fill(padId), ...row]);
+    attention.push([...new Array<number>(pad).fill(0), ...row.map(() => 1)]);
+    advantages[b] = s.advantage;
+    for (let j = 0; j < R; j++) {
+      const cell = b * R + j;
+      if (j < s.responseIds.length) {
+        // Response token j sits at pad + P + j and is predicted by the hidden state one position earlier.
+        hiddenRows[cell] = b * T + pad + s.promptIds.length + j - 1;
+        targets[cell] = s.responseIds[j] as number;
+        mask[cell] = s.responseMask[j] as number;
+        oldLogprobs[cell] = (s.responseMask[j] as number) > 0 ? (s.oldLogprobs[j] as number) : 0;
+      } else {
+        hiddenRows[cell] = b * T; // any valid row; masked out
+      }
+    }
+  });
+  return { ids, attention, hiddenRows, targets, mask, oldLogprobs, advantages, B, R };
+}
+
+/** log π of every response slot [B, R] under `adapter` (or the base when undefined). On the tape if recording. */
+function responseLogProbs(model: CausalLM, layout: MicroBatchLayout, adapter: LoraAdapter | undefined, chunkSize: number | undefined): { logProbs: tf.Tensor2D; entropy: tf.Tensor2D } {
+  const hidden = model.forward(layout.ids, { attentionMask: layout.attention, ...(adapter ? { adapter } : {}) });
+  const flat = tf.reshape(hidden, [-1, model.config.hiddenSize]) as tf.Tensor2D;
+  const selected = tf.gather(flat, tf.tensor1d(layout.hiddenRows, 'int32')) as tf.Tensor2D;
+  const { logProbs, entropy } = tokenLogProbsWithEntropy(selected, model.outputHead, tf.tensor1d(layout.targets, 'int32'), chunkSize ? { chunkSize } : {});
+  return { logProbs: tf.reshape(logProbs, [layout.B, layout.R]) as tf.Tensor2D, entropy: tf.reshape(entropy, [layout.B, layout.R]) as tf.Tensor2D };
+}
+
+export function wholeBatchNormalizer(seqs: readonly TrainingSequence[]): LossNormalizer {
+  let tokens = 0;
+  let sequences = 0;
+  for (const s of seqs) {
+    const n = s.responseMask.reduce((a, b) => a + b, 0);
+    tokens += n;
+    if (n > 0) sequences++;
+  }
+  return { tokens, sequences };
+}
+
+export interface GrpoGradients {
+  /** Σ over micro-batches of ∂loss/∂param (caller disposes: `disposeGrads`). */
+  grads: Record<string, tf.Tensor>;
+  loss: number;
+  pgLoss: number;
+  kl: number;
+  clipFrac: number;
+  entropy: number;
+  trainedTokens: number;
+  /** All tokens (prompt and response) through forward and backward. */
+  processedTokens: number;
+  microBatches: number;
+}
+
+/** The GRPO loss gradients w.r.t. `params` (the adapter's variables), accumulated over micro-batches. */
+export async function grpoGradients(
+  model: CausalLM,
+  adapter: LoraAdapter,
+  params: Record<string, tf.Variable>,
+  seqs: readonly TrainingSequence[],
+  cfg: GrpoUpdateConfig,
+): Promise<GrpoGradients> {
+  if (seqs.length === 0) throw new Error('GRPO: no sequences to train on');
+  if (!Number.isInteger(cfg.microBatchSize) || cfg.microBatchSize < 1) throw new Error(`GRPO: micro-batch size must be a positive integer, got ${cfg.microBatchSize}`);
+  const padId = cfg.padTokenId ?? 0;
+  const layouts: MicroBatchLayout[] = [];
+  for (let i = 0; i < seqs.length; i += cfg.microBatchSize) layouts.push(layoutMicroBatch(seqs.slice(i, i + cfg.microBatchSize), padId));
+  const normalizer = wholeBatchNormalizer(seqs);
+  const klCoef = cfg.klCoef ?? 0.01;
+  const maxLen = cfg.maxLen ?? Math.max(...layouts.map((l) => l.R));
+
+  // Reference log-probs (adapters off), outside any tape.
+  const refLogprobs: Float32Array[] = [];
+  if (klCoef !== 0) {
+    for (const layout of layouts) {
+      const lp = tf.tidy(() => responseLogProbs(model, layout, undefined, cfg.logitsChunkSize).logProbs);
+      refLogprobs.push((await lp.data()) as Float32Array);
+      lp.dispose();
+    }
+  }
+
+  adapter.training = true;
+  try {
+    const acc = accumulateGradients(params, layouts.length, (i) => {
+      const layout = layouts[i] as MicroBatchLayout;
+      const { logProbs, entropy } = responseLogProbs(model, layout, adapter, cfg.logitsChunkSize);
+      const { B, R } = layout;
+      const { loss, metrics } = grpoLoss(
+        {
+          logProbs,
+          oldLogProbs: tf.tensor2d(layout.oldLogprobs, [B, R]),
+          ...(klCoef !== 0 ? { refLogProbs: tf.tensor2d(refLogprobs[i] as Float32Array, [B, R]) } : {}),
+          advantages: tf.tensor1d(layout.advantages),
+          mask: tf.tensor2d(layout.mask, [B, R]),
+          entropy,
+          normalizer,
+        },
+        { ...cfg, klCoef, maxLen },
+      );
+      return { loss, metrics: { pgLoss: metrics.pgLoss, kl: metrics.kl, clipFrac: metrics.clipFrac, entropy: metrics.entropy } };
+    });
+    return {
+      grads: acc.grads,
+      loss: acc.loss,
+      pgLoss: acc.metrics.pgLoss ?? 0,
+      kl: acc.metrics.kl ?? 0,
+      clipFrac: acc.metrics.clipFrac ?? 0,
+      entropy: acc.metrics.entropy ?? 0,
+      trainedTokens: normalizer.tokens,
+      processedTokens: layouts.reduce((a, l) => a + l.ids.length * (l.ids[0] as number[]).length, 0),
+      microBatches: layouts.length,
+    };
+  } finally {
+    adapter.training = false;
+  }
+}
+
+/** One optimizer step of GRPO: gradients (above), then AdamW with clipping and the lr schedule. */
+export async function grpoUpdate(
+  model: CausalLM,
+  adapter: LoraAdapter,
+  optimizer: AdamW,
+  params: Record<string, tf.Variable>,
+  seqs: readonly TrainingSequence[],
+  cfg: GrpoUpdateConfig,
+): Promise<GrpoUpdateMetrics> {
+  const started = performance.now();
+  const g = await grpoGradients(model, adapter, params, seqs, cfg);
+  const info = optimizer.step(g.grads);
+  disposeGrads(g.grads);
+  const seconds = (performance.now() - started) / 1000;
+  return {
+    loss: g.loss,
+    pgLoss: g.pgLoss,
+    kl: g.kl,
+    clipFrac: g.clipFrac,
+    entropy: g.entropy,
+    gradNorm: info.gradNorm,
+    clipped: info.clipped,
+    lr: info.lr,
+    trainedTokens: g.trainedTokens,
+    sequences: seqs.length,
+    microBatches: g.microBatches,
+    tokensPerSecond: g.processedTokens / seconds,
+    seconds,
+  };
+}
