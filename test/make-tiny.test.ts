@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { byteLevelBpe, makeTinyCheckpoint, type MakeTinyOptions } from '../src/checkpoint/make-tiny.js';
+import { byteLevelBpe, makeTinyCheckpoint, tinyConfigJson, type MakeTinyOptions } from '../src/checkpoint/make-tiny.js';
 import { SafetensorsCheckpoint } from '../src/checkpoint/safetensors.js';
 import { expectedTensors, loadModelConfig } from '../src/model/config.js';
 import { makeTinyOptionsFromArgs } from '../src/cli/make-tiny.js';
@@ -93,6 +93,7 @@ describe('options', () => {
     expect(cfg.ropeTheta).toBe(5e5);
     expect(JSON.parse(readFileSync(join(d1, 'config.json'), 'utf8')).torch_dtype).toBe('bfloat16');
 
+    expect(tinyConfigJson({ out: '', heads: 3, hidden: 48, vocab: 300 }).num_key_value_heads).toBe(1);
     const d2 = make({ arch: 'qwen3', dtype: 'f16', headDim: 16 });
     const c2 = loadModelConfig(d2);
     expect(c2.headDim).toBe(16);

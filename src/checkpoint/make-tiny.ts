@@ -107,7 +107,8 @@ export function tinyConfigJson(opts: MakeTinyOptions): Record<string, unknown> {
   const layers = positiveInt('layers', 'layers', opts.layers ?? TINY_DEFAULTS.layers);
   const hidden = positiveInt('hidden', 'hidden', opts.hidden ?? TINY_DEFAULTS.hidden);
   const heads = positiveInt('heads', 'heads', opts.heads ?? TINY_DEFAULTS.heads);
-  const kvHeads = positiveInt('kvHeads', 'kv-heads', opts.kvHeads ?? Math.min(TINY_DEFAULTS.kvHeads, heads));
+  // Default: grouped-query attention with 2 kv heads when that divides the heads, else 1.
+  const kvHeads = positiveInt('kvHeads', 'kv-heads', opts.kvHeads ?? (heads % TINY_DEFAULTS.kvHeads === 0 ? TINY_DEFAULTS.kvHeads : 1));
   if (heads % kvHeads !== 0) throw new MakeTinyError(`kvHeads (--kv-heads) = ${kvHeads} must divide heads (--heads) = ${heads}`);
   if (opts.headDim === undefined && hidden % heads !== 0) {
     throw new MakeTinyError(`hidden (--hidden) = ${hidden} is not divisible by heads (--heads) = ${heads}; give headDim (--head-dim)`);
