@@ -73,27 +73,42 @@ const STOPWORDS = new Set(
 );
 
 /** Bump when the analysis below changes, so that old caches are not reused. */
-const ANALYZER_VERSION = 1;
+const ANALYZER_VERSION = 2;
 const CACHE_FORMAT = 1;
 const FIELD = 'contents';
 
-function makeProcessTerm(opts: Pick<Bm25Options, 'stem' | 'stopwords'>): (term: string) => string | null {
-  return (term) => {
-    const t = term.toLowerCase();
-    if (t === '' || (opts.stopwords && STOPWORDS.has(t))) return null;
-    return opts.stem ? stemmer(t) : t;
-  };
-}
+// Split on whitespace, punctuation, symbols and control characters (Lucene's StandardTokenizer keeps none).
+const SPLIT = /[\n\r\p{Z}\p{P}\p{S}\p{C}]+/u;
 
-/** The terms a text is indexed (or a query is searched) under; exported so tests can reason about scores. */
+/** The terms a text is indexed (or a query is searched) under, repeats kept, in order. */
 export function analyze(text: string, opts: Pick<Bm25Options, 'stem' | 'stopwords'> = DEFAULT_BM25_OPTIONS): string[] {
-  const processTerm = makeProcessTerm(opts);
   const out: string[] = [];
-  for (const tok of MiniSearch.getDefault('tokenize')(text) as string[]) {
-    const t = processTerm(tok);
-    if (t) out.push(t);
+  for (const tok of text.split(SPLIT)) {
+    const t = tok.toLowerCase();
+    if (t === '' || (opts.stopwords && STOPWORDS.has(t))) continue;
+    out.push(opts.stem ? stemmer(t) : t);
   }
   return out;
+}
+
+// MiniSearch takes a field's length to be its number of *distinct* tokens, while BM25 (and Lucene) use the
+// number of analyzed tokens. So analysis happens in `tokenize`, each repeat of a term is made distinct with
+// a \0-suffix (\0 never survives SPLIT), and `processTerm` strips the suffix before the term is indexed:
+// the length MiniSearch records is then the analyzed token count, and tf is counted on the bare term.
+const MARK = '\u0000';
+function makeTokenize(opts: Pick<Bm25Options, 'stem' | 'stopwords'>): (text: string) => string[] {
+  return (text) => {
+    const seen = new Map<string, number>();
+    return analyze(text, opts).map((t) => {
+      const n = seen.get(t) ?? 0;
+      seen.set(t, n + 1);
+      return n === 0 ? t : `${t}${MARK}${n}`;
+    });
+  };
+}
+function stripMark(term: string): string {
+  const i = term.indexOf(MARK);
+  return i < 0 ? term : term.slice(0, i);
 }
 
 let cachedLibraryVersion: string | undefined;
@@ -183,7 +198,8 @@ export class Bm25Index implements Searcher {
       idField: 'id',
       fields: [FIELD],
       storeFields: [],
-      processTerm: makeProcessTerm(opts),
+      tokenize: makeTokenize(opts),
+      processTerm: stripMark,
       // Index-time settings only; search options are passed per query in searchOne.
     };
   }
