@@ -4,7 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { cardEmbeddingText, validateCard } from '../src/skills/card.js';
 import { DEDUP_THRESHOLDS, resolveConfig, DEFAULT_SKILL_BANK_CONFIG } from '../src/skills/config.js';
 import { consolidationDue, firstJsonObject, parseDistilledCard } from '../src/skills/consolidate.js';
-import { dot } from '../src/skills/embedder.js';
+import { VectorIndex, dot, l2normalize } from '../src/skills/embedder.js';
+import { topKScored } from '../src/skills/bank.js';
+import { Rng } from '../src/util/rng.js';
 import { LexicalEmbedder, tokenize } from '../src/skills/lexical.js';
 import { seedCards } from '../src/skills/seeds.js';
 import { CARD_A, CARD_A_REWORDED, json } from './skills-helpers.js';
@@ -89,5 +91,27 @@ describe('schedule and config', () => {
     expect(cfg).toMatchObject({ topK: 3, queueCapacity: 300, consolidateEvery: 10, minPending: 20, maxSelected: 30, evictMinRetrieved: 3, maxCards: 800 });
     expect(() => resolveConfig({ topK: 0 })).toThrow('topK must be ≥ 1');
     expect(() => resolveConfig({ maxCards: 1.5 })).toThrow('maxCards must be a non-negative integer');
+  });
+});
+
+describe('vector index and top-k', () => {
+  it('gives the same cosines as plain dot products, dense and sparse', async () => {
+    const rng = new Rng(3);
+    const dense = Array.from({ length: 7 }, () => l2normalize(Float32Array.from({ length: 13 }, () => rng.normal())));
+    const sparse = await new LexicalEmbedder({ dim: 256 }).embed(['river country', 'born in prague', 'the film', 'x'], 'query');
+    for (const vs of [dense, sparse]) {
+      const q = vs[1]!;
+      const got = new VectorIndex(vs).scores(q);
+      vs.forEach((v, i) => expect(got[i]).toBeCloseTo(dot(v, q), 6));
+    }
+  });
+
+  it('orders by score, then id, and returns at most k', () => {
+    const card = (id: string) => ({ ...seedCards()[0]!, id });
+    const cards = ['e', 'b', 'd', 'a', 'c'].map(card);
+    const scores = Float32Array.from([0.5, 0.9, 0.5, 0.5, 0.1]);
+    expect(topKScored(cards, scores, 3).map((r) => r.card.id)).toEqual(['b', 'a', 'd']);
+    expect(topKScored(cards, scores, 10).map((r) => r.card.id)).toEqual(['b', 'a', 'd', 'e', 'c']);
+    expect(topKScored(cards, scores, 1).map((r) => [r.card.id, r.score])).toEqual([['b', scores[1]]]);
   });
 });

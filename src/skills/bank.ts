@@ -19,7 +19,7 @@ import { resolveConfig } from './config.js';
 import type { AdmissionDecision, Eviction, PendingChange } from './consolidate.js';
 import { admit, consolidationDue, distilledCardId, maintain, runConsolidation } from './consolidate.js';
 import type { Embedder, EmbedderInfo } from './embedder.js';
-import { EmbeddingCache, dot } from './embedder.js';
+import { EmbeddingCache, VectorIndex } from './embedder.js';
 import type { FailureInput, FailureRecord } from './queue.js';
 import { FailureQueue, priorityTier, validateFailureRecord } from './queue.js';
 import type { Rendered, TokenCounter } from './render.js';
@@ -218,6 +218,8 @@ export class SkillBank {
   private data: BankFile;
   private queue: FailureQueue;
   private vectors: Float32Array[] = [];
+  /** Built lazily from `vectors`; dropped whenever they change. */
+  private vectorIndex: VectorIndex | null = null;
   /** Bumped whenever the card set changes; a pending change computed on another revision is re-admitted. */
   private revision = 0;
   private readonly cache: EmbeddingCache;
@@ -309,9 +311,9 @@ export class SkillBank {
   async retrieveMany(questions: string[], k = this.config.topK): Promise<Retrieval[][]> {
     // Capture the card set before the await: a commit landing meanwhile must not mix two versions.
     const cards = this.data.cards;
-    const vectors = this.vectors;
+    const index = this.index();
     const qv = await this.embedder.embed(questions, 'query');
-    return qv.map((q) => topK(cards, vectors, q, k));
+    return qv.map((q) => topKScored(cards, index.scores(q), k));
   }
 
   /** The compact solver-prompt block for retrieved cards (SPEC §2 step 3). */
@@ -493,8 +495,7 @@ export class SkillBank {
     this.data = next;
     if (change) this.queue.remove(change.consumedKeys);
     if (cardsChanged) {
-      this.vectors = vectors;
-      this.revision += 1;
+      this.setVectors(vectors);
       this.cache.retain(cards.map((c) => ({ text: cardEmbeddingText(c), kind: 'query' as const })));
     }
     return report;
@@ -538,8 +539,7 @@ export class SkillBank {
     };
     writeJsonAtomic(this.path, serialize(next));
     this.data = next;
-    this.vectors = vectors;
-    this.revision += 1;
+    this.setVectors(vectors);
     return { added: incoming.length - replaced, replaced, version: next.version };
   }
 
@@ -557,8 +557,18 @@ export class SkillBank {
   }
 
   private async refreshVectors(): Promise<void> {
-    this.vectors = await this.cache.get(this.data.cards.map((c) => cardEmbeddingText(c)), 'query');
+    this.setVectors(await this.cache.get(this.data.cards.map((c) => cardEmbeddingText(c)), 'query'));
+  }
+
+  private setVectors(v: Float32Array[]): void {
+    this.vectors = v;
+    this.vectorIndex = null;
     this.revision += 1;
+  }
+
+  private index(): VectorIndex {
+    this.vectorIndex ??= new VectorIndex(this.vectors, this.data.embedder.dim);
+    return this.vectorIndex;
   }
 }
 
@@ -581,10 +591,29 @@ function serialize(d: BankFile): BankFile {
   return structuredClone(d);
 }
 
+/** Top-k by score, ties broken by id (SPEC §2 step 3: deterministic for a bank version). */
+export function topKScored(cards: readonly SkillCard[], scores: Float32Array, k: number): Retrieval[] {
+  const better = (a: number, b: number): boolean => {
+    const sa = scores[a] as number;
+    const sb = scores[b] as number;
+    return sa > sb || (sa === sb && (cards[a] as SkillCard).id < (cards[b] as SkillCard).id);
+  };
+  // k is small (3): keep a sorted list of the best k indices instead of sorting everything.
+  const best: number[] = [];
+  for (let i = 0; i < cards.length; i++) {
+    if (best.length === k && !better(i, best[k - 1] as number)) continue;
+    let at = best.length === k ? k - 1 : best.length;
+    best[at] = i;
+    while (at > 0 && better(i, best[at - 1] as number)) {
+      best[at] = best[at - 1] as number;
+      best[--at] = i;
+    }
+  }
+  return best.map((i) => ({ card: cards[i] as SkillCard, score: scores[i] as number }));
+}
+
 export function topK(cards: readonly SkillCard[], vectors: readonly Float32Array[], q: Float32Array, k: number): Retrieval[] {
-  const scored = cards.map((card, i) => ({ card, score: dot(q, vectors[i] as Float32Array) }));
-  scored.sort((a, b) => b.score - a.score || (a.card.id < b.card.id ? -1 : a.card.id > b.card.id ? 1 : 0));
-  return scored.slice(0, k);
+  return topKScored(cards, new VectorIndex(vectors, q.length).scores(q), k);
 }
 
 // ---- inspection -------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import type { CardContent, SkillCard } from './card.js';
 import { CARD_LIMITS, SkillSchemaError, cardEmbeddingText, cardScore, contentId, validateContent } from './card.js';
 import type { SkillBankConfig } from './config.js';
 import type { EmbeddingCache } from './embedder.js';
-import { dot } from './embedder.js';
+import { VectorIndex, dot } from './embedder.js';
 import type { FailureRecord } from './queue.js';
 import { renderCards } from './render.js';
 
@@ -150,17 +150,25 @@ export function admit(
   bank: ReadonlyArray<{ id: string; vector: Float32Array }>,
   threshold: number,
 ): AdmissionDecision[] {
+  const index = new VectorIndex(bank.map((b) => b.vector), candidates[0]?.vector.length ?? bank[0]?.vector.length);
   const admittedSoFar: Array<{ id: string; vector: Float32Array }> = [];
   return candidates.map((c) => {
     let maxCosine = -Infinity;
     let nearest: string | null = null;
-    for (const pool of [bank, admittedSoFar]) {
-      for (const b of pool) {
-        const s = dot(c.vector, b.vector);
-        if (s > maxCosine) {
-          maxCosine = s;
-          nearest = b.id;
+    if (bank.length > 0) {
+      const s = index.scores(c.vector);
+      for (let i = 0; i < s.length; i++) {
+        if ((s[i] as number) > maxCosine) {
+          maxCosine = s[i] as number;
+          nearest = (bank[i] as { id: string }).id;
         }
+      }
+    }
+    for (const b of admittedSoFar) {
+      const s = dot(c.vector, b.vector);
+      if (s > maxCosine) {
+        maxCosine = s;
+        nearest = b.id;
       }
     }
     const ok = maxCosine <= threshold;
