@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LlmEndpointError, OpenAIChatClient, chatCompletionsUrl } from '../src/llm/openai.js';
 import { ScriptedTextGenerator } from '../src/llm/scripted.js';
+import { endpointArgs, endpointOptions, textGeneratorFor } from '../src/llm/from-args.js';
+import { TokenTextGenerator } from '../src/llm/types.js';
 import { SkillBank } from '../src/skills/bank.js';
 import { contentId } from '../src/skills/card.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
@@ -168,5 +170,32 @@ describe('ScriptedTextGenerator (a fake LLM)', () => {
     expect(await g.complete(MSGS)).toBe('echo hello');
     await expect(g.complete(MSGS)).rejects.toThrow(/script exhausted after 3 replies/);
     expect(g.calls.length).toBe(4);
+  });
+});
+
+describe('choosing a text generator from command-line options', () => {
+  it('uses the endpoint when a URL is given, else the in-process generator, with clear errors', async () => {
+    expect(Object.keys(endpointOptions('distiller'))).toEqual(['distiller-url', 'distiller-model', 'distiller-key-env', 'distiller-timeout', 'distiller-retries']);
+    const local = new ScriptedTextGenerator(['x']);
+    expect(textGeneratorFor('distiller', endpointArgs('distiller', {}), local)).toBe(local);
+    const c = textGeneratorFor('distiller', endpointArgs('distiller', { distillerUrl: 'http://127.0.0.1:9/v1', distillerModel: 'm', distillerTimeout: 5, distillerRetries: 0 }));
+    expect(c.name).toBe('openai:http://127.0.0.1:9/v1/chat/completions m');
+    expect(() => textGeneratorFor('judge', { url: 'http://x/v1' })).toThrow('--judge-url needs --judge-model');
+    expect(() => textGeneratorFor('judge', { model: 'm' }, local)).toThrow('--judge-model needs --judge-url');
+    expect(() => textGeneratorFor('judge', {})).toThrow(/no judge: give --judge-url/);
+  });
+
+  it('adapts a token-level generator (the in-process model) to the text interface', async () => {
+    const seen: number[][] = [];
+    const codec = {
+      renderChat: (m: Array<{ content: string }>) => m.map((x) => x.content.length),
+      decode: (ids: number[]) => ids.map((i) => String.fromCharCode(97 + i)).join(''),
+    };
+    const g = new TokenTextGenerator('base (adapters off)', codec, async (prompts, opts) => {
+      seen.push(...prompts, [opts.maxTokens, opts.temperature]);
+      return [[0, 1, 2, 3]];
+    });
+    expect(await g.complete(MSGS, { maxTokens: 9, stop: ['c'] })).toBe('ab');
+    expect(seen).toEqual([[8, 5], [9, 0]]);
   });
 });
