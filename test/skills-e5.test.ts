@@ -3,7 +3,7 @@
 // (query:/passage: prefixes, masked mean pooling, L2 normalization) against a direct float64 computation.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { SkillBank } from '../src/skills/bank.js';
 import { E5Embedder } from '../src/skills/e5.js';
 import type { EmbedKind, Embedder } from '../src/skills/embedder.js';
@@ -110,9 +110,13 @@ for (const variant of ['real', 'built'] as const) {
 }
 
 describe('e5 loading', () => {
-  it('refuses a Hugging Face name unless downloads are allowed, and a folder missing files', async () => {
-    await expect(E5Embedder.load({ model: 'intfloat/e5-base-v2' })).rejects.toThrow(/downloads are off/);
+  it('refuses a Hugging Face name unless downloads are allowed (without touching the network), and a folder missing files', async () => {
+    const fetchSpy = vi.spyOn(globalThis, 'fetch');
+    await expect(E5Embedder.load({ model: 'intfloat/e5-base-v2', cacheDir: tempDir('sk-cache') })).rejects.toThrow(/is not a local folder and is not in the cache .* and downloads are off/);
+    await expect(E5Embedder.load({ model: './no/such/folder' })).rejects.toThrow(/folder .* does not exist/);
     await expect(E5Embedder.load({ model: tempDir('sk-empty') })).rejects.toThrow(/lacks config\.json/);
+    expect(fetchSpy).not.toHaveBeenCalled();
+    fetchSpy.mockRestore();
   });
 });
 

@@ -51,22 +51,29 @@ export class E5Embedder implements Embedder {
       for (const f of ['config.json', 'tokenizer.json', 'tokenizer_config.json']) {
         if (!existsSync(join(ref, f))) throw new Error(`e5 model folder ${ref} lacks ${f}`);
       }
-    } else if (!opts.allowRemote) {
-      throw new Error(
-        `e5 model '${opts.model}' is not a local folder, and downloads are off; pass a folder, or allow the download explicitly`,
-      );
+    } else if (opts.model.startsWith('.') || opts.model.startsWith('/')) {
+      throw new Error(`e5 model folder ${ref} does not exist`);
     }
     const tf = await import('@huggingface/transformers');
     // env is global to the library: set it for this load only (offline unless the caller allowed downloads).
     tf.env.allowRemoteModels = opts.allowRemote === true;
     tf.env.allowLocalModels = true;
     if (opts.cacheDir) tf.env.cacheDir = opts.cacheDir;
-    const extractor = (await tf.pipeline('feature-extraction', ref, {
-      device: 'cpu',
-      dtype: opts.dtype ?? 'fp32',
-      local_files_only: !opts.allowRemote,
-      ...(opts.threads ? { session_options: { intraOpNumThreads: opts.threads, interOpNumThreads: 1 } } : {}),
-    })) as unknown as Extractor;
+    let extractor: Extractor;
+    try {
+      extractor = (await tf.pipeline('feature-extraction', ref, {
+        device: 'cpu',
+        dtype: opts.dtype ?? 'fp32',
+        local_files_only: !opts.allowRemote,
+        ...(opts.threads ? { session_options: { intraOpNumThreads: opts.threads, interOpNumThreads: 1 } } : {}),
+      })) as unknown as Extractor;
+    } catch (err) {
+      if (local || opts.allowRemote) throw new Error(`e5 model ${ref}: ${(err as Error).message}`);
+      // A Hugging Face name is usable offline only if it is already in the cache.
+      throw new Error(
+        `e5 model '${opts.model}' is not a local folder and is not in the cache (${tf.env.cacheDir}), and downloads are off; pass a folder, or allow the download explicitly (${(err as Error).message})`,
+      );
+    }
     // The dimension comes from the model itself, so a bank records the real one.
     const probe = await extractor([E5_PREFIX.query + 'probe'], { pooling: 'mean', normalize: true });
     const dim = probe.dims[probe.dims.length - 1] as number;
