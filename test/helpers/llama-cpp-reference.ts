@@ -34,6 +34,8 @@ export interface LlamaCppReference {
 
 export interface OpenReferenceOptions {
   contextSize: number;
+  /** A GGUF LoRA adapter applied with scale 1 (llama.cpp then uses alpha / r from the adapter file). */
+  loraAdapter?: string;
 }
 
 function argmaxWithMargin(probs: Map<number, number>): GreedyStep {
@@ -65,6 +67,7 @@ export async function openReference(ggufPath: string, options: OpenReferenceOpti
       experimentalKvCacheKeyType: 'F32',
       experimentalKvCacheValueType: 'F32',
       threads: availableParallelism(),
+      ...(options.loraAdapter ? { lora: { adapters: [{ filePath: options.loraAdapter, scale: 1 }] } } : {}),
     });
   } catch (err) {
     await model.dispose();
