@@ -68,9 +68,9 @@ function snippet(body: string): string {
 }
 
 function describeValue(v: unknown): string {
-  if (v === null) return 'null';
+  if (v === null || v === undefined) return String(v);
   if (Array.isArray(v)) return `an array of ${v.length}`;
-  return typeof v === 'object' ? 'an object' : `${typeof v} ${snippet(JSON.stringify(v) ?? String(v))}`;
+  return typeof v === 'object' ? 'an object' : `${typeof v} ${snippet(JSON.stringify(v))}`;
 }
 
 /**
