@@ -252,6 +252,11 @@ describe('consolidation', () => {
     expect(again.version).toBe(2);
     expect(again.cards.map((c) => [c.id, c.stats])).toEqual(bank.cards.map((c) => [c.id, c.stats]));
     expect(again.pendingFailures().map((r) => r.key).sort()).toEqual(bank.pendingFailures().map((r) => r.key).sort());
+    // A checkpoint snapshot reopens as the same bank.
+    const ckpt = join(tempDir(), 'ckpt', 'skills.json');
+    bank.writeSnapshot(ckpt);
+    const snap = await SkillBank.open(ckpt, { embedder: lex(), create: false });
+    expect(snap.toFileData()).toEqual(bank.toFileData());
   });
 
   it('over the cap removes the lowest-scoring non-seed cards, never seeds', async () => {

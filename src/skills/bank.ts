@@ -547,6 +547,11 @@ export class SkillBank {
     return cardsToJsonl(this.data.cards);
   }
 
+  /** Writes the bank as it is in memory (stats and queue included) to another file, e.g. a checkpoint. */
+  writeSnapshot(path: string): void {
+    writeJsonAtomic(path, this.toFileData());
+  }
+
   toFileData(): BankFile {
     return serialize({ ...this.data, queue: this.queue.all() });
   }
