@@ -15,8 +15,15 @@
 // embedding table [V, d]): matMul with a transposed operand is ~7× slower on wasm (SPEC §8), so every matMul
 // here is the plain non-transposed 2-D form.
 //
-// Everything is tf ops inside tf.customGrad, so it is backend-agnostic (cpu, wasm, tensorflow). On wasm the
-// gather *forward* is fine (only its gradient is missing there, and it is never differentiated here).
+// The op is a tf.customGrad. Per chunk, the matMuls are tf ops (XNNPACK on wasm); the passes over the
+// [chunk × V] logits are two typed-array kernels on cpu and wasm, because the equivalent tf ops take ~5 passes
+// with temporaries each way and dominate the time when d is small (the tiny models train at d = 128):
+//   SesaLogSoftmaxStats   logits [c, V], targets [c] → lse [c], logp [c], entropy [c]    (one max pass, one exp
+//                         pass, float64 accumulation)
+//   SesaSoftmaxTargetGrad logits [c, V], lse [c], dy [c], targets [c] → dy ⊙ (onehot − exp(logits − lse))
+// On other backends (tensorflow), or with `impl: 'ops'`, the same is computed from tf ops (on wasm the
+// gather *forward* used there is fine; only its gradient is missing, and it is never differentiated here).
+// These two kernels are only ever run inside the customGrad, so they need no registered gradient.
 import { tf } from '../src/tensor/backend.js';
 
 export interface TokenLogProbOptions {
@@ -29,12 +36,18 @@ export interface TokenLogProbOptions {
   weightGrad?: boolean;
   /** Optional Wᵀ [V, d] (a tied embedding table), used by the backward instead of transposing W. */
   weightT?: tf.Tensor2D;
+  /** 'auto' (default): typed-array kernels on cpu and wasm, tf ops elsewhere; 'ops' forces tf ops. */
+  impl?: KernelImpl;
 }
 
 export interface LogitsOptions {
   /** Rows per chunk; default 128. */
   chunkSize?: number;
+  /** As in TokenLogProbOptions. */
+  impl?: KernelImpl;
 }
+
+export type KernelImpl = 'auto' | 'ops';
 
 const DEFAULT_CHUNK = 128;
 
@@ -78,8 +91,141 @@ interface ChunkStats {
   entropy?: tf.Tensor1D;
 }
 
+export const LOG_SOFTMAX_STATS = 'SesaLogSoftmaxStats';
+export const SOFTMAX_TARGET_GRAD = 'SesaSoftmaxTargetGrad';
+const KERNEL_BACKENDS = ['cpu', 'wasm'] as const;
+
+interface CpuBackendLike {
+  readSync(dataId: object): ArrayLike<number>;
+  makeTensorInfo(shape: number[], dtype: tf.DataType, values?: Float32Array): tf.TensorInfo;
+}
+interface WasmBackendLike {
+  makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
+  typedArrayFromHeap(info: tf.TensorInfo): Float32Array | Int32Array | Uint8Array;
+}
+
+/**
+ * Runs `compute` over input arrays and fresh float32 outputs on the cpu or wasm backend. On wasm all outputs
+ * are allocated before any heap view is taken (an allocation can grow the heap and detach earlier views).
+ */
+function typedKernel(
+  backendName: string,
+  backend: unknown,
+  inputs: tf.TensorInfo[],
+  outShapes: number[][],
+  compute: (ins: ArrayLike<number>[], outs: Float32Array[]) => void,
+): tf.TensorInfo[] {
+  if (backendName === 'wasm') {
+    const wasm = backend as WasmBackendLike;
+    const infos = outShapes.map((shape) => wasm.makeOutput(shape, 'float32'));
+    const ins = inputs.map((i) => wasm.typedArrayFromHeap(i));
+    const outs = infos.map((i) => wasm.typedArrayFromHeap(i) as Float32Array);
+    compute(ins, outs);
+    return infos;
+  }
+  const cpu = backend as CpuBackendLike;
+  const ins = inputs.map((i) => cpu.readSync(i.dataId));
+  const outs = outShapes.map((shape) => new Float32Array(shape.reduce((a, b) => a * b, 1)));
+  compute(ins, outs);
+  return outShapes.map((shape, k) => cpu.makeTensorInfo(shape, 'float32', outs[k]));
+}
+
+/** Per row of x [rows, v]: lse, x[t] − lse and the entropy lse − Σ p·x, in float64. */
+function logSoftmaxStatsRows(x: ArrayLike<number>, t: ArrayLike<number>, rows: number, v: number, lse: Float32Array, logp: Float32Array, ent: Float32Array): void {
+  for (let r = 0; r < rows; r++) {
+    const base = r * v;
+    let m = -Infinity;
+    for (let j = 0; j < v; j++) {
+      const xj = x[base + j] as number;
+      if (xj > m) m = xj;
+    }
+    let se = 0;
+    let sex = 0;
+    for (let j = 0; j < v; j++) {
+      const xj = x[base + j] as number;
+      const e = Math.exp(xj - m);
+      se += e;
+      if (e > 0) sex += e * xj;
+    }
+    const l = m + Math.log(se);
+    lse[r] = l;
+    logp[r] = (x[base + (t[r] as number)] as number) - l;
+    ent[r] = l - sex / se;
+  }
+}
+
+/** out = dy ⊙ (onehot(t) − exp(x − lse)) per row. */
+function softmaxTargetGradRows(x: ArrayLike<number>, lse: ArrayLike<number>, dy: ArrayLike<number>, t: ArrayLike<number>, rows: number, v: number, out: Float32Array): void {
+  for (let r = 0; r < rows; r++) {
+    const base = r * v;
+    const l = lse[r] as number;
+    const d = dy[r] as number;
+    for (let j = 0; j < v; j++) out[base + j] = -d * Math.exp((x[base + j] as number) - l);
+    out[base + (t[r] as number)] = (out[base + (t[r] as number)] as number) + d;
+  }
+}
+
+let kernelsRegistered = false;
+
+/** Registers the two typed-array kernels for cpu and wasm. Idempotent. */
+export function registerTokenLogProbKernels(): void {
+  if (kernelsRegistered) return;
+  kernelsRegistered = true;
+  for (const backendName of KERNEL_BACKENDS) {
+    if (tf.getKernel(LOG_SOFTMAX_STATS, backendName) === undefined) {
+      tf.registerKernel({
+        kernelName: LOG_SOFTMAX_STATS,
+        backendName,
+        kernelFunc: ({ inputs, backend }) => {
+          const { logits, targets } = inputs as { logits: tf.TensorInfo; targets: tf.TensorInfo };
+          const [rows, v] = logits.shape as [number, number];
+          return typedKernel(backendName, backend, [logits, targets], [[rows], [rows], [rows]], (ins, outs) =>
+            logSoftmaxStatsRows(ins[0] as ArrayLike<number>, ins[1] as ArrayLike<number>, rows, v, outs[0] as Float32Array, outs[1] as Float32Array, outs[2] as Float32Array),
+          );
+        },
+      });
+    }
+    if (tf.getKernel(SOFTMAX_TARGET_GRAD, backendName) === undefined) {
+      tf.registerKernel({
+        kernelName: SOFTMAX_TARGET_GRAD,
+        backendName,
+        kernelFunc: ({ inputs, backend }) => {
+          const { logits, lse, dy, targets } = inputs as Record<'logits' | 'lse' | 'dy' | 'targets', tf.TensorInfo>;
+          const [rows, v] = logits.shape as [number, number];
+          return typedKernel(backendName, backend, [logits, lse, dy, targets], [[rows, v]], (ins, outs) =>
+            softmaxTargetGradRows(ins[0] as ArrayLike<number>, ins[1] as ArrayLike<number>, ins[2] as ArrayLike<number>, ins[3] as ArrayLike<number>, rows, v, outs[0] as Float32Array),
+          )[0] as tf.TensorInfo;
+        },
+      });
+    }
+  }
+}
+
+function kernelsOn(impl: KernelImpl | undefined): boolean {
+  if (impl === 'ops') return false;
+  if (!(KERNEL_BACKENDS as readonly string[]).includes(tf.getBackend())) return false;
+  registerTokenLogProbKernels();
+  return true;
+}
+
+/** dy ⊙ (onehot(targets) − softmax(logits)) for a chunk, using lse; call inside tf.tidy. */
+function softmaxTargetGrad(logits: tf.Tensor2D, lse: tf.Tensor1D, dy: tf.Tensor1D, targets: tf.Tensor1D, kernels: boolean): tf.Tensor2D {
+  if (kernels) return tf.engine().runKernel(SOFTMAX_TARGET_GRAD, { logits, lse, dy, targets }) as tf.Tensor2D;
+  const v = logits.shape[1];
+  const p = tf.exp(tf.sub(logits, tf.expandDims(lse, 1)));
+  return tf.mul(tf.expandDims(dy, 1), tf.sub(tf.cast(tf.oneHot(targets, v), 'float32'), p)) as tf.Tensor2D;
+}
+
 /** Log-probs (and optionally entropies) of one logits chunk; call inside tf.tidy. */
-function statsOfLogits(logits: tf.Tensor2D, targets: tf.Tensor1D | undefined, wantEntropy: boolean): ChunkStats {
+function statsOfLogits(logits: tf.Tensor2D, targets: tf.Tensor1D | undefined, wantEntropy: boolean, kernels = false): ChunkStats {
+  if (kernels) {
+    const t = targets ?? (tf.zeros([logits.shape[0]], 'int32') as tf.Tensor1D);
+    const [lse, logp, entropy] = tf.engine().runKernel(LOG_SOFTMAX_STATS, { logits, targets: t }) as tf.Tensor1D[];
+    const out: ChunkStats = { lse: lse as tf.Tensor1D };
+    if (targets) out.logp = logp as tf.Tensor1D;
+    if (wantEntropy) out.entropy = entropy as tf.Tensor1D;
+    return out;
+  }
   const lse = tf.logSumExp(logits, 1) as tf.Tensor1D;
   const out: ChunkStats = { lse };
   if (targets) out.logp = tf.sub(pickTargets(logits, targets), lse) as tf.Tensor1D;
@@ -109,6 +255,7 @@ function forwardHidden(
   targets: tf.Tensor1D | undefined,
   chunkSize: number,
   wantEntropy: boolean,
+  kernels: boolean,
 ): ChunkStats {
   const logps: tf.Tensor1D[] = [];
   const lses: tf.Tensor1D[] = [];
@@ -116,7 +263,7 @@ function forwardHidden(
   for (const [s, e] of chunkBounds(hidden.shape[0], chunkSize)) {
     const st = tf.tidy(() => {
       const logits = tf.matMul(rows(hidden, s, e), weight) as tf.Tensor2D;
-      return statsOfLogits(logits, targets ? rows(targets, s, e) : undefined, wantEntropy) as unknown as tf.NamedTensorMap;
+      return statsOfLogits(logits, targets ? rows(targets, s, e) : undefined, wantEntropy, kernels) as unknown as tf.NamedTensorMap;
     }) as unknown as ChunkStats;
     lses.push(st.lse);
     if (st.logp) logps.push(st.logp);
@@ -138,6 +285,7 @@ function backwardHidden(
   lse: tf.Tensor1D,
   chunkSize: number,
   weightGrad: boolean,
+  kernels: boolean,
 ): { dh: tf.Tensor2D; dw?: tf.Tensor2D } {
   const v = weight.shape[1];
   const wt = weightT ?? (tf.transpose(weight) as tf.Tensor2D);
@@ -147,8 +295,15 @@ function backwardHidden(
     const r = tf.tidy(() => {
       const hc = rows(hidden, s, e);
       const tc = rows(targets, s, e);
+      const logits = tf.matMul(hc, weight) as tf.Tensor2D;
+      if (kernels) {
+        const dlogits = softmaxTargetGrad(logits, rows(lse, s, e), rows(dy, s, e), tc, true);
+        const dhk = tf.matMul(dlogits, wt) as tf.Tensor2D;
+        if (!weightGrad) return [dhk];
+        const dwk = tf.matMul(tf.transpose(hc), dlogits) as tf.Tensor2D;
+        return [dhk, dw ? tf.add(dw, dwk) : dwk];
+      }
       const dyc = tf.expandDims(rows(dy, s, e), 1);
-      const logits = tf.matMul(hc, weight);
       const p = tf.exp(tf.sub(logits, tf.expandDims(rows(lse, s, e), 1)));
       const sp = tf.mul(dyc, p); // dy ⊙ p
       const dh = tf.sub(tf.mul(tf.gather(wt, tc), dyc), tf.matMul(sp, wt)) as tf.Tensor2D;
@@ -180,8 +335,9 @@ function logProbsOp(
   checkShapes(hidden, weight, targets);
   const chunkSize = opts.chunkSize ?? DEFAULT_CHUNK;
   const weightGrad = opts.weightGrad ?? false;
+  const kernels = kernelsOn(opts.impl);
   const forward = (h: tf.Tensor2D, w: tf.Tensor2D, save: tf.GradSaveFunc) => {
-    const st = forwardHidden(h, w, targets, chunkSize, entropySink !== undefined);
+    const st = forwardHidden(h, w, targets, chunkSize, entropySink !== undefined, kernels);
     if (st.entropy && entropySink) entropySink(tf.keep(st.entropy));
     // Everything the backward reads is saved (clone + keep shares the data, no copy): tensors that were
     // merely closed over may be disposed by the time the backward runs (e.g. targets made inside the
@@ -198,7 +354,7 @@ function logProbsOp(
         value: st.logp as tf.Tensor1D,
         gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
           const [h, lse, t, w, wT] = saved as Saved;
-          const g = backwardHidden(dy as tf.Tensor1D, h, w, wT, t, lse, chunkSize, true);
+          const g = backwardHidden(dy as tf.Tensor1D, h, w, wT, t, lse, chunkSize, true, kernels);
           return [g.dh, g.dw as tf.Tensor2D];
         },
       };
@@ -212,7 +368,7 @@ function logProbsOp(
       value: st.logp as tf.Tensor1D,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
         const [h, lse, t, w, wT] = saved as Saved;
-        return backwardHidden(dy as tf.Tensor1D, h, w, wT, t, lse, chunkSize, false).dh;
+        return backwardHidden(dy as tf.Tensor1D, h, w, wT, t, lse, chunkSize, false, kernels).dh;
       },
     };
   });
@@ -268,8 +424,9 @@ function constantOf(x: tf.Tensor, compute: (x: tf.Tensor) => tf.Tensor1D): tf.Te
 export function tokenEntropy(hidden: tf.Tensor2D, lmHeadWeight: tf.Tensor2D, opts: LogitsOptions = {}): tf.Tensor1D {
   checkShapes(hidden, lmHeadWeight, undefined);
   const chunkSize = opts.chunkSize ?? DEFAULT_CHUNK;
+  const kernels = kernelsOn(opts.impl);
   return constantOf(hidden, (h) => {
-    const st = forwardHidden(h as tf.Tensor2D, lmHeadWeight, undefined, chunkSize, true);
+    const st = forwardHidden(h as tf.Tensor2D, lmHeadWeight, undefined, chunkSize, true, kernels);
     return st.entropy as tf.Tensor1D;
   });
 }
@@ -284,7 +441,7 @@ export function tokenLogProbsFromLogits(logits: tf.Tensor2D, targets: tf.Tensor1
     throw new Error('tokenLogProbsFromLogits: targets must be int32 [N]');
   }
   const chunkSize = opts.chunkSize ?? DEFAULT_CHUNK;
-  const v = logits.shape[1];
+  const kernels = kernelsOn(opts.impl);
   const f = tf.customGrad((...args: CustomGradArgs) => {
     const [lIn, save] = args as [tf.Tensor, tf.GradSaveFunc];
     const l = lIn as tf.Tensor2D;
@@ -292,7 +449,7 @@ export function tokenLogProbsFromLogits(logits: tf.Tensor2D, targets: tf.Tensor1
     const lses: tf.Tensor1D[] = [];
     for (const [s, e] of chunkBounds(l.shape[0], chunkSize)) {
       const [lp, lse] = tf.tidy(() => {
-        const st = statsOfLogits(rows(l, s, e), rows(targets, s, e), false);
+        const st = statsOfLogits(rows(l, s, e), rows(targets, s, e), false, kernels);
         return [st.logp as tf.Tensor1D, st.lse];
       });
       logps.push(lp as tf.Tensor1D);
@@ -307,11 +464,7 @@ export function tokenLogProbsFromLogits(logits: tf.Tensor2D, targets: tf.Tensor1
         const parts: tf.Tensor2D[] = [];
         for (const [s, e] of chunkBounds(ls.shape[0], chunkSize)) {
           parts.push(
-            tf.tidy(() => {
-              const dyc = tf.expandDims(rows(dy as tf.Tensor1D, s, e), 1);
-              const p = tf.exp(tf.sub(rows(ls, s, e), tf.expandDims(rows(lse, s, e), 1)));
-              return tf.mul(dyc, tf.sub(tf.cast(tf.oneHot(rows(tg, s, e), v), 'float32'), p)) as tf.Tensor2D;
-            }),
+            tf.tidy(() => softmaxTargetGrad(rows(ls, s, e), rows(lse, s, e), rows(dy as tf.Tensor1D, s, e), rows(tg, s, e), kernels)),
           );
         }
         return concatDispose(parts);
@@ -325,11 +478,12 @@ export function tokenLogProbsFromLogits(logits: tf.Tensor2D, targets: tf.Tensor1
 export function tokenEntropyFromLogits(logits: tf.Tensor2D, opts: LogitsOptions = {}): tf.Tensor1D {
   if (logits.rank !== 2) throw new Error('tokenEntropyFromLogits: logits must be [N, V]');
   const chunkSize = opts.chunkSize ?? DEFAULT_CHUNK;
+  const kernels = kernelsOn(opts.impl);
   return constantOf(logits, (lIn) => {
     const l = lIn as tf.Tensor2D;
     const parts: tf.Tensor1D[] = [];
     for (const [s, e] of chunkBounds(l.shape[0], chunkSize)) {
-      parts.push(tf.tidy(() => statsOfLogits(rows(l, s, e), undefined, true).entropy as tf.Tensor1D));
+      parts.push(tf.tidy(() => statsOfLogits(rows(l, s, e), undefined, true, kernels).entropy as tf.Tensor1D));
     }
     return concatDispose(parts);
   });

@@ -4,6 +4,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, tf } from '../src/tensor/backend.js';
 import {
+  LOG_SOFTMAX_STATS,
+  type KernelImpl,
   tokenEntropy,
   tokenEntropyFromLogits,
   tokenLogProbs,
@@ -65,8 +67,14 @@ function naive(h: tf.Tensor2D, w: tf.Tensor2D, t: tf.Tensor1D): tf.Tensor1D {
   return tf.sum(tf.mul(tf.cast(tf.oneHot(t, V), 'float32'), tf.logSoftmax(tf.matMul(h, w))), 1) as tf.Tensor1D;
 }
 
-for (const backend of ['cpu', 'wasm'] as const) {
-  describe(`tokenLogProbs on ${backend}`, () => {
+for (const [backend, impl] of [
+  ['cpu', 'auto'],
+  ['cpu', 'ops'],
+  ['wasm', 'auto'],
+  ['wasm', 'ops'],
+] as Array<['cpu' | 'wasm', KernelImpl]>) {
+  // 'auto': the typed-array kernels for the passes over the logits; 'ops': the tf-ops composition.
+  describe(`tokenLogProbs on ${backend} (${impl === 'auto' ? 'typed-array kernels' : 'tf ops'})`, () => {
     let h: tf.Tensor2D;
     let w: tf.Tensor2D;
     let t: tf.Tensor1D;
@@ -83,11 +91,12 @@ for (const backend of ['cpu', 'wasm'] as const) {
       const naiveLp = naive(h, w, t);
       const r64 = ref64(hv, wv).logp;
       for (const chunkSize of [5, 1, 13, 64]) {
-        const lp = tokenLogProbs(h, w, t, { chunkSize });
+        const lp = tokenLogProbs(h, w, t, { impl, chunkSize });
         expect(lp.shape).toEqual([N]);
+        if (impl === 'auto') expect(tf.getKernel(LOG_SOFTMAX_STATS, backend)).toBeDefined(); // the typed-array path ran
         const eNaive = maxAbsDiff(lp.dataSync(), naiveLp.dataSync());
         const e64 = maxAbsDiff(lp.dataSync(), r64);
-        if (chunkSize === 5) console.log(`[${backend}] tokenLogProbs fwd: |fused − naive| ${eNaive.toExponential(2)}, |fused − f64| ${e64.toExponential(2)}`);
+        if (chunkSize === 5) console.log(`[${backend}/${impl}] tokenLogProbs fwd: |fused − naive| ${eNaive.toExponential(2)}, |fused − f64| ${e64.toExponential(2)}`);
         expect(eNaive).toBeLessThan(1e-5);
         expect(e64).toBeLessThan(1e-5);
         lp.dispose();
@@ -98,20 +107,20 @@ for (const backend of ['cpu', 'wasm'] as const) {
     it('gradient w.r.t. hidden and (opt-in) weight matches autodiff of the naive form (≤ 1e-5)', () => {
       const gn = tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(naive(a as tf.Tensor2D, b as tf.Tensor2D, t), dy)))([h, w]);
       for (const chunkSize of [5, 64]) {
-        const gh = tf.grad((a: tf.Tensor) => tf.sum(tf.mul(tokenLogProbs(a as tf.Tensor2D, w, t, { chunkSize }), dy)))(h);
+        const gh = tf.grad((a: tf.Tensor) => tf.sum(tf.mul(tokenLogProbs(a as tf.Tensor2D, w, t, { impl, chunkSize }), dy)))(h);
         const both = tf.grads((a: tf.Tensor, b: tf.Tensor) =>
-          tf.sum(tf.mul(tokenLogProbs(a as tf.Tensor2D, b as tf.Tensor2D, t, { chunkSize, weightGrad: true }), dy)),
+          tf.sum(tf.mul(tokenLogProbs(a as tf.Tensor2D, b as tf.Tensor2D, t, { impl, chunkSize, weightGrad: true }), dy)),
         )([h, w]);
         const wT = tf.transpose(w) as tf.Tensor2D;
         const ghT = tf.grad((a: tf.Tensor) =>
-          tf.sum(tf.mul(tokenLogProbs(a as tf.Tensor2D, w, t, { chunkSize, weightT: wT }), dy)),
+          tf.sum(tf.mul(tokenLogProbs(a as tf.Tensor2D, w, t, { impl, chunkSize, weightT: wT }), dy)),
         )(h);
         const eh = maxAbsDiff(gh.dataSync(), (gn[0] as tf.Tensor).dataSync());
         const eh2 = maxAbsDiff((both[0] as tf.Tensor).dataSync(), (gn[0] as tf.Tensor).dataSync());
         const ew = maxAbsDiff((both[1] as tf.Tensor).dataSync(), (gn[1] as tf.Tensor).dataSync());
         const ehT = maxAbsDiff(ghT.dataSync(), (gn[0] as tf.Tensor).dataSync());
         if (chunkSize === 5) {
-          console.log(`[${backend}] tokenLogProbs grad vs autodiff: hidden ${eh.toExponential(2)}, weight ${ew.toExponential(2)}`);
+          console.log(`[${backend}/${impl}] tokenLogProbs grad vs autodiff: hidden ${eh.toExponential(2)}, weight ${ew.toExponential(2)}`);
         }
         expect(eh).toBeLessThan(1e-5);
         expect(eh2).toBeLessThan(1e-5);
@@ -124,7 +133,7 @@ for (const backend of ['cpu', 'wasm'] as const) {
 
     it('gradient matches float64 central differences (hidden and weight)', () => {
       const g = tf.grads((a: tf.Tensor, b: tf.Tensor) =>
-        tf.sum(tf.mul(tokenLogProbs(a as tf.Tensor2D, b as tf.Tensor2D, t, { chunkSize: 4, weightGrad: true }), dy)),
+        tf.sum(tf.mul(tokenLogProbs(a as tf.Tensor2D, b as tf.Tensor2D, t, { impl, chunkSize: 4, weightGrad: true }), dy)),
       )([h, w]);
       const step = 1e-6;
       const fd = (x: number[], which: 'h' | 'w', i: number) => {
@@ -142,7 +151,7 @@ for (const backend of ['cpu', 'wasm'] as const) {
       const gW = (g[1] as tf.Tensor).dataSync();
       const eH = maxAbsDiff(gH, fdH);
       const eW = maxAbsDiff(wIdx.map((i) => gW[i] as number), fdW);
-      console.log(`[${backend}] tokenLogProbs grad vs FD(float64): hidden ${eH.toExponential(2)}, weight ${eW.toExponential(2)}`);
+      console.log(`[${backend}/${impl}] tokenLogProbs grad vs FD(float64): hidden ${eH.toExponential(2)}, weight ${eW.toExponential(2)}`);
       expect(eH).toBeLessThan(1e-5);
       expect(eW).toBeLessThan(1e-5);
       tf.dispose(g);
@@ -151,28 +160,28 @@ for (const backend of ['cpu', 'wasm'] as const) {
     it('without weightGrad the weight gets no gradient (frozen lm_head)', () => {
       const wVar = tf.variable(w, true, `lmhead_${backend}_frozen`);
       const hVar = tf.variable(h, true, `hidden_${backend}_frozen`);
-      const { value, grads } = tf.variableGrads(() => tf.sum(tf.mul(tokenLogProbs(hVar, wVar, t, { chunkSize: 5 }), dy)), [hVar, wVar]);
+      const { value, grads } = tf.variableGrads(() => tf.sum(tf.mul(tokenLogProbs(hVar, wVar, t, { impl, chunkSize: 5 }), dy)), [hVar, wVar]);
       expect(Object.keys(grads)).toEqual([hVar.name]);
       tf.dispose([value, ...Object.values(grads), wVar, hVar]);
     });
 
     it('entropy matches float64 (fused pass, separate pass, from logits) and has no gradient on the tape', () => {
       const ent64 = ref64(hv, wv).ent;
-      const { logProbs, entropy } = tokenLogProbsWithEntropy(h, w, t, { chunkSize: 5 });
-      const e2 = tokenEntropy(h, w, { chunkSize: 3 });
+      const { logProbs, entropy } = tokenLogProbsWithEntropy(h, w, t, { impl, chunkSize: 5 });
+      const e2 = tokenEntropy(h, w, { impl, chunkSize: 3 });
       const logits = tf.matMul(h, w) as tf.Tensor2D;
-      const e3 = tokenEntropyFromLogits(logits, { chunkSize: 6 });
-      const lp = tokenLogProbs(h, w, t);
+      const e3 = tokenEntropyFromLogits(logits, { impl, chunkSize: 6 });
+      const lp = tokenLogProbs(h, w, t, { impl });
       const errs = [entropy, e2, e3].map((e) => maxAbsDiff(e.dataSync(), ent64));
-      console.log(`[${backend}] tokenEntropy vs f64: ${errs.map((e) => e.toExponential(2)).join(', ')}`);
+      console.log(`[${backend}/${impl}] tokenEntropy vs f64: ${errs.map((e) => e.toExponential(2)).join(', ')}`);
       for (const e of errs) expect(e).toBeLessThan(1e-5);
       expect(maxAbsDiff(logProbs.dataSync(), lp.dataSync())).toBe(0);
       // Under a gradient tape: logProbs differentiable, entropy a constant.
       const gh = tf.grad((a: tf.Tensor) => {
-        const r = tokenLogProbsWithEntropy(a as tf.Tensor2D, w, t, { chunkSize: 5 });
+        const r = tokenLogProbsWithEntropy(a as tf.Tensor2D, w, t, { impl, chunkSize: 5 });
         return tf.add(tf.sum(tf.mul(r.logProbs, dy)), tf.mul(tf.sum(r.entropy), 0));
       })(h);
-      const ghRef = tf.grad((a: tf.Tensor) => tf.sum(tf.mul(tokenLogProbs(a as tf.Tensor2D, w, t, { chunkSize: 5 }), dy)))(h);
+      const ghRef = tf.grad((a: tf.Tensor) => tf.sum(tf.mul(tokenLogProbs(a as tf.Tensor2D, w, t, { impl, chunkSize: 5 }), dy)))(h);
       expect(maxAbsDiff(gh.dataSync(), ghRef.dataSync())).toBeLessThan(1e-6);
       tf.dispose([logProbs, entropy, e2, e3, logits, lp, gh, ghRef]);
     });
@@ -180,13 +189,13 @@ for (const backend of ['cpu', 'wasm'] as const) {
     it('from-logits variant: forward and gradient match the naive form', () => {
       const logits = tf.matMul(h, w) as tf.Tensor2D;
       const naiveL = (l: tf.Tensor) => tf.sum(tf.mul(tf.cast(tf.oneHot(t, V), 'float32'), tf.logSoftmax(l)), 1);
-      const a = tokenLogProbsFromLogits(logits, t, { chunkSize: 4 });
+      const a = tokenLogProbsFromLogits(logits, t, { impl, chunkSize: 4 });
       const b = naiveL(logits);
-      const ga = tf.grad((l: tf.Tensor) => tf.sum(tf.mul(tokenLogProbsFromLogits(l as tf.Tensor2D, t, { chunkSize: 4 }), dy)))(logits);
+      const ga = tf.grad((l: tf.Tensor) => tf.sum(tf.mul(tokenLogProbsFromLogits(l as tf.Tensor2D, t, { impl, chunkSize: 4 }), dy)))(logits);
       const gb = tf.grad((l: tf.Tensor) => tf.sum(tf.mul(naiveL(l), dy)))(logits);
       const ef = maxAbsDiff(a.dataSync(), b.dataSync());
       const eg = maxAbsDiff(ga.dataSync(), gb.dataSync());
-      console.log(`[${backend}] tokenLogProbsFromLogits vs naive: fwd ${ef.toExponential(2)}, grad ${eg.toExponential(2)}`);
+      console.log(`[${backend}/${impl}] tokenLogProbsFromLogits vs naive: fwd ${ef.toExponential(2)}, grad ${eg.toExponential(2)}`);
       expect(ef).toBeLessThan(1e-5);
       expect(eg).toBeLessThan(1e-5);
       tf.dispose([logits, a, b, ga, gb]);
@@ -194,13 +203,13 @@ for (const backend of ['cpu', 'wasm'] as const) {
 
     it('leaks no tensors across repeated forward + backward calls', () => {
       const run = () => {
-        const lp = tokenLogProbs(h, w, t, { chunkSize: 5 });
+        const lp = tokenLogProbs(h, w, t, { impl, chunkSize: 5 });
         const g = tf.grads((a: tf.Tensor, b: tf.Tensor) =>
-          tf.sum(tf.mul(tokenLogProbs(a as tf.Tensor2D, b as tf.Tensor2D, t, { chunkSize: 5, weightGrad: true }), dy)),
+          tf.sum(tf.mul(tokenLogProbs(a as tf.Tensor2D, b as tf.Tensor2D, t, { impl, chunkSize: 5, weightGrad: true }), dy)),
         )([h, w]);
-        const gh = tf.grad((a: tf.Tensor) => tf.sum(tokenLogProbs(a as tf.Tensor2D, w, t, { chunkSize: 4 })))(h);
-        const r = tokenLogProbsWithEntropy(h, w, t, { chunkSize: 6 });
-        const e = tokenEntropy(h, w, { chunkSize: 6 });
+        const gh = tf.grad((a: tf.Tensor) => tf.sum(tokenLogProbs(a as tf.Tensor2D, w, t, { impl, chunkSize: 4 })))(h);
+        const r = tokenLogProbsWithEntropy(h, w, t, { impl, chunkSize: 6 });
+        const e = tokenEntropy(h, w, { impl, chunkSize: 6 });
         tf.dispose([lp, ...g, gh, r.logProbs, r.entropy, e]);
       };
       run();
