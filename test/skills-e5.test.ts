@@ -8,10 +8,13 @@ import { SkillBank } from '../src/skills/bank.js';
 import { E5Embedder } from '../src/skills/e5.js';
 import type { EmbedKind, Embedder } from '../src/skills/embedder.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
-import { E5_TOKENIZER_DIR, type TinyE5Result, tinyE5Forward, writeTinyE5 } from '../src/skills/tiny-e5.js';
+import { e5TokenizerDir, type TinyE5Result, tinyE5Forward, writeTinyE5 } from '../src/skills/tiny-e5.js';
+import { sharedDataSkipReason } from '../src/util/shared-data.js';
 import { tempDir } from './skills-helpers.js';
 
-const HAVE_REAL_TOKENIZER = existsSync(join(E5_TOKENIZER_DIR, 'tokenizer.json'));
+const E5_TOKENIZER_DIR = e5TokenizerDir() ?? '';
+const HAVE_REAL_TOKENIZER = E5_TOKENIZER_DIR !== '' && existsSync(join(E5_TOKENIZER_DIR, 'tokenizer.json'));
+if (!HAVE_REAL_TOKENIZER) console.warn(`skills-e5: real-tokenizer tests skipped: ${sharedDataSkipReason('tokenizers', 'e5-bert-uncased')}`);
 
 interface Encoded {
   ids: number[][];

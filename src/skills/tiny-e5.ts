@@ -11,11 +11,15 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Rng } from '../util/rng.js';
+import { sharedDataPath } from '../util/shared-data.js';
 import type { OnnxGraph, OnnxTensor } from './onnx-writer.js';
 import { ONNX_FLOAT, ONNX_INT64, encodeOnnxModel } from './onnx-writer.js';
 import { seedCards } from './seeds.js';
 
-export const E5_TOKENIZER_DIR = new URL('../../../shared/data/tokenizers/e5-bert-uncased/', import.meta.url).pathname;
+/** The real E5 WordPiece tokenizer in the shared development data ($SESA_SHARED_DATA or ../shared/data), if present. */
+export function e5TokenizerDir(): string | undefined {
+  return sharedDataPath('tokenizers', 'e5-bert-uncased');
+}
 
 export interface TinyE5Weights {
   vocabSize: number;
@@ -118,7 +122,7 @@ export interface TinyE5Options {
   hidden?: number;
   maxPositions?: number;
   seed?: number;
-  /** A folder with the E5 WordPiece tokenizer.json; default: ../shared/data/tokenizers/e5-bert-uncased if present. */
+  /** A folder with the E5 WordPiece tokenizer.json; default: e5TokenizerDir() if present; null: build one. */
   tokenizerDir?: string | null;
 }
 
@@ -136,7 +140,7 @@ export function writeTinyE5(dir: string, opts: TinyE5Options = {}): TinyE5Result
   const maxPositions = opts.maxPositions ?? 512;
   const seed = opts.seed ?? 1234;
   mkdirSync(join(dir, 'onnx'), { recursive: true });
-  const tokDir = opts.tokenizerDir === undefined ? E5_TOKENIZER_DIR : opts.tokenizerDir;
+  const tokDir = opts.tokenizerDir === undefined ? e5TokenizerDir() : opts.tokenizerDir;
   let vocabSize: number;
   let tokenizer: TinyE5Result['tokenizer'];
   if (tokDir && existsSync(join(tokDir, 'tokenizer.json'))) {
