@@ -189,6 +189,7 @@ describe('consolidation', () => {
     expect(bank.version).toBe(0);
 
     const report = bank.commit(10, change);
+    expect(() => bank.commit(11, change)).toThrow(/already committed/);
     const idA = contentId('d', CARD_A);
     const idB = contentId('d', CARD_B);
     const idG = contentId('d', CARD_G);

@@ -112,6 +112,20 @@ for (const variant of ['real', 'built'] as const) {
   });
 }
 
+describe('scripts/make-tiny-e5.ts', () => {
+  it('writes a model folder that the e5 embedder loads', async () => {
+    const { execFileSync } = await import('node:child_process');
+    const dir = join(tempDir('sk-script'), 'm');
+    const root = new URL('..', import.meta.url).pathname;
+    const out = execFileSync(process.execPath, ['--import', 'tsx', join(root, 'scripts/make-tiny-e5.ts'), dir, '--hidden', '8', '--built-tokenizer'], { cwd: root, encoding: 'utf8' });
+    expect(out).toMatch(/^wrote .*: vocab \d+, hidden 8, tokenizer built\n$/);
+    for (const f of ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'onnx/model.onnx']) expect(existsSync(join(dir, f)), f).toBe(true);
+    const e = await E5Embedder.load({ model: dir });
+    expect(e.info.dim).toBe(8);
+    expect((await e.embed(['query text'], 'query'))[0]!.length).toBe(8);
+  });
+});
+
 describe('e5 loading', () => {
   it('refuses a Hugging Face name unless downloads are allowed (without touching the network), and a folder missing files', async () => {
     const fetchSpy = vi.spyOn(globalThis, 'fetch');

@@ -225,6 +225,8 @@ export class SkillBank {
   private readonly cache: EmbeddingCache;
   private job: { info: ConsolidationJob; result: PendingChange | null; error: Error | null; finished: boolean } | null = null;
   private lastError: Error | null = null;
+  /** Changes already applied: committing one twice is a caller bug, refused rather than double-counted. */
+  private readonly applied = new WeakSet<PendingChange>();
 
   private constructor(
     readonly path: string,
@@ -432,6 +434,7 @@ export class SkillBank {
    * the new state only after the write succeeded, so memory and disk never disagree.
    */
   commit(step: number, change: PendingChange | null = null): CommitReport {
+    if (change && this.applied.has(change)) throw new Error(`skill bank ${this.path}: this consolidation result was already committed`);
     const threshold = this.data.embedder.dedupThreshold;
     const version = this.data.version + 1;
     let cards = this.data.cards;
@@ -491,6 +494,7 @@ export class SkillBank {
     };
     writeJsonAtomic(this.path, serialize(next));
     // The write succeeded: switch state in one synchronous block.
+    if (change) this.applied.add(change);
     const cardsChanged = cards !== this.data.cards;
     this.data = next;
     if (change) this.queue.remove(change.consumedKeys);
