@@ -1,0 +1,50 @@
+// Judging an answer (SPEC §2 step 4): normalized exact match with any gold answer, else a model-based
+// semantic match that must reply Correct or Wrong (as a whole word: "Incorrect" does not count).
+import type { TextGenerator } from '../llm/types.js';
+import { semanticJudgeMessages } from './prompts.js';
+
+/** SQuAD-style normalization: lowercase, drop punctuation and the articles a/an/the, collapse whitespace. */
+export function normalizeAnswer(s: string): string {
+  return s
+    .toLowerCase()
+    .replace(/[\p{P}\p{S}]/gu, ' ')
+    .replace(/\b(a|an|the)\b/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
+export function exactMatch(prediction: string, golds: readonly string[]): boolean {
+  const p = normalizeAnswer(prediction);
+  return p.length > 0 && golds.some((g) => normalizeAnswer(g) === p);
+}
+
+/** The verdict in a judge reply: the first whole word "correct" or "wrong" (any case); undefined if neither. */
+export function parseVerdict(reply: string): boolean | undefined {
+  const m = /\b(correct|wrong)\b/i.exec(reply);
+  if (!m) return undefined;
+  return (m[1] as string).toLowerCase() === 'correct';
+}
+
+export type JudgeMethod = 'exact' | 'semantic' | 'no-answer';
+
+export interface Judgement {
+  correct: boolean;
+  method: JudgeMethod;
+}
+
+export class AnswerJudge {
+  /** Replies that were neither Correct nor Wrong (counted as Wrong). */
+  unparsedReplies = 0;
+
+  constructor(private readonly semantic: TextGenerator | undefined) {}
+
+  async judge(question: string, golds: readonly string[], prediction: string | undefined): Promise<Judgement> {
+    if (prediction === undefined || prediction.trim() === '') return { correct: false, method: 'no-answer' };
+    if (exactMatch(prediction, golds)) return { correct: true, method: 'exact' };
+    if (!this.semantic) return { correct: false, method: 'exact' };
+    const reply = await this.semantic.complete(semanticJudgeMessages(question, golds, prediction), { maxTokens: 8, temperature: 0 });
+    const verdict = parseVerdict(reply);
+    if (verdict === undefined) this.unparsedReplies++;
+    return { correct: verdict === true, method: 'semantic' };
+  }
+}

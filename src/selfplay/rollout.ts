@@ -1,0 +1,161 @@
+// The rollout engine (SPEC §3): batched multi-turn generation with a search tool.
+//
+// Each turn, every unfinished rollout generates until `</search>`, its final tag (`</answer>` for the solver,
+// `</question>` for the proposer), EOS or its token budget. All searches of the turn go to the searcher in one
+// batch; each result is spliced into the same assistant turn as `\n<information>\n…</information>\n\n` and
+// generation continues. Generated tokens carry loss mask 1 and their sampling log-probs; tool output carries
+// mask 0. An output with no valid action gets a short corrective observation (also mask 0).
+import type { Generation } from '../model/generate.js';
+import type { Policy } from '../model/policy.js';
+import type { Passage, Searcher } from '../search/types.js';
+import { renderResults } from '../search/types.js';
+
+export type FinalTag = 'answer' | 'question';
+
+export interface RolloutConfig {
+  /** SPEC §3: at most 10 turns. */
+  maxTurns: number;
+  /** New tokens per turn. */
+  maxTokensPerTurn: number;
+  /** Response tokens per rollout (generated plus tool output). */
+  maxResponseTokens: number;
+  temperature: number;
+  /** Passages per query (SPEC §3: 3). */
+  passagesPerQuery: number;
+  finalTag: FinalTag;
+  seed: number;
+}
+
+export interface RolloutRequest {
+  /** Caller's id, carried through (e.g. "seed3/p1"). */
+  id: string;
+  promptIds: number[];
+}
+
+export type RolloutOutcome = 'final' | 'eos' | 'max-turns' | 'budget';
+
+export interface Rollout {
+  id: string;
+  promptIds: number[];
+  /** Generated and tool-output tokens of the assistant turn, in order. */
+  responseIds: number[];
+  /** 1 for generated tokens (trained), 0 for tool output (context only). */
+  responseMask: number[];
+  /** Sampling log-prob of each generated token; 0 at tool-output positions. */
+  logprobs: number[];
+  queries: string[];
+  /** Retrieved passages, one list per query. */
+  retrieved: Passage[][];
+  /** Content of the last `<answer>…</answer>` / `<question>…</question>`, when there is one. */
+  final?: string;
+  outcome: RolloutOutcome;
+  turns: number;
+  invalidActions: number;
+  /** The decoded response (generated text with the observations spliced in). */
+  text: string;
+}
+
+/** Content of the last `<tag>…</tag>` in `text`, trimmed; undefined when absent. */
+export function lastTagContent(text: string, tag: string): string | undefined {
+  const close = text.lastIndexOf(`</${tag}>`);
+  if (close < 0) return undefined;
+  const open = text.lastIndexOf(`<${tag}>`, close);
+  if (open < 0) return undefined;
+  return text.slice(open + tag.length + 2, close).trim();
+}
+
+export function observationText(passagesText: string): string {
+  return `\n<information>\n${passagesText}\n</information>\n\n`;
+}
+
+export function invalidActionText(finalTag: FinalTag): string {
+  return (
+    `\n<information>\nNo valid action. To search, put a query between <search> and </search>. ` +
+    `To finish, put the final ${finalTag} between <${finalTag}> and </${finalTag}>.\n</information>\n\n`
+  );
+}
+
+interface Live {
+  rollout: Rollout;
+  done: boolean;
+}
+
+export async function runRollouts(policy: Policy, searcher: Searcher, requests: RolloutRequest[], config: RolloutConfig): Promise<Rollout[]> {
+  const stopStrings = ['</search>', `</${config.finalTag}>`];
+  const live: Live[] = requests.map((r) => ({
+    rollout: { id: r.id, promptIds: r.promptIds, responseIds: [], responseMask: [], logprobs: [], queries: [], retrieved: [], outcome: 'max-turns', turns: 0, invalidActions: 0, text: '' },
+    done: false,
+  }));
+  const append = (r: Rollout, ids: number[], logprobs: number[] | undefined): void => {
+    r.responseIds.push(...ids);
+    r.responseMask.push(...ids.map(() => (logprobs ? 1 : 0)));
+    r.logprobs.push(...(logprobs ?? ids.map(() => 0)));
+  };
+
+  for (let turn = 0; turn < config.maxTurns; turn++) {
+    const active = live.filter((l) => !l.done);
+    if (active.length === 0) break;
+    const budgets = active.map((l) => Math.min(config.maxTokensPerTurn, config.maxResponseTokens - l.rollout.responseIds.length));
+    const maxNewTokens = Math.max(...budgets);
+    const generations: Generation[] = await policy.generate(
+      active.map((l) => [...l.rollout.promptIds, ...l.rollout.responseIds]),
+      { maxNewTokens, temperature: config.temperature, seed: config.seed * 1009 + turn, stopStrings },
+    );
+
+    const searches: Array<{ live: Live; query: string }> = [];
+    active.forEach((l, i) => {
+      const g = generations[i] as Generation;
+      const r = l.rollout;
+      // Rows share one maxNewTokens; a row with a smaller budget keeps only what its budget allows.
+      const keep = Math.min(g.ids.length, budgets[i] as number);
+      const ids = g.ids.slice(0, keep);
+      append(r, ids, g.logprobs.slice(0, keep));
+      r.turns = turn + 1;
+      const turnText = policy.decode(ids);
+      r.text += turnText;
+      const truncated = keep < g.ids.length;
+      if (!truncated && g.finishReason === 'stop' && g.stopString === `</${config.finalTag}>`) {
+        r.final = lastTagContent(r.text, config.finalTag);
+        r.outcome = 'final';
+        l.done = true;
+      } else if (!truncated && g.finishReason === 'stop' && g.stopString === '</search>') {
+        const query = lastTagContent(turnText, 'search');
+        if (query) searches.push({ live: l, query });
+        else r.invalidActions++;
+      } else if (!truncated && g.finishReason === 'eos') {
+        const final = lastTagContent(r.text, config.finalTag);
+        if (final !== undefined) r.final = final;
+        r.outcome = final !== undefined ? 'final' : 'eos';
+        l.done = true;
+      } else {
+        r.invalidActions++;
+      }
+    });
+
+    if (searches.length > 0) {
+      const results = await searcher.search(
+        searches.map((s) => s.query),
+        config.passagesPerQuery,
+      );
+      searches.forEach((s, i) => {
+        const passages = results[i] ?? [];
+        s.live.rollout.queries.push(s.query);
+        s.live.rollout.retrieved.push(passages);
+      });
+    }
+    const searched = new Map(searches.map((s, i) => [s.live, i]));
+    for (const l of active) {
+      if (l.done) continue;
+      const r = l.rollout;
+      const i = searched.get(l);
+      const obs = i !== undefined ? observationText(renderResults(r.retrieved[r.retrieved.length - 1] ?? [])) : invalidActionText(config.finalTag);
+      append(r, policy.encode(obs), undefined);
+      r.text += obs;
+      if (r.responseIds.length >= config.maxResponseTokens) {
+        r.outcome = 'budget';
+        l.done = true;
+      }
+    }
+  }
+  return live.map((l) => l.rollout);
+}

@@ -1,0 +1,254 @@
+// One SESA training step, in the order of SPEC §2:
+//   propose → validate (rules, then the RAG check) → retrieve skills + solve → judge → rewards → skill utility
+//   → failure queue → GRPO updates (solver, proposer) → consolidation, committed at the step boundary → metrics.
+// Every arrow is a call to a role or an interface; the records that flow are plain data.
+import type { TextGenerator } from '../llm/types.js';
+import type { Passage } from '../search/types.js';
+import type { CommitReport, Outcome } from '../skills/bank.js';
+import { Rng } from '../util/rng.js';
+import { AnswerJudge } from './judge.js';
+import { ragCheckMessages } from './prompts.js';
+import { type ProposerRewardConfig, proposerReward, solverReward, successRate } from './rewards.js';
+import type { AnswerSeed, ProposerRole, SolverRole } from './roles.js';
+import { lastTagContent, type Rollout } from './rollout.js';
+import type { PolicyUpdater, RoleUpdateMetrics, RolloutGroup } from './updater.js';
+import { checkQuestion, type InvalidReason } from './validate.js';
+
+export interface StepDeps {
+  proposer: ProposerRole;
+  solver: SolverRole;
+  /** Exact match first, then its semantic model (SPEC §2 step 4). */
+  judge: AnswerJudge;
+  /** Answers a question from given passages, for the RAG validity check (SPEC §2 step 2). */
+  ragJudge: TextGenerator;
+  updater: PolicyUpdater;
+  /** The distiller of failure records into cards; undefined = no distillation (ablation). */
+  distiller?: TextGenerator;
+}
+
+export interface StepSettings {
+  seedsPerStep: number;
+  proposalsPerSeed: number;
+  groupSize: number;
+  reward: ProposerRewardConfig;
+  /** The run seed: every random choice of step s derives from (seed, s), so a resumed run replays exactly. */
+  seed: number;
+  /** Passages of other rollouts mixed into the RAG check (SPEC §2 step 2: 4 blocks). */
+  ragDistractorBlocks: number;
+}
+
+/** What happened to one proposal. */
+export interface ProposalRecord {
+  seedIndex: number;
+  answer: string;
+  hops: number;
+  question?: string;
+  invalid?: InvalidReason;
+  /** Solver success rate of a valid question. */
+  pHat?: number;
+  reward: number;
+  /** Solver outcomes of a valid question: 'correct' | 'wrong' | 'malformed' per rollout. */
+  solverOutcomes?: Outcome[];
+  skillIds?: string[];
+}
+
+export interface StepMetrics {
+  step: number;
+  seeds: number;
+  proposals: number;
+  /** Fraction of proposals that produced a <question>. */
+  extractionRate: number;
+  validityRate: number;
+  invalidReasons: Partial<Record<InvalidReason, number>>;
+  validQuestions: number;
+  solverRollouts: number;
+  solverAccuracy: number;
+  /** Count of valid questions per p̂ value ("0.00", "0.20", ...). */
+  pHatHistogram: Record<string, number>;
+  solverMeanReward: number;
+  proposerMeanReward: number;
+  solver?: RoleUpdateMetrics;
+  proposer?: RoleUpdateMetrics;
+  bankSize?: number;
+  activeSkills?: number;
+  bankVersion?: number;
+  queueLength?: number;
+  failuresQueued: number;
+  consolidation?: { started: boolean; committed?: Pick<CommitReport, 'admitted' | 'evicted' | 'invalid' | 'consumed'> & { duplicates: number } };
+  judgeUnparsed: number;
+  seconds: Record<'propose' | 'validate' | 'solve' | 'judge' | 'update' | 'consolidate' | 'total', number>;
+}
+
+export interface StepResult {
+  metrics: StepMetrics;
+  proposals: ProposalRecord[];
+}
+
+function mean(xs: readonly number[]): number {
+  return xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length;
+}
+
+function allPassages(r: Rollout): Passage[] {
+  return r.retrieved.flat();
+}
+
+/** Picks `n` seeds for a step without replacement (with replacement only when the pool is smaller). */
+export function pickSeeds(pool: readonly AnswerSeed[], n: number, rng: Rng): AnswerSeed[] {
+  if (pool.length === 0) throw new Error('no answer seeds to propose from');
+  const order = pool.map((_, i) => i);
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = rng.int(i + 1);
+    [order[i], order[j]] = [order[j] as number, order[i] as number];
+  }
+  return Array.from({ length: n }, (_, k) => pool[order[k % order.length] as number] as AnswerSeed);
+}
+
+export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], deps: StepDeps, settings: StepSettings): Promise<StepResult> {
+  const t0 = performance.now();
+  const seconds = { propose: 0, validate: 0, solve: 0, judge: 0, update: 0, consolidate: 0, total: 0 };
+  const clock = (phase: keyof typeof seconds, since: number): number => {
+    const now = performance.now();
+    seconds[phase] += (now - since) / 1000;
+    return now;
+  };
+  const rng = Rng.derive(settings.seed, step);
+  const rolloutSeed = (): number => rng.nextU32() & 0x7fffffff;
+  const bank = deps.solver.bank;
+  const unparsedBefore = deps.judge.unparsedReplies;
+
+  // 1. Propose: n_p proposals per seed.
+  let t = performance.now();
+  const seeds = pickSeeds(seedPool, settings.seedsPerStep, rng);
+  const proposed = await deps.proposer.propose(seeds, settings.proposalsPerSeed, rolloutSeed());
+  t = clock('propose', t);
+
+  // 2. Extract and validate: the rule checks, then the RAG check on the survivors.
+  const proposals: ProposalRecord[] = [];
+  const flat = proposed.flatMap((group, seedIndex) => group.map((rollout) => ({ rollout, seedIndex })));
+  for (const { rollout, seedIndex } of flat) {
+    const seed = seeds[seedIndex] as AnswerSeed;
+    const check = checkQuestion(rollout, seed.answer);
+    proposals.push({ seedIndex, answer: seed.answer, hops: seed.hops, ...(check.question !== undefined ? { question: check.question } : {}), ...(check.invalid ? { invalid: check.invalid } : {}), reward: 0 });
+  }
+  for (let i = 0; i < flat.length; i++) {
+    const p = proposals[i] as ProposalRecord;
+    if (p.invalid || p.question === undefined) continue;
+    const own = allPassages((flat[i] as { rollout: Rollout }).rollout);
+    const others = flat.map((f, j) => ({ j, passages: allPassages(f.rollout) })).filter((o) => o.j !== i && o.passages.length > 0);
+    const blocks: Passage[][] = [own];
+    for (let k = 0; k < settings.ragDistractorBlocks && others.length > 0; k++) blocks.push(others.splice(rng.int(others.length), 1)[0]?.passages ?? []);
+    for (let k = blocks.length - 1; k > 0; k--) {
+      const j = rng.int(k + 1);
+      [blocks[k], blocks[j]] = [blocks[j] as Passage[], blocks[k] as Passage[]];
+    }
+    const reply = await deps.ragJudge.complete(ragCheckMessages(p.question, blocks.flat()), { maxTokens: 64, temperature: 0 });
+    const answer = lastTagContent(reply, 'answer') ?? reply.trim();
+    const golds = [p.answer, ...((seeds[p.seedIndex] as AnswerSeed).aliases ?? [])];
+    const verdict = await deps.judge.judge(p.question, golds, answer);
+    if (!verdict.correct) p.invalid = 'rag-check-failed';
+  }
+  t = clock('validate', t);
+
+  // 3. Solve each valid question G times, with the top-k skills retrieved for it (solver only).
+  const valid = proposals.map((p, i) => ({ p, i })).filter(({ p }) => !p.invalid && p.question !== undefined);
+  const groups = await deps.solver.solve(
+    valid.map(({ p }) => p.question as string),
+    settings.groupSize,
+    rolloutSeed(),
+  );
+  t = clock('solve', t);
+
+  // 4-7. Judge, rewards, skill utility, failure queue.
+  const solverGroups: RolloutGroup[] = [];
+  const usedSkills = new Set<string>();
+  let failuresQueued = 0;
+  for (let k = 0; k < valid.length; k++) {
+    const { p } = valid[k] as { p: ProposalRecord };
+    const group = groups[k] as (typeof groups)[number];
+    const golds = [p.answer, ...((seeds[p.seedIndex] as AnswerSeed).aliases ?? [])];
+    const outcomes: Outcome[] = [];
+    const rewards: number[] = [];
+    for (const r of group.rollouts) {
+      const j = await deps.judge.judge(group.question, golds, r.final);
+      outcomes.push(j.method === 'no-answer' ? 'malformed' : j.correct ? 'correct' : 'wrong');
+      rewards.push(solverReward(j.correct));
+    }
+    const pHat = successRate(rewards);
+    p.pHat = pHat;
+    p.reward = proposerReward(pHat, settings.reward);
+    p.solverOutcomes = outcomes;
+    p.skillIds = group.skillIds;
+    solverGroups.push({ rollouts: group.rollouts, rewards });
+    if (bank) {
+      for (const id of group.skillIds) usedSkills.add(id);
+      for (const outcome of outcomes) bank.recordOutcome(group.skillIds, outcome);
+      // Informative frontier failures: well-formed wrong answers of questions the group sometimes solves.
+      if (pHat > 0 && pHat < 1) {
+        group.rollouts.forEach((r, ri) => {
+          if (outcomes[ri] !== 'wrong') return;
+          const evidence = allPassages(r)
+            .map((d) => `${d.title}: ${d.text}`)
+            .join('\n')
+            .slice(0, 2000);
+          bank.enqueueFailure({ question: group.question, target: p.answer, evidence, prediction: r.final ?? '', retrievedSkillIds: group.skillIds }, step);
+          failuresQueued++;
+        });
+      }
+    }
+  }
+  for (const p of proposals) if (p.invalid) p.reward = settings.reward.invalidReward;
+  t = clock('judge', t);
+
+  // 9 (start). Consolidation runs alongside the updates; it is committed below, at this step's boundary.
+  const job = bank && deps.distiller ? bank.startConsolidation(step, deps.distiller) : null;
+
+  // 8. GRPO updates: solver groups = the G rollouts of a question; proposer groups = the n_p proposals of a seed.
+  const solverUpdate = await deps.updater.update('solver', solverGroups);
+  const proposerGroups: RolloutGroup[] = proposed.map((rollouts, seedIndex) => ({
+    rollouts,
+    rewards: proposals.filter((p) => p.seedIndex === seedIndex).map((p) => p.reward),
+  }));
+  const proposerUpdate = await deps.updater.update('proposer', proposerGroups);
+  t = clock('update', t);
+
+  // 9 (commit). The step boundary: wait for the job, apply its change, persist stats and queue.
+  let consolidation: StepMetrics['consolidation'];
+  if (bank) {
+    if (job) await job.done;
+    const report = bank.commit(step, job ? bank.readyChange() : null);
+    consolidation = {
+      started: job !== null,
+      ...(report.applied ? { committed: { admitted: report.admitted, evicted: report.evicted, invalid: report.invalid, consumed: report.consumed, duplicates: report.duplicates.length } } : {}),
+    };
+  }
+  clock('consolidate', t);
+
+  const solverRewards = solverGroups.flatMap((g) => g.rewards);
+  const pHatHistogram: Record<string, number> = {};
+  for (const p of proposals) if (p.pHat !== undefined) pHatHistogram[p.pHat.toFixed(2)] = (pHatHistogram[p.pHat.toFixed(2)] ?? 0) + 1;
+  const invalidReasons: StepMetrics['invalidReasons'] = {};
+  for (const p of proposals) if (p.invalid) invalidReasons[p.invalid] = (invalidReasons[p.invalid] ?? 0) + 1;
+  seconds.total = (performance.now() - t0) / 1000;
+  const metrics: StepMetrics = {
+    step,
+    seeds: seeds.length,
+    proposals: proposals.length,
+    extractionRate: mean(proposals.map((p) => (p.question !== undefined ? 1 : 0))),
+    validityRate: mean(proposals.map((p) => (p.invalid ? 0 : 1))),
+    invalidReasons,
+    validQuestions: valid.length,
+    solverRollouts: solverRewards.length,
+    solverAccuracy: mean(solverRewards),
+    pHatHistogram,
+    solverMeanReward: mean(solverRewards),
+    proposerMeanReward: mean(proposals.map((p) => p.reward)),
+    ...(solverUpdate ? { solver: solverUpdate } : {}),
+    ...(proposerUpdate ? { proposer: proposerUpdate } : {}),
+    ...(bank ? { bankSize: bank.cards.length, activeSkills: usedSkills.size, bankVersion: bank.version, queueLength: bank.pendingFailures().length } : {}),
+    failuresQueued,
+    ...(consolidation ? { consolidation } : {}),
+    judgeUnparsed: deps.judge.unparsedReplies - unparsedBefore,
+    seconds,
+  };
+  return { metrics, proposals };
+}

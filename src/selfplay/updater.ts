@@ -1,0 +1,80 @@
+// Turning judged rollout groups into GRPO updates of one role's adapter. The step sees only the interface;
+// the GRPO implementation lives here and tests substitute a recording double.
+import { groupAdvantages } from '../../kernels/group-advantage.js';
+import type { LoraAdapter } from '../model/lora.js';
+import type { CausalLM } from '../model/qwen3.js';
+import { type GrpoUpdateConfig, grpoUpdate, type TrainingSequence } from '../rl/grpo-update.js';
+import type { AdamW } from '../rl/optimizer.js';
+import { tf } from '../tensor/backend.js';
+import type { Rollout } from './rollout.js';
+
+export type Role = 'proposer' | 'solver';
+
+/** One GRPO group: rollouts from the same prompt and their scalar rewards. */
+export interface RolloutGroup {
+  rollouts: Rollout[];
+  rewards: number[];
+}
+
+export interface RoleUpdateMetrics {
+  loss: number;
+  pgLoss: number;
+  kl: number;
+  clipFrac: number;
+  entropy: number;
+  gradNorm: number;
+  lr: number;
+  tokensPerSecond: number;
+  sequences: number;
+}
+
+export interface PolicyUpdater {
+  /** One update of `role` from its groups; undefined when there was nothing to train on. */
+  update(role: Role, groups: readonly RolloutGroup[]): Promise<RoleUpdateMetrics | undefined>;
+}
+
+/** Group-normalized advantages (SPEC §4) through the custom kernel, one group size at a time. */
+export async function advantagesOf(groups: readonly RolloutGroup[]): Promise<number[][]> {
+  const out: number[][] = groups.map(() => []);
+  const bySize = new Map<number, number[]>();
+  groups.forEach((g, i) => bySize.set(g.rewards.length, [...(bySize.get(g.rewards.length) ?? []), i]));
+  for (const [size, idx] of bySize) {
+    const rewards = idx.flatMap((i) => (groups[i] as RolloutGroup).rewards);
+    const t = tf.tidy(() => groupAdvantages(tf.tensor2d(rewards, [idx.length, size]), { mode: 'grpo' }));
+    const values = Array.from(await t.data());
+    t.dispose();
+    idx.forEach((gi, k) => {
+      out[gi] = values.slice(k * size, (k + 1) * size);
+    });
+  }
+  return out;
+}
+
+export interface TrainedRole {
+  adapter: LoraAdapter;
+  optimizer: AdamW;
+  params: Record<string, tf.Variable>;
+}
+
+export class GrpoPolicyUpdater implements PolicyUpdater {
+  constructor(
+    private readonly model: CausalLM,
+    private readonly roles: Record<Role, TrainedRole>,
+    private readonly config: GrpoUpdateConfig,
+  ) {}
+
+  async update(role: Role, groups: readonly RolloutGroup[]): Promise<RoleUpdateMetrics | undefined> {
+    const advantages = await advantagesOf(groups);
+    const seqs: TrainingSequence[] = [];
+    groups.forEach((g, gi) =>
+      g.rollouts.forEach((r, ri) => {
+        if (r.responseIds.length === 0) return;
+        seqs.push({ promptIds: r.promptIds, responseIds: r.responseIds, responseMask: r.responseMask, oldLogprobs: r.logprobs, advantage: (advantages[gi] as number[])[ri] as number });
+      }),
+    );
+    if (seqs.length === 0) return undefined;
+    const { adapter, optimizer, params } = this.roles[role];
+    const m = await grpoUpdate(this.model, adapter, optimizer, params, seqs, this.config);
+    return { loss: m.loss, pgLoss: m.pgLoss, kl: m.kl, clipFrac: m.clipFrac, entropy: m.entropy, gradNorm: m.gradNorm, lr: m.lr, tokensPerSecond: m.tokensPerSecond, sequences: m.sequences };
+  }
+}
