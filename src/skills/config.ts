@@ -43,7 +43,7 @@ export const DEFAULT_SKILL_BANK_CONFIG: Readonly<SkillBankConfig> = Object.freez
 /**
  * Dedup (admission) thresholds per embedder: a candidate is admitted only if its cosine to every bank card
  * and every card admitted in the same round is ≤ this (SPEC §2 step 9). 0.93 is the paper's value for
- * E5-base-v2. The lexical one is ours, calibrated in test/skills-embedders.test.ts: light rewordings of a
+ * E5-base-v2. The lexical one is ours, calibrated in test/skills-units.test.ts: light rewordings of a
  * card score above it, distinct seed cards well below.
  */
 export const DEDUP_THRESHOLDS = Object.freeze({ e5: 0.93, lexical: 0.8 });
