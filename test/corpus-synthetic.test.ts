@@ -53,12 +53,29 @@ describe('synthetic corpus', () => {
 
   it('keeps every relation functional and states every fact in a passage of its subject naming the object', () => {
     const seen = new Set<string>();
+    const bad: string[] = [];
     for (const f of r.facts) {
       const key = `${f.subject} ${f.relation}`;
-      expect(seen.has(key), key).toBe(false);
+      if (seen.has(key)) bad.push(`not functional: ${key}`);
       seen.add(key);
-      expect(ent(f.subject).passageIds).toContain(f.passageId);
-      expect(text(f.passageId)).toContain(ent(f.object).name);
+      if (!ent(f.subject).passageIds.includes(f.passageId)) bad.push(`not in its subject's passage: ${key}`);
+      if (!text(f.passageId).includes(ent(f.object).name)) bad.push(`object not named: ${key}`);
+    }
+    expect(bad).toEqual([]);
+    expect(r.facts.length).toBe(r.stats.facts);
+  });
+
+  it('stays consistent at other sizes and seeds', () => {
+    for (const seed of [0, 1, 2]) {
+      const small = generateSyntheticCorpus({ seed, passages: 300 });
+      expect(small.corpus).toHaveLength(300);
+      expect(new Set(small.corpus.map((x) => titleOf(x.contents))).size).toBe(300);
+      for (const h of [1, 2, 3]) expect(small.heldOut.filter((q) => q.hops === h).length).toBeGreaterThan(10);
+      for (const q of small.heldOut) {
+        const last = small.corpus.find((x) => x.id === q.supporting_ids[q.hops - 1]);
+        expect(last?.contents).toContain(q.golden_answers[0]);
+        expect(q.question.toLowerCase()).not.toContain((q.golden_answers[0] as string).toLowerCase());
+      }
     }
   });
 

@@ -167,7 +167,8 @@ const FESTIVAL_TYPE = ['Music', 'Lantern', 'Harvest', 'River', 'Choral', 'Kite',
 const ORG_TYPES = ['shipping company', 'publishing house', 'orchestra', 'learned society'] as const;
 
 function an(phrase: string): string {
-  return /^[aeiou]/i.test(phrase) ? `an ${phrase}` : `a ${phrase}`;
+  // "a university", "a one-act opera": the sound decides, not the letter.
+  return /^[aeiou]/i.test(phrase) && !/^(uni|use|eu|one)/i.test(phrase) ? `an ${phrase}` : `a ${phrase}`;
 }
 
 function list(items: string[]): string {

@@ -88,7 +88,7 @@ export class NameRegistry {
 
   constructor(private readonly rng: Rng) {
     for (const a of GIVEN_PRE) for (const b of GIVEN_END) {
-      const g = a + b;
+      const g = a.endsWith(b[0] ?? '') ? a + b.slice(1) : a + b;
       if (!GIVEN_BLOCK.has(g.toLowerCase())) this.givens.push(g);
     }
     for (const a of FAMILY_PRE) for (const b of FAMILY_END) {
@@ -120,7 +120,8 @@ export class NameRegistry {
       if (/[aeiou]$/i.test(left) && /^[aeiou]/.test(end)) end = end.slice(1) || 'n';
       const r = left + end;
       const k = r.toLowerCase();
-      if (r.length < 4 || r.length > 10 || ROOT_BLOCK.has(k) || this.roots.has(k) || this.names.has(k)) continue;
+      // Repeated syllables ("Ulululm") read as stutters, not names.
+      if (r.length < 4 || r.length > 10 || /(..)\1/.test(k) || ROOT_BLOCK.has(k) || this.roots.has(k) || this.names.has(k)) continue;
       this.roots.add(k);
       return r;
     }
