@@ -61,8 +61,18 @@ const FAMILY_END = [
   'ester', 'worth', 'mere', 'ard', 'ing', 'ell', 'ridge', 'well', 'cott', 'acre', 'holt', 'gale', 'stone', 'aby',
   'ovic', 'ander', 'ström', 'erin',
 ] as const;
-const GIVEN_BLOCK = new Set(['delan', 'bribert', 'emmine', 'henric', 'lisa', 'lisela', 'adric', 'persius', 'orrwen', 'casius']);
-const FAMILY_BLOCK = new Set(['ashworth', 'ashwell', 'grayling', 'merrell', 'pellwell', 'wickard', 'dalton', 'holloway']);
+// Combinations that spell real given names, places or common surnames: skipped so full names read as invented.
+const GIVEN_BLOCK = new Set([
+  'delan', 'bribert', 'emmine', 'henric', 'lisa', 'lisela', 'adric', 'persius', 'orrwen', 'casius', 'adela', 'adelle',
+  'adine', 'adan', 'adora', 'brian', 'brielle', 'brine', 'delbert', 'gilbert', 'kiran', 'mabelle', 'sabine', 'wilbert',
+  'corine', 'corelle', 'levine', 'nevine', 'coran', 'corwen', 'gilan', 'henan', 'levan', 'fiora', 'nevan', 'saban',
+  'sabela', 'ysela', 'velma', 'audine', 'emman', 'wilard', 'delora', 'gilard',
+]);
+const FAMILY_BLOCK = new Set([
+  'ashworth', 'ashwell', 'grayling', 'merrell', 'pellwell', 'wickard', 'dalton', 'holloway', 'thornaby', 'hollander',
+  'evander', 'bramwell', 'langridge', 'langworth', 'langstone', 'ashridge', 'tarring', 'greystone', 'pelling',
+  'kelling', 'holling', 'fairing', 'wicking', 'tarrell', 'yarrell', 'quinell', 'everin', 'thornwell', 'moskovic',
+]);
 
 export const TOWN_SUFFIX = ['holm', 'wick', 'stead', 'mere', 'ford', 'bury', 'haven', 'by', 'thorpe', 'gate', 'dale', 'minster'] as const;
 
