@@ -270,7 +270,8 @@ class World {
       case 'person':
         return typed || e.namesake ? `the ${e.type} ${e.name}` : e.name;
       case 'town':
-        return e.namesake ? `${e.name}, ${this.regionOf(e).name}` : e.name;
+        // Parenthesized rather than "X, Province", which reads as two items inside lists.
+        return e.namesake ? `${e.name} (${this.regionOf(e).name})` : e.name;
       case 'novel':
       case 'painting':
       case 'composition':
@@ -681,7 +682,8 @@ function personPassage(w: World, p: Ent): Passage {
   const occ = pick(rng, PERSON_ADJ) + p.type;
   const town = w.factOf(p, 'born_in');
   const t = w.mention(w.ent(town.object));
-  const v = rng.int(3);
+  // The parenthesized-dates form is skipped for namesake towns, which carry parentheses of their own.
+  const v = w.ent(town.object).namesake ? 2 * rng.int(2) : rng.int(3);
   b.say(v === 0 ? `${p.name} (${p.year}–${p.endYear}) was ${an(occ)} born in ${t}.`
     : v === 1 ? `${p.name} (born ${p.year} in ${t}; died ${p.endYear}) was ${an(occ)}.`
       : `${p.name} was ${an(occ)}, born in ${t} in ${p.year}, who died in ${p.endYear}.`, [town]);
