@@ -70,7 +70,8 @@ function rows<T extends tf.Tensor>(t: T, start: number, end: number): T {
 }
 
 /** Concatenates along axis 0 and disposes the parts (unless there is only one). */
-function concatDispose<T extends tf.Tensor>(parts: T[]): T {
+function concatDispose<T extends tf.Tensor>(parts: T[], emptyShape: number[] = [0]): T {
+  if (parts.length === 0) return tf.zeros(emptyShape) as T; // N = 0
   if (parts.length === 1) return parts[0] as T;
   const out = tf.concat(parts, 0) as T;
   for (const p of parts) p.dispose();
@@ -270,8 +271,8 @@ function forwardHidden(
     if (st.entropy) ents.push(st.entropy);
   }
   const out: ChunkStats = { lse: concatDispose(lses) };
-  if (logps.length > 0) out.logp = concatDispose(logps);
-  if (ents.length > 0) out.entropy = concatDispose(ents);
+  if (targets) out.logp = concatDispose(logps);
+  if (wantEntropy) out.entropy = concatDispose(ents);
   return out;
 }
 
@@ -319,7 +320,8 @@ function backwardHidden(
     }
   }
   if (!weightT) wt.dispose();
-  const out: { dh: tf.Tensor2D; dw?: tf.Tensor2D } = { dh: concatDispose(dhs) };
+  const out: { dh: tf.Tensor2D; dw?: tf.Tensor2D } = { dh: concatDispose(dhs, [0, hidden.shape[1]]) };
+  if (weightGrad && !dw) dw = tf.zeros(weight.shape) as tf.Tensor2D; // N = 0
   if (dw) out.dw = dw;
   return out;
 }
@@ -467,7 +469,7 @@ export function tokenLogProbsFromLogits(logits: tf.Tensor2D, targets: tf.Tensor1
             tf.tidy(() => softmaxTargetGrad(rows(ls, s, e), rows(lse, s, e), rows(dy as tf.Tensor1D, s, e), rows(tg, s, e), kernels)),
           );
         }
-        return concatDispose(parts);
+        return concatDispose(parts, [0, ls.shape[1]]);
       },
     };
   });

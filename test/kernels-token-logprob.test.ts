@@ -201,6 +201,19 @@ for (const [backend, impl] of [
       tf.dispose([logits, a, b, ga, gb]);
     });
 
+    it('handles N = 0', () => {
+      const h0 = tf.zeros([0, D]) as tf.Tensor2D;
+      const t0 = tf.zeros([0], 'int32') as tf.Tensor1D;
+      const lp = tokenLogProbs(h0, w, t0, { impl, chunkSize: 4 });
+      expect(lp.shape).toEqual([0]);
+      const g = tf.grads((a: tf.Tensor, b: tf.Tensor) =>
+        tf.sum(tokenLogProbs(a as tf.Tensor2D, b as tf.Tensor2D, t0, { impl, chunkSize: 4, weightGrad: true })),
+      )([h0, w]);
+      expect((g[0] as tf.Tensor).shape).toEqual([0, D]);
+      expect((g[1] as tf.Tensor).shape).toEqual([D, V]);
+      tf.dispose([h0, t0, lp, ...g]);
+    });
+
     it('leaks no tensors across repeated forward + backward calls', () => {
       const run = () => {
         const lp = tokenLogProbs(h, w, t, { impl, chunkSize: 5 });

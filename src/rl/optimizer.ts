@@ -145,8 +145,13 @@ export class AdamW {
    * the params are an error; params without a gradient are left alone.
    */
   step(grads: Readonly<Record<string, tf.Tensor>>): StepInfo {
-    for (const k of Object.keys(grads)) {
-      if (!(k in this.params)) throw new Error(`AdamW.step: gradient for unknown parameter '${k}'`);
+    // Validate everything before touching any state, so a bad call leaves the optimizer unchanged.
+    for (const [k, g] of Object.entries(grads)) {
+      const p = this.params[k];
+      if (!p) throw new Error(`AdamW.step: gradient for unknown parameter '${k}'`);
+      if (g.shape.length !== p.shape.length || g.shape.some((d, i) => d !== p.shape[i])) {
+        throw new Error(`AdamW.step: gradient for '${k}' has shape [${g.shape.join(', ')}], param [${p.shape.join(', ')}]`);
+      }
     }
     const gradNorm = globalNorm(grads);
     const scale = clipScale(gradNorm, this.cfg.maxGradNorm);
@@ -159,9 +164,6 @@ export class AdamW {
     const decay = 1 - lr * weightDecay;
     for (const [k, gIn] of Object.entries(grads)) {
       const p = this.params[k] as tf.Variable;
-      if (gIn.shape.length !== p.shape.length || gIn.shape.some((d, i) => d !== p.shape[i])) {
-        throw new Error(`AdamW.step: gradient for '${k}' has shape [${gIn.shape.join(', ')}], param [${p.shape.join(', ')}]`);
-      }
       const m0 = this.m.get(k);
       const v0 = this.v.get(k);
       const [m1, v1] = tf.tidy(() => {
