@@ -1,0 +1,351 @@
+// Inference speed, side by side with llama.cpp on the same weights: prefill tokens/s and decode tokens/s at
+// batch 1 and 8, for a tiny Qwen3 and a ~100M-parameter Qwen3, on each tfjs backend (wasm, cpu).
+//
+// - Weights: a deterministic random checkpoint (make-tiny, f32) made in a temp folder once per run, exported
+//   to an f32 GGUF for llama.cpp (node-llama-cpp), and deleted afterwards. Both engines get the same token ids.
+// - Prefill = tokens/s of the first forward over a B × P prompt (ours includes the last position's logits,
+//   read back to JS, as generate() does; llama.cpp's evaluateWithoutGeneratingNewTokens computes no logits).
+// - Decode = tokens/s of the next D single-token steps per sequence with the KV cache (each step: forward,
+//   logits of the new position, greedy pick in JS; llama.cpp: `sequence.evaluate` at temperature 0).
+// - One warm-up run, then the median of a few repeats, each on a fresh cache.
+// - llama.cpp runs with an F32 KV cache and flash attention off (the precision our cache has), on 1 thread
+//   (tfjs-wasm and tfjs-cpu are single-threaded in Node) and on all cores as a separate row. `ratio` is ours
+//   divided by llama.cpp on 1 thread for the same case. Batch 8 on llama.cpp = 8 sequences of one context,
+//   evaluated together in the same batches.
+// - The cpu backend (~1 GFLOP/s) gets shorter prompts and fewer decode steps on the ~100M model; the case
+//   name says P (prompt tokens) and D (decode steps), and llama.cpp is measured at the same P and D.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { exportGguf } from '../src/checkpoint/export-gguf.js';
+import { makeTinyCheckpoint, type MakeTinyOptions } from '../src/checkpoint/make-tiny.js';
+import { CausalLM } from '../src/model/qwen3.js';
+import { initBackend, tf } from '../src/tensor/backend.js';
+import { Rng } from '../src/util/rng.js';
+import { benchBackends, median, type BenchBackend } from './run.js';
+import type { BenchContext, BenchRow, BenchSuite } from './types.js';
+
+interface ModelSpec {
+  key: string;
+  make: Omit<MakeTinyOptions, 'out'>;
+}
+
+const TINY: ModelSpec = {
+  key: 'tiny',
+  make: { arch: 'qwen3', layers: 2, hidden: 64, heads: 4, kvHeads: 2, headDim: 16, intermediate: 128, vocab: 320, tie: true, seed: 11, dtype: 'f32' },
+};
+
+const M100: ModelSpec = {
+  key: '100m',
+  make: { arch: 'qwen3', layers: 12, hidden: 768, heads: 12, kvHeads: 4, headDim: 64, intermediate: 2048, vocab: 32000, tie: true, seed: 12, dtype: 'f32' },
+};
+
+/** One measured setting: B sequences, P prompt tokens each, D decode steps, `repeats` timed runs. */
+interface Setting {
+  batch: number;
+  prompt: number;
+  decode: number;
+  repeats: number;
+  /** The untimed warm-up run before the repeats (the same kernels, smaller). */
+  warm: { batch: number; prompt: number; decode: number };
+  /** Also measured on llama.cpp with all cores (the cpu backend's reduced settings are not). */
+  allCores: boolean;
+}
+
+function caseName(model: string, s: Setting): string {
+  return `${model} b${s.batch} P${s.prompt} D${s.decode}`;
+}
+
+function settingsFor(model: ModelSpec, backend: BenchBackend, quick: boolean): Setting[] {
+  const at = (batch: number, prompt: number, decode: number, repeats: number, allCores = true): Setting => ({
+    batch,
+    prompt,
+    decode,
+    repeats,
+    warm: { batch, prompt: Math.min(prompt, 8), decode: Math.min(decode, 2) },
+    allCores,
+  });
+  if (quick) return [at(1, 32, 8, 1), at(8, 32, 8, 1)];
+  if (model.key === '100m') {
+    if (backend === 'cpu') {
+      // ~1 GFLOP/s: ~0.2 GFLOP per token, so a few tokens only, one timed run after a minimal warm-up.
+      const warm = { batch: 1, prompt: 4, decode: 1 };
+      return [
+        { ...at(1, 32, 8, 1, false), warm },
+        { ...at(8, 4, 4, 1, false), warm },
+      ];
+    }
+    return [at(1, 128, 32, 3), at(8, 64, 16, 3)];
+  }
+  return [at(1, 128, 32, 3), at(8, 128, 32, 3)];
+}
+
+interface Timing {
+  prefillTokS: number;
+  decodeTokS: number;
+}
+
+function prompts(vocab: number, batch: number, length: number, seed: number): number[][] {
+  const rng = new Rng(seed);
+  // Stay below the 3 special ids at the end of the tiny vocabulary.
+  return Array.from({ length: batch }, () => Array.from({ length }, () => rng.int(vocab - 3)));
+}
+
+// ----- ours -----
+
+/** Greedy next id of every row from the last position of hidden [B, T, d] (read back to JS). */
+async function greedyLast(model: CausalLM, hidden: tf.Tensor3D): Promise<number[]> {
+  const [B, T, d] = hidden.shape;
+  const V = model.config.vocabSize;
+  const logits = tf.tidy(() => model.logits(tf.reshape(tf.slice(hidden, [0, T - 1, 0], [B, 1, d]), [B, d]) as tf.Tensor2D));
+  const values = (await logits.data()) as Float32Array;
+  logits.dispose();
+  const next: number[] = [];
+  for (let b = 0; b < B; b++) {
+    let best = 0;
+    let bestV = -Infinity;
+    for (let v = 0; v < V; v++) {
+      const x = values[b * V + v] as number;
+      if (x > bestV) {
+        bestV = x;
+        best = v;
+      }
+    }
+    next.push(best);
+  }
+  return next;
+}
+
+async function sesaOnce(model: CausalLM, ids: number[][], decode: number): Promise<{ prefillS: number; decodeS: number }> {
+  const cache = model.newCache(ids.length);
+  try {
+    const t0 = performance.now();
+    const h0 = model.forward(ids, { cache });
+    let next = await greedyLast(model, h0);
+    h0.dispose();
+    const t1 = performance.now();
+    for (let i = 0; i < decode; i++) {
+      const h = model.forward(
+        next.map((t) => [t]),
+        { cache },
+      );
+      next = await greedyLast(model, h);
+      h.dispose();
+    }
+    const t2 = performance.now();
+    return { prefillS: (t1 - t0) / 1000, decodeS: (t2 - t1) / 1000 };
+  } finally {
+    cache.dispose();
+  }
+}
+
+async function sesaMeasure(model: CausalLM, s: Setting, seed: number): Promise<Timing> {
+  const ids = prompts(model.config.vocabSize, s.batch, s.prompt, seed);
+  // Warm-up: the same kernels, shorter (it only needs to touch every kernel and the weights once).
+  await sesaOnce(model, prompts(model.config.vocabSize, s.warm.batch, s.warm.prompt, seed + 1), s.warm.decode);
+  const pre: number[] = [];
+  const dec: number[] = [];
+  for (let r = 0; r < s.repeats; r++) {
+    const t = await sesaOnce(model, ids, s.decode);
+    pre.push((s.batch * s.prompt) / t.prefillS);
+    dec.push((s.batch * s.decode) / t.decodeS);
+  }
+  return { prefillTokS: median(pre), decodeTokS: median(dec) };
+}
+
+// ----- llama.cpp (node-llama-cpp) -----
+
+type NodeLlamaCpp = typeof import('node-llama-cpp');
+type Llama = Awaited<ReturnType<NodeLlamaCpp['getLlama']>>;
+type LlamaModel = Awaited<ReturnType<Llama['loadModel']>>;
+type Token = import('node-llama-cpp').Token;
+
+async function loadNodeLlamaCpp(): Promise<{ mod: NodeLlamaCpp; llama: Llama } | { error: string }> {
+  try {
+    const mod = (await import('node-llama-cpp')) as NodeLlamaCpp;
+    const llama = await mod.getLlama({ gpu: false, build: 'never', logLevel: mod.LlamaLogLevel.error, maxThreads: availableParallelism() });
+    return { mod, llama };
+  } catch (err) {
+    return { error: (err as Error).message.split('\n')[0] ?? 'unknown error' };
+  }
+}
+
+async function llamaMeasure(model: LlamaModel, s: Setting, threads: number, repeats: number, vocab: number, seed: number): Promise<Timing> {
+  const ids = prompts(vocab, s.batch, s.prompt, seed);
+  const perSeq = s.prompt + s.decode + 16;
+  const context = await model.createContext({
+    contextSize: s.batch * perSeq,
+    sequences: s.batch,
+    batchSize: Math.max(s.batch * s.prompt, 32),
+    flashAttention: false,
+    experimentalKvCacheKeyType: 'F32',
+    experimentalKvCacheValueType: 'F32',
+    threads: { ideal: threads, min: threads },
+  });
+  try {
+    const seqs = ids.map(() => context.getSequence());
+    const once = async (promptIds: number[][], decode: number): Promise<{ prefillS: number; decodeS: number }> => {
+      await Promise.all(seqs.map((q) => q.clearHistory()));
+      const t0 = performance.now();
+      await Promise.all(seqs.map((q, i) => q.evaluateWithoutGeneratingNewTokens((promptIds[i] as number[]) as Token[])));
+      const t1 = performance.now();
+      const counts = await Promise.all(
+        seqs.map(async (q, i) => {
+          let n = 0;
+          if (decode === 0) return 0;
+          for await (const _tok of q.evaluate([(promptIds[i] as number[])[0] as Token], { temperature: 0 })) {
+            if (++n >= decode) break;
+          }
+          return n;
+        }),
+      );
+      const t2 = performance.now();
+      if (counts.some((c) => c !== decode)) throw new Error(`llama.cpp decoded ${counts.join(',')} tokens, expected ${decode} per sequence`);
+      return { prefillS: (t1 - t0) / 1000, decodeS: (t2 - t1) / 1000 };
+    };
+    await once(prompts(vocab, s.batch, Math.min(s.prompt, 8), seed + 1), Math.min(s.decode, 2));
+    const pre: number[] = [];
+    const dec: number[] = [];
+    for (let r = 0; r < repeats; r++) {
+      const t = await once(ids, s.decode);
+      pre.push((s.batch * s.prompt) / t.prefillS);
+      dec.push((s.batch * s.decode) / t.decodeS);
+    }
+    for (const q of seqs) q.dispose();
+    return { prefillTokS: median(pre), decodeTokS: median(dec) };
+  } finally {
+    await context.dispose();
+  }
+}
+
+// ----- the suite -----
+
+function describeModel(spec: ModelSpec, parameters: number): string {
+  const m = spec.make;
+  return `Qwen3 d${m.hidden} L${m.layers} H${m.heads}/KV${m.kvHeads} hd${m.headDim} ff${m.intermediate} V${String(m.vocab)} ${m.tie ? 'tied' : 'untied'}, ${parameters.toLocaleString('en-US')} parameters, f32`;
+}
+
+export const suite: BenchSuite = {
+  name: 'inference',
+  async run(ctx: BenchContext): Promise<BenchRow[]> {
+    const rows: BenchRow[] = [];
+    const backends = benchBackends(ctx);
+    const specs = ctx.quick ? [TINY] : [TINY, M100];
+    const allThreads = Math.max(1, ctx.threads);
+    const threadCounts = allThreads > 1 ? [1, allThreads] : [1];
+    const nlc = await loadNodeLlamaCpp();
+    if ('error' in nlc) ctx.log(`llama.cpp rows skipped: node-llama-cpp is unavailable (${nlc.error})`);
+    const root = mkdtempSync(join(tmpdir(), 'sesa-bench-'));
+    // The ~100M checkpoint and its GGUF take ~800 MB: remove them even when the run is interrupted.
+    const onSignal = (signal: NodeJS.Signals): void => {
+      rmSync(root, { recursive: true, force: true });
+      process.kill(process.pid, signal);
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    try {
+      for (const [mi, spec] of specs.entries()) {
+        const dir = join(root, spec.key);
+        let t = performance.now();
+        const made = makeTinyCheckpoint({ ...spec.make, out: dir });
+        const gguf = join(root, `${spec.key}.gguf`);
+        await exportGguf(dir, gguf, { dtype: 'f32' });
+        const desc = describeModel(spec, made.parameters);
+        ctx.log(`${spec.key}: ${desc} (made and exported in ${((performance.now() - t) / 1000).toFixed(1)} s)`);
+        const vocab = made.config.vocabSize;
+        const seed = 1000 + mi;
+
+        // Ours, per backend.
+        const ours: Array<{ backend: BenchBackend; setting: Setting; timing: Timing }> = [];
+        for (const backend of backends) {
+          await initBackend(backend);
+          const before = tf.memory().numTensors;
+          const model = await CausalLM.load(dir);
+          try {
+            for (const s of settingsFor(spec, backend, ctx.quick)) {
+              t = performance.now();
+              const timing = await sesaMeasure(model, s, seed);
+              ctx.log(
+                `sesa/${backend} ${caseName(spec.key, s)}: prefill ${timing.prefillTokS.toFixed(1)} tok/s, decode ${timing.decodeTokS.toFixed(1)} tok/s (${((performance.now() - t) / 1000).toFixed(1)} s)`,
+              );
+              ours.push({ backend, setting: s, timing });
+            }
+          } finally {
+            model.dispose();
+          }
+          const leaked = tf.memory().numTensors - before;
+          if (leaked !== 0) ctx.log(`warning: ${leaked} tensors leaked on ${backend}`);
+        }
+
+        // llama.cpp at every distinct setting ours used, on 1 thread and on all cores.
+        const reference = new Map<string, Timing>(); // key: case|threads
+        if (!('error' in nlc)) {
+          const lm = await nlc.llama.loadModel({ modelPath: gguf, gpuLayers: 0 });
+          try {
+            const distinct = new Map<string, Setting>();
+            for (const o of ours) {
+              const name = caseName(spec.key, o.setting);
+              const prev = distinct.get(name);
+              distinct.set(name, { ...o.setting, allCores: o.setting.allCores || (prev?.allCores ?? false), repeats: Math.max(o.setting.repeats, prev?.repeats ?? 0) });
+            }
+            for (const [name, s] of distinct) {
+              for (const threads of threadCounts) {
+                if (threads > 1 && !s.allCores) continue;
+                // 1 thread is the ratio's reference: at least 3 repeats (it is fast); all cores: as ours.
+                const repeats = threads === 1 ? Math.max(3, s.repeats) : s.repeats;
+                const timing = await llamaMeasure(lm, s, threads, repeats, vocab, seed);
+                ctx.log(`llama.cpp/${threads}t ${name}: prefill ${timing.prefillTokS.toFixed(1)} tok/s, decode ${timing.decodeTokS.toFixed(1)} tok/s`);
+                reference.set(`${name}|${threads}`, timing);
+              }
+            }
+          } finally {
+            await lm.dispose();
+          }
+        }
+
+        // Rows, grouped by case: ours per backend, then llama.cpp per thread count.
+        const cases = [...new Set(ours.map((o) => caseName(spec.key, o.setting)))];
+        for (const name of cases) {
+          for (const metric of ['prefill', 'decode'] as const) {
+            const key = metric === 'prefill' ? 'prefillTokS' : 'decodeTokS';
+            const ref1 = reference.get(`${name}|1`);
+            for (const o of ours.filter((x) => caseName(spec.key, x.setting) === name)) {
+              rows.push({
+                case: name,
+                engine: `sesa/${o.backend}`,
+                metric,
+                value: o.timing[key],
+                unit: 'tok/s',
+                ...(ref1 ? { ratio: o.timing[key] / ref1[key] } : {}),
+                notes:
+                  `${desc}; median of ${o.setting.repeats} after a warm-up` +
+                  (o.backend === 'cpu' && spec.key === '100m' ? '; cpu backend (~1 GFLOP/s): shorter prompt and fewer steps' : '') +
+                  (ref1 ? '; ratio = ours / llama.cpp on 1 thread' : '; llama.cpp unavailable, no ratio'),
+              });
+            }
+            for (const threads of threadCounts) {
+              const ref = reference.get(`${name}|${threads}`);
+              if (!ref) continue;
+              rows.push({
+                case: name,
+                engine: `llama.cpp/${threads}t`,
+                metric,
+                value: ref[key],
+                unit: 'tok/s',
+                notes: `llama.cpp via node-llama-cpp, CPU, same GGUF (f32), F32 KV cache, flash attention off, ${threads} thread${threads > 1 ? 's' : ''}; batch 8 = 8 sequences of one context; median of ${threads === 1 ? '≥3' : 'as many repeats as ours'}`,
+              });
+            }
+          }
+        }
+        rmSync(dir, { recursive: true, force: true });
+        rmSync(gguf, { force: true });
+      }
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      rmSync(root, { recursive: true, force: true });
+      if (!('error' in nlc)) await nlc.llama.dispose();
+    }
+    return rows;
+  },
+};

@@ -1,0 +1,57 @@
+// `sesa-train bench`: runs the benchmark suites of bench/*.bench.ts (inference vs llama.cpp, matMul), writes
+// bench/results/<suite>.json and prints one table per suite (or, with --json, one JSON object).
+import type { Argv, CommandModule } from 'yargs';
+import type { BenchBackend, RunOptions } from '../../bench/run.js';
+import { type CommonArgs, withCommonOptions } from './common.js';
+
+interface BenchArgs extends CommonArgs {
+  only?: string[];
+  quick: boolean;
+  threads?: number;
+  out?: string;
+}
+
+/** `--backend auto` measures both in-process backends; any other choice measures that one only. */
+function backendsFor(choice: CommonArgs['backend']): BenchBackend[] {
+  return choice === 'auto' ? ['wasm', 'cpu'] : [choice];
+}
+
+export const command: CommandModule<object, BenchArgs> = {
+  command: 'bench',
+  describe: 'benchmark inference (side by side with llama.cpp) and matMul; results go to bench/results/*.json',
+  builder: (y: Argv) =>
+    withCommonOptions(y)
+      .option('only', {
+        type: 'string',
+        array: true,
+        describe: 'suites to run, e.g. --only inference,matmul (default: all)',
+        coerce: (v: string[]) => v.flatMap((s) => s.split(',')).map((s) => s.trim()).filter((s) => s.length > 0),
+      })
+      .option('quick', { type: 'boolean', default: false, describe: 'small sizes and few repeats (a smoke run)' })
+      .option('threads', { type: 'number', describe: 'threads of the "all cores" llama.cpp rows (default: all cores)' })
+      .option('out', { type: 'string', describe: 'results folder (default: bench/results)' })
+      .epilog('--backend auto measures wasm and cpu; --backend wasm|cpu|tensorflow measures only that backend.')
+      .check((a) => {
+        if (a.threads !== undefined && (!Number.isInteger(a.threads) || a.threads < 1)) throw new Error('--threads must be a positive integer');
+        return true;
+      }) as unknown as Argv<BenchArgs>,
+  handler: async (args) => {
+    const { runBenchmarks } = await import('../../bench/run.js');
+    const opts: RunOptions = {
+      quick: args.quick,
+      backends: backendsFor(args.backend),
+      ...(args.only ? { only: args.only } : {}),
+      ...(args.threads !== undefined ? { threads: args.threads } : {}),
+      ...(args.out !== undefined ? { resultsDir: args.out } : {}),
+      // With --json, stdout carries only the final JSON object; progress always goes to stderr.
+      ...(args.json ? { print: null } : {}),
+    };
+    const results = await runBenchmarks(opts);
+    if (args.json) process.stdout.write(`${JSON.stringify({ suites: results })}\n`);
+    const failed = results.filter((r) => r.error !== undefined);
+    if (failed.length > 0) {
+      process.stderr.write(`error: benchmark suite(s) failed: ${failed.map((r) => r.suite).join(', ')}\n`);
+      process.exitCode = 1;
+    }
+  },
+};
