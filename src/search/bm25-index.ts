@@ -80,13 +80,27 @@ const FIELD = 'contents';
 // Split on whitespace, punctuation, symbols and control characters (Lucene's StandardTokenizer keeps none).
 const SPLIT = /[\n\r\p{Z}\p{P}\p{S}\p{C}]+/u;
 
+// Stemming is most of the analysis time and a corpus repeats its words endlessly, so stems are memoized
+// (bounded: cleared when full, which only costs recomputation).
+const STEMS = new Map<string, string>();
+const STEM_MEMO_MAX = 500_000;
+function stem(t: string): string {
+  let s = STEMS.get(t);
+  if (s === undefined) {
+    if (STEMS.size >= STEM_MEMO_MAX) STEMS.clear();
+    s = stemmer(t);
+    STEMS.set(t, s);
+  }
+  return s;
+}
+
 /** The terms a text is indexed (or a query is searched) under, repeats kept, in order. */
 export function analyze(text: string, opts: Pick<Bm25Options, 'stem' | 'stopwords'> = DEFAULT_BM25_OPTIONS): string[] {
   const out: string[] = [];
   for (const tok of text.split(SPLIT)) {
     const t = tok.toLowerCase();
     if (t === '' || (opts.stopwords && STOPWORDS.has(t))) continue;
-    out.push(opts.stem ? stemmer(t) : t);
+    out.push(opts.stem ? stem(t) : t);
   }
   return out;
 }
