@@ -1,0 +1,530 @@
+// The SESA step (SPEC §2) driven end to end by test doubles: ScriptedPolicy (a scripted test double of the
+// policy) for the proposer and the solver, a FakeSearcher, ScriptedTextGenerators as the judge, the RAG judge
+// and the distiller, a recording PolicyUpdater double, and a real SkillBank on the lexical embedder in a temp
+// dir. Every value checked is exact.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { ChatMessage } from '../src/llm/types.js';
+import { ScriptedTextGenerator } from '../src/llm/scripted.js';
+import type { Passage } from '../src/search/types.js';
+import { AnswerJudge } from '../src/selfplay/judge.js';
+import { PROPOSER_REWARD_DEFAULTS } from '../src/selfplay/rewards.js';
+import { type AnswerSeed, ProposerRole, type RolloutSettings, SolverRole } from '../src/selfplay/roles.js';
+import { type StepDeps, type StepResult, type StepSettings, sesaStep } from '../src/selfplay/step.js';
+import type { PolicyUpdater, Role, RoleUpdateMetrics, RolloutGroup } from '../src/selfplay/updater.js';
+import type { Rollout } from '../src/selfplay/rollout.js';
+import { checkQuestion, type InvalidReason, QUESTION_LIMITS } from '../src/selfplay/validate.js';
+import { SkillBank } from '../src/skills/bank.js';
+import { DEFAULT_RENDER_HEADER } from '../src/skills/render.js';
+import { LexicalEmbedder } from '../src/skills/lexical.js';
+import { FakeSearcher } from './helpers/fake-searcher.js';
+import { EOS, type PolicyScript, ScriptedPolicy } from './helpers/scripted-policy.js';
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+const G = 5;
+const WRONG = 'Nobody Known';
+
+/** What the scripted proposer does for one proposal: write a valid question, or fail in one way. */
+type ProposalKind = 'valid' | InvalidReason;
+
+interface Plan {
+  answer: string;
+  hops?: number;
+  aliases?: string[];
+  /** The kind of proposal j of this seed (the last one repeats). */
+  kinds?: ProposalKind[];
+  /** Solver rollouts j < correct answer right (with the first alias when `aliasCorrect`), the next `malformed` write no answer, the rest are wrong. */
+  correct: number;
+  malformed?: number;
+  aliasCorrect?: boolean;
+}
+
+/** The question the scripted proposer writes for plan `idx` (≥ 10 words, never the answer). */
+function questionOf(idx: number, tag: string): string {
+  return `Which hamlet is listed under ledger entry number ${idx}${tag} in the old archive?`;
+}
+
+function planIndexOf(question: string): number {
+  const m = /entry number (\d+)/.exec(question);
+  if (!m) throw new Error(`not a scripted question: ${question}`);
+  return Number(m[1]);
+}
+
+function passagesOf(plans: readonly Plan[]): Passage[] {
+  return plans.map((p) => ({ id: `doc-${p.answer}`, title: p.answer, text: `${p.answer} is a hamlet in the Tarn valley, recorded in the ledger.` }));
+}
+
+/** The proposer's turns for one proposal. */
+function proposerTurn(plan: Plan, idx: number, kind: ProposalKind, turn: number, tag: string): string {
+  const a = plan.answer;
+  const q = questionOf(idx, tag);
+  const searches: Record<number, string> =
+    kind === 'too-few-searches'
+      ? { 0: `<search>${a} origin</search>`, 1: `<search>  ${a.toLowerCase()} ORIGIN </search>` }
+      : kind === 'nothing-retrieved'
+        ? { 0: '<search>zzq vvx</search>', 1: '<search>qqp mmx</search>' }
+        : { 0: `<think>start from the answer</think><search>${a} origin</search>`, 1: `<search>${a} history</search>` };
+  if (turn < 2) return searches[turn] as string;
+  if (turn > 2) throw new Error('the scripted proposer finishes at turn 2');
+  switch (kind) {
+    case 'no-question':
+      return `I cannot write one.${EOS}`;
+    case 'too-short':
+      return '<question>Who is it</question>';
+    case 'too-long':
+      return `<question>${'Which hamlet of the valley '.repeat(40)}is it?</question>`;
+    case 'too-few-words':
+      return '<question>Which hamlet holds ledger entry seven?</question>';
+    case 'contains-answer':
+      return `<question>Which hamlet, later renamed ${a.toUpperCase()}, is listed in the old archive records?</question>`;
+    default:
+      return `<think>done</think><question>${q}</question>`;
+  }
+}
+
+class RecordingUpdater implements PolicyUpdater {
+  readonly calls: Array<{ role: Role; ids: string[][]; rewards: number[][]; bankVersion: number | undefined; bankCards: number | undefined; inFlight: boolean | undefined }> = [];
+  onUpdate: ((role: Role) => void) | undefined;
+
+  constructor(private readonly bank: SkillBank | undefined) {}
+
+  async update(role: Role, groups: readonly RolloutGroup[]): Promise<RoleUpdateMetrics | undefined> {
+    this.calls.push({
+      role,
+      ids: groups.map((g) => g.rollouts.map((r) => r.id)),
+      rewards: groups.map((g) => [...g.rewards]),
+      bankVersion: this.bank?.version,
+      bankCards: this.bank?.cards.length,
+      inFlight: this.bank?.consolidationInFlight,
+    });
+    this.onUpdate?.(role);
+    if (groups.length === 0) return undefined;
+    return { loss: 0.5, pgLoss: 0.25, kl: 0.01, clipFrac: 0, entropy: 1, gradNorm: 0.1, lr: 1e-5, tokensPerSecond: 100, sequences: groups.reduce((n, g) => n + g.rollouts.length, 0) };
+  }
+}
+
+interface World {
+  deps: StepDeps;
+  settings: StepSettings;
+  seedPool: AnswerSeed[];
+  plans: Plan[];
+  proposerPolicy: ScriptedPolicy;
+  solverPolicy: ScriptedPolicy;
+  searcher: FakeSearcher;
+  ragJudge: ScriptedTextGenerator;
+  semantic: ScriptedTextGenerator;
+  updater: RecordingUpdater;
+  bank: SkillBank;
+}
+
+function userText(messages: ChatMessage[]): string {
+  return messages.map((m) => m.content).join('\n');
+}
+
+async function makeWorld(plans: Plan[], opts: { seedsPerStep?: number; proposalsPerSeed?: number; seed?: number; tagQuestions?: boolean; distiller?: ScriptedTextGenerator } = {}): Promise<World> {
+  const proposalsPerSeed = opts.proposalsPerSeed ?? 1;
+  const byAnswer = new Map(plans.map((p, i) => [p.answer, i]));
+  const proposerScript: PolicyScript = (_text, turn, ctx) => {
+    const answer = /whose correct answer is exactly: (.*)\n/.exec(ctx.prompt)?.[1];
+    const idx = byAnswer.get(answer ?? '');
+    if (idx === undefined) throw new Error(`scripted proposer: unknown answer ${answer}`);
+    const plan = plans[idx] as Plan;
+    const kinds = plan.kinds ?? ['valid'];
+    const kind = kinds[Math.min(ctx.row % proposalsPerSeed, kinds.length - 1)] as ProposalKind;
+    // With tagQuestions, each step's questions differ (the generate call count grows by 3 per step).
+    return proposerTurn(plan, idx, kind, turn, opts.tagQuestions ? ` tag ${ctx.call}` : '');
+  };
+  const solverScript: PolicyScript = (_text, turn, ctx) => {
+    const question = /\nQuestion: (.*)\n<\|end\|>/.exec(ctx.prompt)?.[1] ?? '';
+    const plan = plans[planIndexOf(question)] as Plan;
+    if (turn === 0) return `<search>${plan.answer} origin</search>`;
+    // All rows of a solve call run in lockstep, so the row index within a question's group is row % G.
+    const j = ctx.row % G;
+    if (j < plan.correct) return `<answer>${plan.aliasCorrect ? (plan.aliases?.[0] as string) : plan.answer}</answer>`;
+    if (j < plan.correct + (plan.malformed ?? 0)) return `I am not sure.${EOS}`;
+    return `<answer>${WRONG}</answer>`;
+  };
+  const proposerPolicy = new ScriptedPolicy(proposerScript, { name: 'scripted proposer (test double)' });
+  const solverPolicy = new ScriptedPolicy(solverScript, { name: 'scripted solver (test double)' });
+  const searcher = new FakeSearcher(passagesOf(plans));
+  const dir = mkdtempSync(join(tmpdir(), 'sesa-step-'));
+  dirs.push(dir);
+  const bank = await SkillBank.open(join(dir, 'bank.json'), { embedder: new LexicalEmbedder() });
+  const rollout: RolloutSettings = { maxTurns: 4, maxTokensPerTurn: 2000, maxResponseTokens: 8000, temperature: 1, passagesPerQuery: 3 };
+  // The RAG check reaches the answer, except for the plan scripted to fail it.
+  const ragJudge = new ScriptedTextGenerator(
+    [
+      (messages) => {
+        const plan = plans[planIndexOf(/\nQuestion: (.*)$/m.exec(userText(messages))?.[1] ?? '')] as Plan;
+        return plan.kinds?.[0] === 'rag-check-failed' ? `<answer>${WRONG}</answer>` : `<answer>${plan.answer}</answer>`;
+      },
+    ],
+    { cycle: true, name: 'scripted RAG judge (fake LLM)' },
+  );
+  const semantic = new ScriptedTextGenerator(['Wrong'], { cycle: true, name: 'scripted semantic judge (fake LLM)' });
+  const updater = new RecordingUpdater(bank);
+  const deps: StepDeps = {
+    proposer: new ProposerRole(proposerPolicy, searcher, rollout),
+    solver: new SolverRole(solverPolicy, searcher, bank, rollout),
+    judge: new AnswerJudge(semantic),
+    ragJudge,
+    updater,
+    ...(opts.distiller ? { distiller: opts.distiller } : {}),
+  };
+  const settings: StepSettings = {
+    seedsPerStep: opts.seedsPerStep ?? plans.length,
+    proposalsPerSeed,
+    groupSize: G,
+    reward: { ...PROPOSER_REWARD_DEFAULTS },
+    seed: opts.seed ?? 1234,
+    ragDistractorBlocks: 4,
+  };
+  const seedPool = plans.map((p) => ({ answer: p.answer, hops: p.hops ?? 2, ...(p.aliases ? { aliases: p.aliases } : {}) }));
+  return { deps, settings, seedPool, plans, proposerPolicy, solverPolicy, searcher, ragJudge, semantic, updater, bank };
+}
+
+function byAnswer(result: StepResult, answer: string): StepResult['proposals'] {
+  return result.proposals.filter((p) => p.answer === answer);
+}
+
+describe('sesaStep: validation (SPEC §2 step 2)', () => {
+  const kinds: ProposalKind[] = ['valid', 'no-question', 'too-short', 'too-long', 'too-few-words', 'contains-answer', 'too-few-searches', 'nothing-retrieved', 'rag-check-failed'];
+  const plans: Plan[] = kinds.map((k, i) => ({ answer: `Hamlet${'ABCDEFGHI'[i]}orn`, kinds: [k], correct: 3 }));
+
+  it('every invalid kind gets r_invalid = −1; the valid question is solved and rewarded', async () => {
+    const w = await makeWorld(plans);
+    const r = await sesaStep(1, w.seedPool, w.deps, w.settings);
+    expect(r.proposals.length).toBe(9);
+    for (const [i, kind] of kinds.entries()) {
+      const [p] = byAnswer(r, (plans[i] as Plan).answer);
+      if (kind === 'valid') {
+        expect(p?.invalid).toBeUndefined();
+        expect(p?.question).toBe(questionOf(i, ''));
+        expect(p?.pHat).toBe(0.6);
+        expect(p?.reward).toBeCloseTo(0.96, 14);
+        expect(p?.solverOutcomes).toEqual(['correct', 'correct', 'correct', 'wrong', 'wrong']);
+      } else {
+        expect([p?.invalid, p?.reward, p?.pHat, p?.solverOutcomes]).toEqual([kind, -1, undefined, undefined]);
+        expect(p?.question === undefined).toBe(kind === 'no-question');
+      }
+    }
+    expect(r.metrics.invalidReasons).toEqual(Object.fromEntries(kinds.filter((k) => k !== 'valid').map((k) => [k, 1])));
+    expect(r.metrics.validityRate).toBe(1 / 9);
+    expect(r.metrics.extractionRate).toBe(8 / 9);
+    expect(r.metrics.validQuestions).toBe(1);
+    expect(r.metrics.solverRollouts).toBe(5);
+    // The RAG check ran for the two proposals that passed the rules, each with its own passages (2) and 4
+    // blocks of 2 from other rollouts (the one with nothing retrieved has no block to give): 10 documents.
+    expect(w.ragJudge.calls.length).toBe(2);
+    for (const call of w.ragJudge.calls) {
+      const text = userText(call);
+      expect(text).toContain('Doc 10(');
+      expect(text).not.toContain('Doc 11(');
+      const idx = planIndexOf(/\nQuestion: (.*)$/m.exec(text)?.[1] ?? '');
+      expect(text.split(`${(plans[idx] as Plan).answer} is a hamlet`).length - 1).toBeGreaterThanOrEqual(2);
+    }
+    // Only the valid question reached the solver; each proposal is its own proposer group (n_p = 1).
+    const [solverCall, proposerCall] = w.updater.calls;
+    expect(solverCall?.role).toBe('solver');
+    expect(solverCall?.rewards).toEqual([[1, 1, 1, 0, 0]]);
+    expect(proposerCall?.role).toBe('proposer');
+    expect(proposerCall?.rewards).toEqual(r.proposals.map((p) => [p.reward]));
+    expect(proposerCall?.ids).toEqual(r.proposals.map((_, i) => [`seed${i}/p0`]));
+  });
+
+  it('r_invalid is the configured value', async () => {
+    const w = await makeWorld(plans.slice(1, 3));
+    const r = await sesaStep(1, w.seedPool, w.deps, { ...w.settings, reward: { ...w.settings.reward, invalidReward: -2 } });
+    expect(r.proposals.map((p) => p.reward)).toEqual([-2, -2]);
+    expect(w.updater.calls.map((c) => [c.role, c.rewards])).toEqual([
+      ['solver', []],
+      ['proposer', [[-2], [-2]]],
+    ]);
+  });
+});
+
+describe('checkQuestion: the rule checks at their boundaries', () => {
+  const rollout = (final: string | undefined, queries = ['first query', 'second query'], retrieved: Passage[][] = [[{ id: 'd', title: 'T', text: 'x' }], []]): Rollout => ({
+    id: 'p',
+    promptIds: [],
+    responseIds: [],
+    responseMask: [],
+    logprobs: [],
+    queries,
+    retrieved,
+    ...(final !== undefined ? { final } : {}),
+    outcome: 'final',
+    turns: 3,
+    invalidActions: 0,
+    text: '',
+  });
+  const ten = 'one two three four five six seven eight nine ten';
+
+  it('accepts 10 words and 10–1000 characters, and names the first rule broken', () => {
+    expect(QUESTION_LIMITS).toEqual({ minChars: 10, maxChars: 1000, minWords: 10, minDistinctQueries: 2 });
+    expect(checkQuestion(rollout(`  ${ten}  `), 'Zed')).toEqual({ question: ten });
+    expect(checkQuestion(rollout(undefined), 'Zed')).toEqual({ invalid: 'no-question' });
+    expect(checkQuestion(rollout('   '), 'Zed')).toEqual({ invalid: 'no-question' });
+    expect(checkQuestion(rollout('a b c d e'), 'Zed')).toEqual({ question: 'a b c d e', invalid: 'too-short' });
+    const long = `${ten} ${'x'.repeat(1000 - ten.length - 1)}`;
+    expect(long.length).toBe(1000);
+    expect(checkQuestion(rollout(long), 'Zed').invalid).toBeUndefined();
+    expect(checkQuestion(rollout(`${long}y`), 'Zed').invalid).toBe('too-long');
+    expect(checkQuestion(rollout('one two three four five six seven eight nine'), 'Zed').invalid).toBe('too-few-words');
+    expect(checkQuestion(rollout(`${ten} zEd`), ' Zed ').invalid).toBe('contains-answer');
+    expect(checkQuestion(rollout(ten, [' Same Query ', 'same query', '']), 'Zed').invalid).toBe('too-few-searches');
+    expect(checkQuestion(rollout(ten, ['a', 'b'], [[], []]), 'Zed').invalid).toBe('nothing-retrieved');
+  });
+});
+
+describe('sesaStep: rewards, skill utility, failure queue, GRPO groups (SPEC §2 steps 4-8)', () => {
+  const plans: Plan[] = [
+    { answer: 'Varrowen', correct: 0, kinds: ['valid', 'too-short'] },
+    { answer: 'Quillmarsh', correct: 5, kinds: ['valid', 'too-short'] },
+    { answer: 'Brennock', correct: 1, kinds: ['valid', 'valid'] },
+    { answer: 'Tessaly', correct: 3, malformed: 1, kinds: ['valid', 'too-short'] },
+    { answer: 'Ormwick', correct: 0, malformed: 5, kinds: ['valid', 'too-short'] },
+    { answer: 'Fennhollow', aliases: ['Fenn Hollow'], aliasCorrect: true, correct: 2, kinds: ['valid', 'too-short'] },
+  ];
+  const expected: Record<string, { pHat: number; reward: number; outcomes: string[]; rewards: number[] }> = {
+    Varrowen: { pHat: 0, reward: -0.5, outcomes: Array(5).fill('wrong'), rewards: [0, 0, 0, 0, 0] },
+    Quillmarsh: { pHat: 1, reward: -0.5, outcomes: Array(5).fill('correct'), rewards: [1, 1, 1, 1, 1] },
+    Brennock: { pHat: 0.2, reward: 0.64, outcomes: ['correct', 'wrong', 'wrong', 'wrong', 'wrong'], rewards: [1, 0, 0, 0, 0] },
+    Tessaly: { pHat: 0.6, reward: 0.96, outcomes: ['correct', 'correct', 'correct', 'malformed', 'wrong'], rewards: [1, 1, 1, 0, 0] },
+    Ormwick: { pHat: 0, reward: -0.5, outcomes: Array(5).fill('malformed'), rewards: [0, 0, 0, 0, 0] },
+    Fennhollow: { pHat: 0.4, reward: 0.96, outcomes: ['correct', 'correct', 'wrong', 'wrong', 'wrong'], rewards: [1, 1, 0, 0, 0] },
+  };
+
+  it('gives exact rewards, queues only informative frontier failures, and counts skill utility', async () => {
+    const w = await makeWorld(plans, { proposalsPerSeed: 2 });
+    const statsBefore = new Map(w.bank.cards.map((c) => [c.id, { ...c.stats }]));
+    const r = await sesaStep(1, w.seedPool, w.deps, w.settings);
+
+    // Proposals: seed-major, n_p = 2; the second proposal is invalid except for Brennock (same question twice).
+    expect(r.proposals.length).toBe(12);
+    for (const p of r.proposals) {
+      const e = expected[p.answer] as (typeof expected)[string];
+      const second = r.proposals.filter((q) => q.seedIndex === p.seedIndex).indexOf(p) === 1;
+      if (second && p.answer !== 'Brennock') {
+        expect([p.invalid, p.reward]).toEqual(['too-short', -1]);
+        continue;
+      }
+      expect(p.invalid).toBeUndefined();
+      expect(p.pHat).toBe(e.pHat);
+      expect(p.reward).toBeCloseTo(e.reward, 14);
+      expect(p.solverOutcomes).toEqual(e.outcomes);
+      // The skills of a question are the bank's top 3 for it.
+      expect(p.skillIds).toEqual((await w.bank.retrieve(p.question as string)).map((x) => x.card.id));
+      expect(p.skillIds?.length).toBe(3);
+    }
+    const valid = r.proposals.filter((p) => !p.invalid);
+    expect(valid.length).toBe(7);
+
+    // GRPO groups: the solver's are the G rollouts of one question, in proposal order; the proposer's are the
+    // n_p proposals of one seed.
+    const [solverCall, proposerCall] = w.updater.calls;
+    expect(w.updater.calls.length).toBe(2);
+    expect(solverCall?.role).toBe('solver');
+    expect(solverCall?.rewards).toEqual(valid.map((p) => (expected[p.answer] as (typeof expected)[string]).rewards));
+    expect(solverCall?.ids).toEqual(valid.map((_, i) => Array.from({ length: G }, (_, j) => `q${i}/s${j}`)));
+    expect(proposerCall?.role).toBe('proposer');
+    expect(proposerCall?.ids).toEqual(plans.map((_, i) => [`seed${i}/p0`, `seed${i}/p1`]));
+    expect(proposerCall?.rewards.length).toBe(6);
+    proposerCall?.rewards.forEach((g, i) => {
+      const ps = r.proposals.filter((p) => p.seedIndex === i);
+      expect(g).toEqual(ps.map((p) => p.reward));
+      const e = expected[ps[0]?.answer as string] as (typeof expected)[string];
+      if (ps[0]?.answer === 'Brennock') {
+        expect(g[0]).toBeCloseTo(0.64, 14);
+        expect(g[1]).toBeCloseTo(0.64, 14);
+      } else {
+        expect(g[0]).toBeCloseTo(e.reward, 14);
+        expect(g[1]).toBe(-1);
+      }
+    });
+
+    // Failure queue: well-formed wrong answers of questions with 0 < p̂ < 1 only. Brennock's question was
+    // solved twice (4 + 4 failures in one record), Tessaly's malformed rollout is not a failure, Varrowen
+    // (p̂ = 0), Quillmarsh (p̂ = 1) and Ormwick (malformed only) give none.
+    expect(r.metrics.failuresQueued).toBe(8 + 1 + 3);
+    const queue = w.bank.pendingFailures().sort((a, b) => a.target.localeCompare(b.target));
+    const skillsOf = (answer: string): string[] | undefined => valid.find((p) => p.answer === answer)?.skillIds;
+    const rec = (answer: string, count: number) => {
+      const idx = plans.findIndex((p) => p.answer === answer);
+      return {
+        question: questionOf(idx, ''),
+        key: questionOf(idx, '').toLowerCase(),
+        target: answer,
+        evidence: `${answer}: ${answer} is a hamlet in the Tarn valley, recorded in the ledger.`,
+        prediction: WRONG,
+        retrievedSkillIds: skillsOf(answer),
+        count,
+        firstStep: 1,
+        lastStep: 1,
+      };
+    };
+    expect(queue).toEqual([rec('Brennock', 8), rec('Fennhollow', 3), rec('Tessaly', 1)]);
+
+    // Skill utility: per rollout, retrieved += 1 for each of its cards, helpful on correct, hurt on wrong.
+    const want = new Map([...statsBefore].map(([id, s]) => [id, { ...s }]));
+    for (const p of valid) {
+      for (const id of p.skillIds ?? []) {
+        const s = want.get(id) as { retrieved: number; helpful: number; hurt: number };
+        s.retrieved += G;
+        s.helpful += p.solverOutcomes?.filter((o) => o === 'correct').length ?? 0;
+        s.hurt += p.solverOutcomes?.filter((o) => o === 'wrong').length ?? 0;
+      }
+    }
+    expect(new Map(w.bank.cards.map((c) => [c.id, c.stats]))).toEqual(want);
+    const used = new Set(valid.flatMap((p) => p.skillIds ?? []));
+    expect([...used].some((id) => (want.get(id)?.retrieved ?? 0) > 0)).toBe(true);
+
+    // Metrics.
+    expect(r.metrics.pHatHistogram).toEqual({ '0.00': 2, '1.00': 1, '0.20': 2, '0.60': 1, '0.40': 1 });
+    expect(r.metrics.solverAccuracy).toBe(12 / 35);
+    expect(r.metrics.validQuestions).toBe(7);
+    expect(r.metrics.invalidReasons).toEqual({ 'too-short': 5 });
+    expect(r.metrics.queueLength).toBe(3);
+    expect(r.metrics.activeSkills).toBe(used.size);
+    expect(r.metrics.bankVersion).toBe(1);
+    expect(r.metrics.consolidation).toEqual({ started: false });
+    expect(r.metrics.solver?.sequences).toBe(35);
+    // The semantic judge saw exactly the wrong answers (malformed ones never reach it; exact matches skip it).
+    expect(w.semantic.calls.length).toBe(5 + 4 + 4 + 1 + 3);
+  });
+});
+
+describe('sesaStep: consolidation and the step boundary (SPEC §2 steps 3 and 9)', () => {
+  const CARD = {
+    category: 'verification',
+    description: 'For a question naming a ledger entry number in the old archive, search the listed hamlet with its entry number and confirm the listing before answering.',
+    triggers: ['which hamlet is listed', 'ledger entry number', 'old archive'],
+    avoid: ['answering with a hamlet from another ledger entry'],
+    queries: ['[hamlet] ledger entry [number]'],
+  };
+  const plans: Plan[] = [
+    { answer: 'Varrowen', correct: 2 },
+    { answer: 'Quillmarsh', correct: 2 },
+    { answer: 'Brennock', correct: 2 },
+  ];
+
+  it('consolidates at step 10 with ≥ 20 pending, commits only at the boundary, and skills never reach the proposer', async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((res) => {
+      release = res;
+    });
+    const updaterCallsAtReply: number[] = [];
+    let updater: RecordingUpdater | undefined;
+    const distiller = new ScriptedTextGenerator(
+      [
+        () => {
+          updaterCallsAtReply.push(updater?.calls.length ?? -1);
+          return `Here is the card:\n${JSON.stringify(CARD)}`;
+        },
+      ],
+      { cycle: true, gate, name: 'scripted distiller (fake LLM)' },
+    );
+    const w = await makeWorld(plans, { tagQuestions: true, distiller });
+    updater = w.updater;
+    let step = 0;
+    w.updater.onUpdate = (role) => {
+      if (step === 10 && role === 'proposer') release();
+    };
+    const seedCount = w.bank.cards.length;
+    const results: StepResult[] = [];
+    for (step = 1; step <= 10; step++) {
+      expect(w.bank.version).toBe(step - 1);
+      const r = await sesaStep(step, w.seedPool, w.deps, w.settings);
+      results.push(r);
+      // Three frontier questions (p̂ = 0.4) per step, each one queue record of 3 failures.
+      expect(r.metrics.failuresQueued).toBe(9);
+      expect(w.bank.version).toBe(step);
+      if (step < 10) {
+        // Not a consolidation step, even with ≥ 20 pending from step 7 on.
+        expect(r.metrics.consolidation).toEqual({ started: false });
+        expect(r.metrics.queueLength).toBe(3 * step);
+        expect(distiller.calls.length).toBe(0);
+      }
+    }
+    const last = results[9] as StepResult;
+    const admitted = last.metrics.consolidation?.committed?.admitted ?? [];
+    expect(last.metrics.consolidation).toEqual({ started: true, committed: { admitted, evicted: [], invalid: 0, consumed: 30, duplicates: 29 } });
+    expect(admitted.length).toBe(1);
+    expect(distiller.calls.length).toBe(30);
+    // The distiller answered only after both updates of step 10 (the gate), and the updater saw the bank
+    // of the step's start: same version, same cards, the job in flight.
+    expect(updaterCallsAtReply.length).toBe(30);
+    expect(new Set(updaterCallsAtReply)).toEqual(new Set([20]));
+    expect(w.updater.calls.map((c) => c.bankVersion)).toEqual(Array.from({ length: 20 }, (_, i) => Math.floor(i / 2)));
+    expect(w.updater.calls.map((c) => c.bankCards)).toEqual(Array(20).fill(seedCount));
+    expect(w.updater.calls.map((c) => c.inFlight)).toEqual([...Array(18).fill(false), true, true]);
+    // After the boundary: version + 1, the admitted card is in, the consumed records are gone.
+    expect(w.bank.version).toBe(10);
+    expect(last.metrics.bankVersion).toBe(10);
+    expect(last.metrics.bankSize).toBe(seedCount + 1);
+    expect(last.metrics.queueLength).toBe(0);
+    const card = w.bank.card(admitted[0] as string);
+    expect(card).toMatchObject({ ...CARD, source: 'distilled', createdStep: 10, bankVersion: 10, stats: { retrieved: 0, helpful: 0, hurt: 0 } });
+
+    // Step 11: the new card reaches the solver (it is about exactly these questions).
+    const r11 = await sesaStep(11, w.seedPool, w.deps, w.settings);
+    results.push(r11);
+    expect(r11.proposals.every((p) => p.skillIds?.includes(card?.id as string))).toBe(true);
+
+    // No proposer prompt, over all 11 steps and every turn, carries any card text or the skills header...
+    const descriptions = w.bank.cards.map((c) => c.description);
+    expect(descriptions).toContain(CARD.description);
+    expect(w.proposerPolicy.prompts.length).toBe(11 * 3 * 3);
+    for (const prompt of w.proposerPolicy.prompts) {
+      expect(prompt).not.toContain(DEFAULT_RENDER_HEADER);
+      for (const d of descriptions) expect(prompt.includes(d)).toBe(false);
+    }
+    // ...while every solver prompt carries the descriptions of the cards retrieved for its question.
+    expect(w.solverPolicy.prompts.length).toBe(11 * 3 * G * 2);
+    const skillsOf = new Map(results.flatMap((r) => r.proposals.map((p) => [p.question as string, p.skillIds ?? []] as const)));
+    for (const prompt of w.solverPolicy.prompts) {
+      const q = /\nQuestion: (.*)\n<\|end\|>/.exec(prompt)?.[1] as string;
+      const ids = skillsOf.get(q) as string[];
+      expect(ids.length).toBe(3);
+      expect(prompt).toContain(DEFAULT_RENDER_HEADER);
+      for (const id of ids) expect(prompt).toContain((w.bank.card(id) as { description: string }).description);
+    }
+  });
+});
+
+describe('sesaStep: determinism', () => {
+  const plans: Plan[] = ['valid', 'valid', 'too-short', 'rag-check-failed', 'valid', 'contains-answer'].map((k, i) => ({
+    answer: `Hamlet${'ABCDEF'[i]}orn`,
+    kinds: [k as ProposalKind],
+    correct: [1, 3, 0, 0, 5, 0][i] as number,
+  }));
+
+  async function run(seed: number) {
+    const w = await makeWorld(plans, { seedsPerStep: 4, seed });
+    const results = [await sesaStep(1, w.seedPool, w.deps, w.settings), await sesaStep(2, w.seedPool, w.deps, w.settings)];
+    return {
+      // Wall-clock phase times are the only thing allowed to differ.
+      results: results.map((r) => ({ ...r, metrics: { ...r.metrics, seconds: undefined } })),
+      rag: w.ragJudge.calls,
+      generateOpts: [...w.proposerPolicy.calls, ...w.solverPolicy.calls].map((c) => c.opts),
+      updates: w.updater.calls,
+      queue: w.bank.pendingFailures(),
+      stats: w.bank.cards.map((c) => c.stats),
+    };
+  }
+
+  it('the same step with the same seed gives identical records', async () => {
+    const a = await run(42);
+    const b = await run(42);
+    expect(b).toEqual(a);
+    // The seed matters: the seeds of a step are drawn from (seed, step).
+    const c = await run(43);
+    expect(c.results.map((r) => r.proposals.map((p) => p.answer))).not.toEqual(a.results.map((r) => r.proposals.map((p) => p.answer)));
+  });
+});
