@@ -149,8 +149,13 @@ export async function runRollouts(policy: Policy, searcher: Searcher, requests: 
       const r = l.rollout;
       const i = searched.get(l);
       const obs = i !== undefined ? observationText(renderResults(r.retrieved[r.retrieved.length - 1] ?? [])) : invalidActionText(config.finalTag);
-      append(r, policy.encode(obs), undefined);
-      r.text += obs;
+      // Tool output counts toward the response budget too: an observation that does not fit is cut where the
+      // budget ends (the rollout ends there), so no rollout is longer than maxResponseTokens.
+      const obsIds = policy.encode(obs);
+      const room = Math.max(0, config.maxResponseTokens - r.responseIds.length);
+      const kept = obsIds.length <= room ? obsIds : obsIds.slice(0, room);
+      append(r, kept, undefined);
+      r.text += kept === obsIds ? obs : policy.decode(kept);
       if (r.responseIds.length >= config.maxResponseTokens) {
         r.outcome = 'budget';
         l.done = true;
