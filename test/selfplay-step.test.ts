@@ -498,6 +498,44 @@ describe('sesaStep: consolidation and the step boundary (SPEC §2 steps 3 and 9)
   });
 });
 
+describe('sesaStep: the consolidation threshold and the SSP baseline', () => {
+  const plans: Plan[] = [
+    { answer: 'Varrowen', correct: 0 },
+    { answer: 'Quillmarsh', correct: 5 },
+  ];
+
+  it('starts no consolidation at step 10 with 19 pending, and starts one with 20', async () => {
+    const distiller = new ScriptedTextGenerator(['not a card'], { cycle: true, name: 'scripted distiller (fake LLM)' });
+    const w = await makeWorld(plans, { distiller });
+    const fill = (from: number, to: number): void => {
+      for (let i = from; i < to; i++) w.bank.enqueueFailure({ question: `Old failed question number ${i}?`, target: 't', evidence: '', prediction: 'p', retrievedSkillIds: [] }, 1);
+    };
+    fill(0, 19);
+    // p̂ is 0 and 1 here: these steps queue nothing of their own.
+    const r10 = await sesaStep(10, w.seedPool, w.deps, w.settings);
+    expect([r10.metrics.failuresQueued, r10.metrics.queueLength, r10.metrics.consolidation]).toEqual([0, 19, { started: false }]);
+    expect(distiller.calls.length).toBe(0);
+    fill(19, 20);
+    const r20 = await sesaStep(20, w.seedPool, w.deps, w.settings);
+    // Every reply is invalid: nothing admitted, the 20 records consumed.
+    expect(r20.metrics.consolidation).toEqual({ started: true, committed: { admitted: [], evicted: [], invalid: 20, consumed: 20, duplicates: 0 } });
+    expect(distiller.calls.length).toBe(20);
+    expect(r20.metrics.queueLength).toBe(0);
+  });
+
+  it('skills off (no bank): the solver prompts carry no skills and the step records no bank metrics', async () => {
+    const w = await makeWorld([{ answer: 'Brennock', correct: 2 }]);
+    const rollout: RolloutSettings = { maxTurns: 4, maxTokensPerTurn: 2000, maxResponseTokens: 8000, temperature: 1, passagesPerQuery: 3 };
+    const deps: StepDeps = { ...w.deps, solver: new SolverRole(w.solverPolicy, w.searcher, undefined, rollout) };
+    const r = await sesaStep(1, w.seedPool, deps, w.settings);
+    expect(r.proposals.map((p) => [p.pHat, p.skillIds])).toEqual([[0.4, []]]);
+    expect(r.metrics.failuresQueued).toBe(0);
+    for (const k of ['bankSize', 'activeSkills', 'bankVersion', 'queueLength', 'consolidation'] as const) expect(r.metrics[k]).toBeUndefined();
+    for (const prompt of w.solverPolicy.prompts) expect(prompt).not.toContain(DEFAULT_RENDER_HEADER);
+    expect(w.bank.version).toBe(0);
+  });
+});
+
 describe('sesaStep: determinism', () => {
   const plans: Plan[] = ['valid', 'valid', 'too-short', 'rag-check-failed', 'valid', 'contains-answer'].map((k, i) => ({
     answer: `Hamlet${'ABCDEF'[i]}orn`,
