@@ -6,7 +6,7 @@ import yargs, { type CommandModule } from 'yargs';
 // and registration casts: each module is type-checked against its own args where it is defined.
 type AnyCommandModule = { command: unknown };
 const COMMAND_MODULES: Array<() => Promise<AnyCommandModule>> = [
-  () => import('./demo.js'),
+  () => import('./train.js'),
   () => import('./generate.js'),
   () => import('./score.js'),
   () => import('./make-tiny.js'),

@@ -245,6 +245,11 @@ export class CausalLM {
     return this.lmHead;
   }
 
+  /** The head's transpose [V, d] when the model holds it anyway (tied: the embedding table), else undefined. */
+  get outputHeadTransposed(): tf.Tensor2D | undefined {
+    return this.config.tieWordEmbeddings ? this.embed : undefined;
+  }
+
   dispose(): void {
     const all: tf.Tensor[] = [this.embed, this.finalNorm, this.lmHead];
     for (const w of this.layers) {

@@ -1,0 +1,265 @@
+// The training run: builds the model, adapters, search tool, skill bank and roles from a TrainConfig, then
+// runs SESA steps with metrics, checkpoints and resume. The step itself is in step.ts.
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../checkpoint/atomic.js';
+import { loadOptimizerState, saveOptimizerState } from '../checkpoint/optimizer-state.js';
+import { loadPeftAdapter, savePeftAdapter } from '../checkpoint/peft.js';
+import { generateSyntheticCorpus, goldenAnswers } from '../corpus/synthetic.js';
+import { textGeneratorFor } from '../llm/from-args.js';
+import type { TextGenerator } from '../llm/types.js';
+import { LoraAdapter } from '../model/lora.js';
+import { ModelPolicy } from '../model/policy.js';
+import { CausalLM } from '../model/qwen3.js';
+import { resolveModel } from '../model/resolve.js';
+import { PolicyTextGenerator } from '../model/text-generator.js';
+import { ensureTinyDefaultModel, TINY_DEFAULT_NAME } from '../model/tiny-default.js';
+import { loadTokenizer } from '../model/tokenizer.js';
+import { AdamW } from '../rl/optimizer.js';
+import { Bm25Index } from '../search/bm25-index.js';
+import { parseContents } from '../search/corpus.js';
+import { SearchR1Client } from '../search/searchr1-client.js';
+import type { Searcher } from '../search/types.js';
+import { SkillBank } from '../skills/bank.js';
+import { E5Embedder } from '../skills/e5.js';
+import type { Embedder } from '../skills/embedder.js';
+import { LexicalEmbedder } from '../skills/lexical.js';
+import { type BackendInfo, initBackend } from '../tensor/backend.js';
+import { type TrainConfig, validateConfig } from './config.js';
+import { AnswerJudge } from './judge.js';
+import { type AnswerSeed, ProposerRole, SolverRole } from './roles.js';
+import { RunFolder } from './run-folder.js';
+import { type StepMetrics, sesaStep } from './step.js';
+import { GrpoPolicyUpdater, type Role, type TrainedRole } from './updater.js';
+
+export interface TrainHooks {
+  log(line: string): void;
+  /** Called once everything is loaded, before the first step. */
+  onStart?(info: { runDir: string; firstStep: number; lastStep: number; backend: BackendInfo; modelDir: string; resumedFrom?: number }): void;
+  onStepEnd?(metrics: StepMetrics): void;
+  /** Polled after every step: true stops the run at this step boundary (after a checkpoint). */
+  shouldStop?(): boolean;
+}
+
+export interface TrainSummary {
+  runDir: string;
+  /** The model setting of the run (a name, a folder, or 'tiny'). */
+  model: string;
+  firstStep: number;
+  lastStep: number;
+  stoppedEarly: boolean;
+  resumedFrom?: number;
+  metrics: StepMetrics[];
+  lastCheckpoint?: string;
+  bank?: { cardsAtStart: number; cardsAtEnd: number; versionAtEnd: number };
+}
+
+/** The demo corpus is fixed (seed 0) whatever the run seed, so every demo run searches the same encyclopedia. */
+const DEMO_CORPUS_SEED = 0;
+
+interface Searchable {
+  searcher: Searcher;
+  seeds?: AnswerSeed[];
+}
+
+async function buildSearch(config: TrainConfig, log: (l: string) => void): Promise<Searchable> {
+  if (config.retrieverUrl) {
+    log(`search: Search-R1 retrieval server at ${config.retrieverUrl}`);
+    return { searcher: new SearchR1Client({ url: config.retrieverUrl, onRetry: (i) => log(`retriever retry ${i.attempt} in ${i.delayMs} ms: ${i.reason}`) }) };
+  }
+  if (config.corpus === 'demo') {
+    const synth = generateSyntheticCorpus({ seed: DEMO_CORPUS_SEED });
+    const passages = synth.corpus.map((row) => ({ id: row.id, ...parseContents(row.contents) }));
+    const byId = new Map(synth.entities.map((e) => [e.id, e]));
+    const seeds = synth.seeds.map((s) => {
+      const entity = byId.get(s.entityId);
+      const aliases = entity ? goldenAnswers(entity).filter((a) => a !== s.answer) : [];
+      return { answer: s.answer, hops: s.hops, ...(aliases.length > 0 ? { aliases } : {}) };
+    });
+    log(`search: BM25 over the embedded synthetic encyclopedia (${passages.length} passages, ${seeds.length} answer seeds)`);
+    return { searcher: await Bm25Index.fromPassages(passages, { warn: log }, 'demo corpus'), seeds };
+  }
+  const index = await Bm25Index.open(config.corpus, { warn: log });
+  log(`search: ${index.describe()}`);
+  return { searcher: index };
+}
+
+/** Answer seeds from a JSONL file of {"answer": string, "hops": number, "aliases"?: string[]}. */
+export function readSeedsFile(file: string): AnswerSeed[] {
+  if (!existsSync(file)) throw new Error(`--seeds ${file}: file not found`);
+  const seeds: AnswerSeed[] = [];
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .forEach((line, i) => {
+      if (line.trim() === '') return;
+      let row: { answer?: unknown; hops?: unknown; aliases?: unknown };
+      try {
+        row = JSON.parse(line) as typeof row;
+      } catch (err) {
+        throw new Error(`${file}:${i + 1}: not valid JSON (${(err as Error).message})`);
+      }
+      if (typeof row.answer !== 'string' || row.answer.trim() === '') throw new Error(`${file}:${i + 1}: field 'answer' must be a non-empty string`);
+      const hops = row.hops ?? 1;
+      if (typeof hops !== 'number' || !Number.isInteger(hops) || hops < 1) throw new Error(`${file}:${i + 1}: field 'hops' must be a positive integer`);
+      if (row.aliases !== undefined && !(Array.isArray(row.aliases) && row.aliases.every((a) => typeof a === 'string'))) {
+        throw new Error(`${file}:${i + 1}: field 'aliases' must be a list of strings`);
+      }
+      seeds.push({ answer: row.answer, hops, ...(row.aliases ? { aliases: row.aliases as string[] } : {}) });
+    });
+  if (seeds.length === 0) throw new Error(`--seeds ${file}: no seeds in the file`);
+  return seeds;
+}
+
+async function buildEmbedder(config: TrainConfig): Promise<Embedder> {
+  return config.embedder === 'lexical' ? new LexicalEmbedder() : E5Embedder.load({ model: config.e5Model });
+}
+
+function newRole(name: Role, model: CausalLM, config: TrainConfig, adapter: LoraAdapter): TrainedRole {
+  const params = Object.fromEntries(adapter.variables());
+  const optimizer = new AdamW(params, { lr: config.lr, warmupSteps: config.warmupSteps, weightDecay: config.weightDecay, maxGradNorm: config.maxGradNorm, schedule: 'constant' });
+  void name;
+  void model;
+  return { adapter, optimizer, params };
+}
+
+/**
+ * Runs training. `resumeDir` continues a run from its last complete checkpoint (its saved config is used; a
+ * larger `steps` in `overrides` extends it).
+ */
+export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks, resumeDir?: string, overrides: Partial<TrainConfig> = {}): Promise<TrainSummary> {
+  let run: RunFolder | undefined;
+  // Every line goes to the run's train.log (once the folder exists) and to the caller.
+  const log = (line: string): void => {
+    run?.log(line);
+    hooks.log(line);
+  };
+  let config: TrainConfig;
+  if (resumeDir !== undefined) {
+    const opened = RunFolder.open(resumeDir);
+    run = opened.run;
+    config = validateConfig({ ...opened.config, ...overrides });
+    if (overrides.steps !== undefined) writeFileAtomic(run.configPath, `${JSON.stringify(config, null, 2)}\n`);
+  } else {
+    if (!configIn) throw new Error('train: no configuration');
+    config = validateConfig(configIn);
+    run = RunFolder.create(config.out, config);
+  }
+
+  const backend = await initBackend(config.backend);
+  log(`backend: ${backend.name} (${backend.provider}; ${backend.reason})`);
+  const modelDir = config.model === TINY_DEFAULT_NAME ? ensureTinyDefaultModel(log) : (await resolveModel(config.model)).dir;
+  const model = await CausalLM.load(modelDir);
+  const tokenizer = await loadTokenizer(modelDir);
+  log(`model: ${modelDir} (${model.config.architecture}, ${(model.parameterCount() / 1e6).toFixed(1)}M parameters)`);
+
+  const { searcher, seeds: corpusSeeds } = await buildSearch(config, log);
+  const seeds = config.seeds ? readSeedsFile(config.seeds) : corpusSeeds;
+  if (!seeds) throw new Error('--seeds FILE is required with --corpus FILE or --retriever-url (answer seeds: JSONL of {"answer","hops"})');
+
+  // Where to start: the last complete checkpoint of a resumed run, else step 1.
+  const ckpt = resumeDir !== undefined ? run.latestCheckpoint() : undefined;
+  const firstStep = ckpt ? ckpt.step + 1 : 1;
+  if (resumeDir !== undefined) {
+    run.truncateMetricsAfter(ckpt?.step ?? 0);
+    if (ckpt) writeFileAtomic(run.bankPath, readFileSync(join(ckpt.dir, 'skills.json')));
+    else rmSync(run.bankPath, { force: true });
+    log(ckpt ? `resuming ${run.dir} from checkpoint step ${ckpt.step}` : `resuming ${run.dir}: no complete checkpoint, starting over`);
+  }
+
+  const loraConfig = { r: config.loraR, alpha: config.loraAlpha, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] as LoraAdapter['config']['targets'] };
+  const adapters: Record<Role, LoraAdapter> = ckpt
+    ? { proposer: loadPeftAdapter(join(ckpt.dir, 'proposer'), 'proposer', model.config), solver: loadPeftAdapter(join(ckpt.dir, 'solver'), 'solver', model.config) }
+    : {
+        proposer: LoraAdapter.create('proposer', model.config, loraConfig, { seed: config.seed * 2 + 1 }),
+        solver: LoraAdapter.create('solver', model.config, loraConfig, { seed: config.seed * 2 + 2 }),
+      };
+  const roles: Record<Role, TrainedRole> = { proposer: newRole('proposer', model, config, adapters.proposer), solver: newRole('solver', model, config, adapters.solver) };
+  if (ckpt) for (const r of ['proposer', 'solver'] as const) roles[r].optimizer.importState(loadOptimizerState(join(ckpt.dir, r)));
+
+  const bank = config.skills ? await SkillBank.open(run.bankPath, { embedder: await buildEmbedder(config), seeds: config.priming }) : undefined;
+  const cardsAtStart = bank?.cards.length ?? 0;
+
+  const policyOptions = { enableThinking: config.enableThinking };
+  const base = new ModelPolicy('base', model, tokenizer, undefined, policyOptions);
+  const inProcess = new PolicyTextGenerator(base);
+  const judgeText: TextGenerator = textGeneratorFor('judge', { url: config.judgeUrl, model: config.judgeModel, keyEnv: config.apiKeyEnv }, inProcess);
+  const distiller = config.skills && config.distill ? textGeneratorFor('distiller', { url: config.distillerUrl, model: config.distillerModel, keyEnv: config.apiKeyEnv }, inProcess) : undefined;
+  const rolloutSettings = {
+    maxTurns: config.maxTurns,
+    maxTokensPerTurn: config.maxNewTokens,
+    maxResponseTokens: config.maxResponseTokens,
+    temperature: config.temperature,
+    passagesPerQuery: 3,
+  };
+  const deps = {
+    proposer: new ProposerRole(new ModelPolicy('proposer', model, tokenizer, adapters.proposer, policyOptions), searcher, rolloutSettings),
+    solver: new SolverRole(new ModelPolicy('solver', model, tokenizer, adapters.solver, policyOptions), searcher, bank, rolloutSettings),
+    judge: new AnswerJudge(judgeText),
+    ragJudge: judgeText,
+    updater: new GrpoPolicyUpdater(model, roles, { microBatchSize: config.microBatchSize, klCoef: config.klCoef, clipLow: config.clipLow, clipHigh: config.clipHigh, padTokenId: tokenizer.padTokenId }),
+    ...(distiller ? { distiller } : {}),
+  };
+  const settings = {
+    seedsPerStep: config.seedsPerStep,
+    proposalsPerSeed: config.proposalsPerSeed,
+    groupSize: config.groupSize,
+    reward: { lambda: config.lambda, invalidReward: config.invalidReward, frontier: config.frontier },
+    seed: config.seed,
+    ragDistractorBlocks: 4,
+  };
+
+  hooks.onStart?.({ runDir: run.dir, firstStep, lastStep: config.steps, backend, modelDir, ...(ckpt ? { resumedFrom: ckpt.step } : {}) });
+  const metrics: StepMetrics[] = [];
+  let lastCheckpoint: string | undefined;
+  let stoppedEarly = false;
+  const saveCheckpoint = async (step: number): Promise<void> => {
+    lastCheckpoint = await run.writeCheckpoint(step, { step, seed: config.seed, ...(bank ? { bankVersion: bank.version } : {}), savedAt: new Date().toISOString() }, async (dir) => {
+      for (const r of ['proposer', 'solver'] as const) {
+        await savePeftAdapter(roles[r].adapter, join(dir, r), { baseModel: config.model === TINY_DEFAULT_NAME ? modelDir : config.model });
+        saveOptimizerState(join(dir, r), roles[r].optimizer.exportState());
+      }
+      if (bank) bank.writeSnapshot(join(dir, 'skills.json'));
+    });
+    log(`checkpoint: ${lastCheckpoint}`);
+  };
+
+  try {
+    for (let step = firstStep; step <= config.steps; step++) {
+      const result = await sesaStep(step, seeds, deps, settings);
+      run.appendMetrics(result.metrics);
+      metrics.push(result.metrics);
+      // The run log gets a line per step; the caller shows steps through onStepEnd.
+      run.log(
+        `step ${step}: valid ${result.metrics.validQuestions}/${result.metrics.proposals}, solver accuracy ${result.metrics.solverAccuracy.toFixed(3)}, ` +
+          `proposer reward ${result.metrics.proposerMeanReward.toFixed(3)}${bank ? `, bank ${bank.cards.length} cards v${bank.version}` : ''}, ${result.metrics.seconds.total.toFixed(1)} s`,
+      );
+      hooks.onStepEnd?.(result.metrics);
+      const stop = hooks.shouldStop?.() ?? false;
+      if (step % config.saveEvery === 0 || step === config.steps || stop) await saveCheckpoint(step);
+      if (stop && step < config.steps) {
+        stoppedEarly = true;
+        log(`stopped at step ${step} on request; resume with --resume ${run.dir}`);
+        break;
+      }
+    }
+  } finally {
+    await bank?.dispose();
+    for (const r of Object.values(roles)) {
+      r.optimizer.dispose();
+      r.adapter.dispose();
+    }
+    model.dispose();
+  }
+  const last = metrics[metrics.length - 1];
+  return {
+    runDir: run.dir,
+    model: config.model,
+    firstStep,
+    lastStep: last?.step ?? firstStep - 1,
+    stoppedEarly,
+    ...(ckpt ? { resumedFrom: ckpt.step } : {}),
+    metrics,
+    ...(lastCheckpoint ? { lastCheckpoint } : {}),
+    ...(bank ? { bank: { cardsAtStart, cardsAtEnd: bank.cards.length, versionAtEnd: bank.version } } : {}),
+  };
+}

@@ -1,0 +1,106 @@
+// The trainer end to end on a real (tiny, random) model through the CLI: steps complete and checkpoints are
+// written; a run killed with SIGKILL and resumed gives the same metrics, bank and adapters as an
+// uninterrupted run with the same seed.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
+
+const CLI = resolve(import.meta.dirname, '..', 'bin', 'sesa-train.mjs');
+let root: string;
+let modelDir: string;
+
+function trainArgs(out: string): string[] {
+  return [
+    CLI, 'train', '--model', modelDir, '--corpus', 'demo', '--steps', '3', '--seeds-per-step', '1', '--proposals-per-seed', '2',
+    '--group-size', '2', '--max-turns', '2', '--max-new-tokens', '16', '--max-response-tokens', '64', '--embedder', 'lexical',
+    '--lr', '1e-3', '--save-every', '1', '--micro-batch-size', '8', '--backend', 'wasm', '--seed', '4', '--out', out,
+  ];
+}
+
+function start(args: string[]): { child: ChildProcess; done: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }> } {
+  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, XDG_CACHE_HOME: join(root, 'cache'), SESA_HOME: join(root, 'home') }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  child.stdout?.resume();
+  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((res) => child.on('exit', (code, signal) => res({ code, signal, stderr })));
+  return { child, done };
+}
+
+/** metrics.jsonl without the fields that measure time. */
+function metricsOf(run: string): unknown[] {
+  const strip = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(strip);
+    if (v && typeof v === 'object') {
+      return Object.fromEntries(Object.entries(v).filter(([k]) => k !== 'seconds' && k !== 'tokensPerSecond').map(([k, x]) => [k, strip(x)]));
+    }
+    return v;
+  };
+  return readFileSync(join(root, run, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => strip(JSON.parse(l)));
+}
+
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), 'sesa-e2e-'));
+  modelDir = makeTinyCheckpoint({ out: join(root, 'model'), arch: 'qwen3', vocab: 400, hidden: 32, heads: 4, kvHeads: 2, headDim: 16, intermediate: 64, seed: 3 }).dir;
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe('sesa-train end to end (tiny random model)', () => {
+  it('runs steps, writes checkpoints, and a SIGKILLed run resumes to the same result as an uninterrupted one', async () => {
+    const full = await start(trainArgs('run-full')).done;
+    expect(full.code, full.stderr).toBe(0);
+    for (const step of [1, 2, 3]) {
+      const ck = join(root, 'run-full', 'checkpoints', `step-${step}`);
+      for (const f of ['state.json', 'skills.json', 'proposer/adapter_model.safetensors', 'proposer/adapter_config.json', 'solver/optimizer.safetensors']) {
+        expect(existsSync(join(ck, f)), `${ck}/${f}`).toBe(true);
+      }
+    }
+    expect(metricsOf('run-full')).toHaveLength(3);
+
+    // Kill the second run as soon as its first checkpoint is complete (it is then inside step 2).
+    const killed = start(trainArgs('run-killed'));
+    const marker = join(root, 'run-killed', 'checkpoints', 'step-1', 'state.json');
+    await new Promise<void>((res, rej) => {
+      const poll = setInterval(() => {
+        if (existsSync(marker)) {
+          clearInterval(poll);
+          killed.child.kill('SIGKILL');
+          res();
+        }
+      }, 20);
+      void killed.done.then((r) => {
+        clearInterval(poll);
+        if (r.signal !== 'SIGKILL') rej(new Error(`the run ended on its own (code ${r.code}) before it could be killed: ${r.stderr}`));
+      });
+    });
+    const k = await killed.done;
+    expect(k.signal).toBe('SIGKILL');
+
+    const resumed = await start([CLI, 'train', '--resume', join(root, 'run-killed')]).done;
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stderr).toMatch(/resumed from step \d/);
+    expect(metricsOf('run-killed')).toEqual(metricsOf('run-full'));
+    const bank = (run: string): unknown => {
+      const b = JSON.parse(readFileSync(join(root, run, 'skills.json'), 'utf8')) as { version: number; cards: unknown; queue: unknown };
+      return { version: b.version, cards: b.cards, queue: b.queue };
+    };
+    expect(bank('run-killed')).toEqual(bank('run-full'));
+    for (const role of ['proposer', 'solver']) {
+      const a = readFileSync(join(root, 'run-full', 'checkpoints', 'step-3', role, 'adapter_model.safetensors'));
+      const b = readFileSync(join(root, 'run-killed', 'checkpoints', 'step-3', role, 'adapter_model.safetensors'));
+      expect(a.equals(b), `${role} adapter`).toBe(true);
+    }
+  });
+
+  it('refuses bad settings with messages that name the flag', async () => {
+    const r = await start([CLI, 'train', '--model', modelDir, '--gpus', '8', '--group-size', '0', '--out', join(root, 'bad')]).done;
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/--gpus 8: multi-GPU training needs the multi-worker trainer/);
+    expect(r.stderr).toMatch(/--group-size must be a positive integer/);
+    expect(existsSync(join(root, 'bad'))).toBe(false);
+  });
+});
