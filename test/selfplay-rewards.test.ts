@@ -43,13 +43,14 @@ describe('proposer reward (SPEC §2 step 5)', () => {
 
 describe('judge (SPEC §2 step 4)', () => {
   it('normalizes: lowercase, strip punctuation, drop a/an/the, collapse whitespace', () => {
-    expect(normalizeAnswer('  The   Duke of  Orlen-Vasse! ')).toBe('duke of orlen vasse');
+    expect(normalizeAnswer('  The   Duke of  Orlen-Vasse! ')).toBe('duke of orlenvasse');
+    expect(normalizeAnswer("O'Brien")).toBe('obrien');
     expect(normalizeAnswer('An apple, a PEAR.')).toBe('apple pear');
     expect(normalizeAnswer('Theodore')).toBe('theodore');
   });
 
   it('exact match against any gold answer after normalization; empty never matches', () => {
-    expect(exactMatch('the Duke of Orlen Vasse.', ['Duke of Orlen-Vasse'])).toBe(true);
+    expect(exactMatch('the Duke of OrlenVasse.', ['Duke of Orlen-Vasse'])).toBe(true);
     expect(exactMatch('Vasse', ['Duke of Orlen-Vasse', 'vasse'])).toBe(true);
     expect(exactMatch('Orlen', ['Duke of Orlen-Vasse'])).toBe(false);
     expect(exactMatch('the', ['a'])).toBe(false);
@@ -59,7 +60,9 @@ describe('judge (SPEC §2 step 4)', () => {
     expect(parseVerdict('Correct')).toBe(true);
     expect(parseVerdict('correct.')).toBe(true);
     expect(parseVerdict('Wrong')).toBe(false);
-    expect(parseVerdict('Incorrect')).toBeUndefined();
+    expect(parseVerdict('Incorrect')).toBe(false);
+    expect(parseVerdict('Not correct.')).toBe(false);
+    expect(parseVerdict('The answer is not correct')).toBe(false);
     expect(parseVerdict('I cannot tell')).toBeUndefined();
   });
 
@@ -72,9 +75,9 @@ describe('judge (SPEC §2 step 4)', () => {
     expect(semantic.calls.length).toBe(0);
     expect(await judge.judge('Q?', ['Qux'], 'the city of Qux')).toEqual({ correct: true, method: 'semantic' });
     expect(await judge.judge('Q?', ['Qux'], 'Quxville')).toEqual({ correct: false, method: 'semantic' });
-    expect(judge.unparsedReplies).toBe(1);
     expect(await judge.judge('Q?', ['Qux'], 'Mora')).toEqual({ correct: false, method: 'semantic' });
-    expect(judge.unparsedReplies).toBe(1);
+    expect(judge.unparsedReplies).toBe(0);
+    expect(await new AnswerJudge(new ScriptedTextGenerator(['maybe'])).judge('Q?', ['Qux'], 'Mora')).toEqual({ correct: false, method: 'semantic' });
     expect(semantic.calls.length).toBe(3);
     expect(semantic.calls[0]?.[0]?.content).toContain('Gold answer: Qux\nPredicted answer: the city of Qux');
     // Without a semantic model, only exact matches count.

@@ -3,11 +3,14 @@
 import type { TextGenerator } from '../llm/types.js';
 import { semanticJudgeMessages } from './prompts.js';
 
-/** SQuAD-style normalization: lowercase, drop punctuation and the articles a/an/the, collapse whitespace. */
+/**
+ * SQuAD/FlashRAG normalization: lowercase, delete punctuation (so "O'Brien" → "obrien", as their scripts do),
+ * drop the articles a/an/the, collapse whitespace.
+ */
 export function normalizeAnswer(s: string): string {
   return s
     .toLowerCase()
-    .replace(/[\p{P}\p{S}]/gu, ' ')
+    .replace(/[\p{P}\p{S}]/gu, '')
     .replace(/\b(a|an|the)\b/g, ' ')
     .replace(/\s+/g, ' ')
     .trim();
@@ -18,9 +21,12 @@ export function exactMatch(prediction: string, golds: readonly string[]): boolea
   return p.length > 0 && golds.some((g) => normalizeAnswer(g) === p);
 }
 
-/** The verdict in a judge reply: the first whole word "correct" or "wrong" (any case); undefined if neither. */
+/**
+ * The verdict in a judge reply: the first of the whole words "correct", "wrong" or "incorrect" (any case),
+ * with "not correct" read as wrong; undefined if none. "Incorrect" never counts as correct (SPEC §2 step 4).
+ */
 export function parseVerdict(reply: string): boolean | undefined {
-  const m = /\b(correct|wrong)\b/i.exec(reply);
+  const m = /\b(not\s+correct|incorrect|correct|wrong)\b/i.exec(reply);
   if (!m) return undefined;
   return (m[1] as string).toLowerCase() === 'correct';
 }
