@@ -15,6 +15,7 @@ const COMMAND_MODULES: Array<() => Promise<AnyCommandModule>> = [
   () => import('./skills.js'),
   () => import('./download.js'),
   () => import('./lora-init.js'),
+  () => import('./bench.js'),
 ];
 
 export async function main(argv: string[]): Promise<void> {
