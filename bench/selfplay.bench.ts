@@ -1,0 +1,164 @@
+// Self-play costs on the wasm backend, for the tiny and the ~100M configurations:
+// - rollout throughput (generated tokens/s) of the multi-turn engine without search turns (one turn) and with
+//   search turns. A random model never writes `</search>` by itself, so the "with search" case wraps the
+//   model in a bench harness (SearchTurnsPolicy, below) that lets the model generate each turn and then
+//   appends a search call: every turn then pays generation, a BM25 search over the demo corpus, the spliced
+//   observation and the re-prefill of the longer context, as a real search turn does.
+// - one SESA step with the real components (BM25 demo corpus, lexical skill bank, in-process judge, GRPO
+//   updates of both adapters), split by phase. With random weights every proposal is invalid, so the solve
+//   and judge phases are near zero and the update trains the proposer only: the note says so.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { makeTinyCheckpoint, type MakeTinyOptions } from '../src/checkpoint/make-tiny.js';
+import { generateSyntheticCorpus } from '../src/corpus/synthetic.js';
+import type { Generation } from '../src/model/generate.js';
+import { LORA_DEFAULTS, LoraAdapter } from '../src/model/lora.js';
+import { ModelPolicy, type Policy, type PolicyGenerateOptions } from '../src/model/policy.js';
+import { CausalLM } from '../src/model/qwen3.js';
+import { PolicyTextGenerator } from '../src/model/text-generator.js';
+import { loadTokenizer } from '../src/model/tokenizer.js';
+import { AdamW } from '../src/rl/optimizer.js';
+import { Bm25Index } from '../src/search/bm25-index.js';
+import { parseContents } from '../src/search/corpus.js';
+import { AnswerJudge } from '../src/selfplay/judge.js';
+import { ProposerRole, SolverRole } from '../src/selfplay/roles.js';
+import { type RolloutConfig, runRollouts } from '../src/selfplay/rollout.js';
+import { sesaStep } from '../src/selfplay/step.js';
+import { GrpoPolicyUpdater, type TrainedRole } from '../src/selfplay/updater.js';
+import { SkillBank } from '../src/skills/bank.js';
+import { LexicalEmbedder } from '../src/skills/lexical.js';
+import { initBackend } from '../src/tensor/backend.js';
+import type { BenchContext, BenchRow, BenchSuite } from './types.js';
+
+/** Bench harness: the model generates each turn, then a search call is appended until the last turn. */
+class SearchTurnsPolicy implements Policy {
+  readonly name = 'search-turns-harness';
+  generatedTokens = 0;
+  private calls = 0;
+  constructor(
+    private readonly inner: Policy,
+    private readonly turns: number,
+  ) {}
+  renderChat = (m: Parameters<Policy['renderChat']>[0]): number[] => this.inner.renderChat(m);
+  encode = (t: string): number[] => this.inner.encode(t);
+  decode = (ids: readonly number[]): string => this.inner.decode(ids);
+  async generate(prompts: number[][], opts: PolicyGenerateOptions): Promise<Generation[]> {
+    const turn = this.calls++;
+    const tail = turn + 1 < this.turns ? ' <search> river town founded </search>' : ' <answer> Grimane </answer>';
+    const extra = this.inner.encode(tail);
+    // The appended action counts against the turn's budget, as the model's own tokens would.
+    const gens = await this.inner.generate(prompts, { ...opts, maxNewTokens: Math.max(1, opts.maxNewTokens - extra.length), stopStrings: [] });
+    return gens.map((g) => {
+      this.generatedTokens += g.ids.length;
+      return { ids: [...g.ids, ...extra], logprobs: [...g.logprobs, ...extra.map(() => 0)], finishReason: 'stop', stopString: turn + 1 < this.turns ? '</search>' : '</answer>' };
+    });
+  }
+}
+
+interface Case {
+  key: string;
+  make: Omit<MakeTinyOptions, 'out'>;
+  batch: number;
+  tokensPerTurn: number;
+}
+
+const CASES: Case[] = [
+  { key: 'tiny', make: { arch: 'qwen3', layers: 2, hidden: 64, heads: 4, kvHeads: 2, headDim: 16, intermediate: 128, vocab: 2000, seed: 1 }, batch: 8, tokensPerTurn: 32 },
+  { key: '100m', make: { arch: 'qwen3', layers: 12, hidden: 768, heads: 12, kvHeads: 4, headDim: 64, intermediate: 2048, vocab: 32000, seed: 2 }, batch: 4, tokensPerTurn: 16 },
+];
+
+export const suite: BenchSuite = {
+  name: 'selfplay',
+  async run(ctx: BenchContext): Promise<BenchRow[]> {
+    const rows: BenchRow[] = [];
+    const root = mkdtempSync(join(tmpdir(), 'sesa-bench-selfplay-'));
+    try {
+      await initBackend('wasm');
+      const synth = generateSyntheticCorpus({ seed: 0 });
+      const searcher = await Bm25Index.fromPassages(
+        synth.corpus.map((r) => ({ id: r.id, ...parseContents(r.contents) })),
+        { cacheDir: null, warn: ctx.log },
+        'demo corpus',
+      );
+      for (const c of CASES) {
+        if (ctx.quick && c.key === '100m') continue;
+        const dir = makeTinyCheckpoint({ ...c.make, out: join(root, c.key) }).dir;
+        const model = await CausalLM.load(dir);
+        const tokenizer = await loadTokenizer(dir);
+        const policy = new ModelPolicy('solver', model, tokenizer, undefined);
+        const requests = Array.from({ length: c.batch }, (_, i) => ({ id: `r${i}`, promptIds: policy.renderChat([{ role: 'user', content: `Question ${i}: which river flows past the town where the composer was born?` }]) }));
+        const base: Omit<RolloutConfig, 'maxTurns'> = { maxTokensPerTurn: c.tokensPerTurn, maxResponseTokens: 4096, temperature: 1, passagesPerQuery: 3, finalTag: 'answer', seed: 1 };
+        await runRollouts(policy, searcher, requests.slice(0, 2), { ...base, maxTurns: 1, maxTokensPerTurn: 4 }); // warm-up
+
+        ctx.log(`selfplay: ${c.key} rollouts without search`);
+        let t = performance.now();
+        const plain = await runRollouts(policy, searcher, requests, { ...base, maxTurns: 1 });
+        const plainTokens = plain.reduce((a, r) => a + r.responseMask.filter((m) => m === 1).length, 0);
+        rows.push({ case: `rollouts ${c.key} b${c.batch}, 1 turn`, engine: 'sesa/wasm', metric: 'generated', value: plainTokens / ((performance.now() - t) / 1000), unit: 'tok/s' });
+
+        ctx.log(`selfplay: ${c.key} rollouts with 3 search turns`);
+        const harness = new SearchTurnsPolicy(policy, 4);
+        t = performance.now();
+        const searched = await runRollouts(harness, searcher, requests, { ...base, maxTurns: 4 });
+        const s = (performance.now() - t) / 1000;
+        const queries = searched.reduce((a, r) => a + r.queries.length, 0);
+        rows.push({
+          case: `rollouts ${c.key} b${c.batch}, 3 search turns + answer`,
+          engine: 'sesa/wasm',
+          metric: 'generated',
+          value: harness.generatedTokens / s,
+          unit: 'tok/s',
+          notes: `${queries} searches, ${(searched.reduce((a, r) => a + r.responseIds.length, 0) / c.batch).toFixed(0)} response tokens per rollout incl. observations; model tokens only in the rate`,
+        });
+
+        ctx.log(`selfplay: ${c.key} one SESA step`);
+        const bank = await SkillBank.open(join(root, `${c.key}-skills.json`), { embedder: new LexicalEmbedder() });
+        const adapters = {
+          proposer: LoraAdapter.create('proposer', model.config, LORA_DEFAULTS, { seed: 1 }),
+          solver: LoraAdapter.create('solver', model.config, LORA_DEFAULTS, { seed: 2 }),
+        };
+        const role = (a: LoraAdapter): TrainedRole => {
+          const params = Object.fromEntries(a.variables());
+          return { adapter: a, optimizer: new AdamW(params, { lr: 1e-5 }), params };
+        };
+        const roles = { proposer: role(adapters.proposer), solver: role(adapters.solver) };
+        const settings = { maxTurns: 3, maxTokensPerTurn: c.tokensPerTurn, maxResponseTokens: 512, temperature: 1, passagesPerQuery: 3 };
+        const judgeText = new PolicyTextGenerator(new ModelPolicy('base', model, tokenizer, undefined));
+        const step = await sesaStep(
+          1,
+          synth.seeds,
+          {
+            proposer: new ProposerRole(new ModelPolicy('proposer', model, tokenizer, adapters.proposer), searcher, settings),
+            solver: new SolverRole(new ModelPolicy('solver', model, tokenizer, adapters.solver), searcher, bank, settings),
+            judge: new AnswerJudge(judgeText),
+            ragJudge: judgeText,
+            updater: new GrpoPolicyUpdater(model, roles, { microBatchSize: 4, padTokenId: tokenizer.padTokenId }),
+            distiller: judgeText,
+          },
+          { seedsPerStep: 2, proposalsPerSeed: 4, groupSize: 5, reward: { lambda: 0.5, invalidReward: -1, frontier: true }, seed: 0, ragDistractorBlocks: 4 },
+        );
+        const sec = step.metrics.seconds;
+        for (const phase of ['propose', 'validate', 'solve', 'judge', 'update', 'consolidate', 'total'] as const) {
+          rows.push({
+            case: `sesa step ${c.key} (2 seeds × 4 proposals, G 5)`,
+            engine: 'sesa/wasm',
+            metric: phase,
+            value: sec[phase],
+            unit: 's',
+            ...(phase === 'total' ? { notes: `random weights: ${step.metrics.validQuestions} valid questions of ${step.metrics.proposals}, so solve/judge ≈ 0 and only the proposer is updated` } : {}),
+          });
+        }
+        for (const r of Object.values(roles)) {
+          r.optimizer.dispose();
+          r.adapter.dispose();
+        }
+        await bank.dispose();
+        model.dispose();
+      }
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+    return rows;
+  },
+};
