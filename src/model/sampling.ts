@@ -43,27 +43,38 @@ function logProbAt(row: Float32Array, id: number, temperature: number): number {
   return (row[id] as number) * invT - max - Math.log(z);
 }
 
+/**
+ * Sampling from the whole tempered distribution (the rollout default): two passes over the row, no
+ * allocation, and the log-prob from the same normalizer.
+ */
+function sampleFull(row: Float32Array, invT: number, rng: Rng): SampledToken {
+  let max = -Infinity;
+  for (let i = 0; i < row.length; i++) max = Math.max(max, (row[i] as number) * invT);
+  let z = 0;
+  for (let i = 0; i < row.length; i++) z += Math.exp((row[i] as number) * invT - max);
+  let u = rng.next() * z;
+  let id = row.length - 1;
+  for (let i = 0; i < row.length; i++) {
+    u -= Math.exp((row[i] as number) * invT - max);
+    if (u < 0) {
+      id = i;
+      break;
+    }
+  }
+  return { id, logprob: (row[id] as number) * invT - max - Math.log(z) };
+}
+
 export function sampleToken(row: Float32Array, params: SamplingParams, rng: Rng): SampledToken {
   if (params.temperature <= 0) {
     const id = argmax(row);
     return { id, logprob: logProbAt(row, id, 1) };
   }
   const invT = 1 / params.temperature;
-  // Candidates sorted by logit (descending) only when truncation needs an order; otherwise all of them.
-  let candidates: number[];
-  if (params.topK > 0 || params.topP < 1) {
-    const all = Array.from({ length: row.length }, (_, i) => i);
-    if (params.topK > 0 && params.topK < row.length) {
-      // Partial order: the k largest, then sorted; sorting everything is fine at these sizes but wasteful.
-      all.sort((a, b) => (row[b] as number) - (row[a] as number) || a - b);
-      candidates = all.slice(0, params.topK);
-    } else {
-      all.sort((a, b) => (row[b] as number) - (row[a] as number) || a - b);
-      candidates = all;
-    }
-  } else {
-    candidates = Array.from({ length: row.length }, (_, i) => i);
-  }
+  if (params.topK <= 0 && params.topP >= 1) return sampleFull(row, invT, rng);
+  // Truncation needs an order: candidates sorted by logit, descending (ties by id).
+  const all = Array.from({ length: row.length }, (_, i) => i);
+  all.sort((a, b) => (row[b] as number) - (row[a] as number) || a - b);
+  let candidates = params.topK > 0 && params.topK < row.length ? all.slice(0, params.topK) : all;
   let max = -Infinity;
   for (const i of candidates) max = Math.max(max, (row[i] as number) * invT);
   const weights = candidates.map((i) => Math.exp((row[i] as number) * invT - max));
