@@ -58,7 +58,8 @@ export const command: CommandModule<object, GenerateArgs> = {
             { addGenerationPrompt: true, enableThinking: args.thinking },
           )
         : (args.prompt as string);
-      promptIds = tok.encode(promptText);
+      // A plain prompt gets the tokenizer's own specials (Llama's BOS); a chat render already has them.
+      promptIds = tok.encode(promptText, { addSpecialTokens: !args.chat });
     }
     const stopTokenIds = args['stop-ids'] !== undefined ? parseIdList('stop-ids', args['stop-ids']) : [...new Set([...model.config.eosTokenIds, ...(tokenizer?.eosTokenIds ?? [])])];
     const started = performance.now();

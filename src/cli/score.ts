@@ -24,7 +24,7 @@ export const command: CommandModule<object, ScoreArgs> = {
   handler: async (args) => {
     const backend = await startBackend(args);
     const loaded = await loadModelFromArgs(args);
-    const ids = args.ids !== undefined ? parseIdList('ids', args.ids) : requireTokenizer(loaded, '--text').encode(args.text as string);
+    const ids = args.ids !== undefined ? parseIdList('ids', args.ids) : requireTokenizer(loaded, '--text').encode(args.text as string, { addSpecialTokens: true });
     if (ids.length < 2) throw new Error(`scoring needs at least 2 tokens, got ${ids.length}`);
     const [r] = await scoreBatch(loaded.model, [ids], {
       ...(loaded.tokenizer ? { padTokenId: loaded.tokenizer.padTokenId } : {}),
