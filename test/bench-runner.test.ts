@@ -1,5 +1,5 @@
 // The benchmark runner's formatting and result files, with a fake suite (no timing is measured or asserted).
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -139,9 +139,20 @@ describe('benchmark runner (fake suites)', () => {
     expect(benchBackends(seen[0] as BenchContext)).toEqual(['wasm', 'cpu']);
   });
 
-  it('discovers the real suites (each exports `suite`)', async () => {
+  it('discovers *.bench.ts files of a folder and names one that exports no suite', async () => {
     const { discoverSuites } = await import('../bench/run.js');
-    const names = (await discoverSuites()).map((s) => s.name);
-    expect(names).toEqual(expect.arrayContaining(['inference', 'matmul']));
+    const dir = join(root, 'fake-bench');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'b-fake.bench.ts'), "export const suite = { name: 'fake-b', run: async () => [] };\n");
+    writeFileSync(join(dir, 'a-fake.bench.ts'), "export const suite = { name: 'fake-a', run: async () => [] };\n");
+    writeFileSync(join(dir, 'helper.ts'), 'export const notASuite = 1;\n');
+    expect((await discoverSuites(dir)).map((s) => s.name)).toEqual(['fake-a', 'fake-b']);
+    writeFileSync(join(dir, 'c-broken-fake.bench.ts'), 'export const other = 1;\n');
+    await expect(discoverSuites(dir)).rejects.toThrow(/c-broken-fake\.bench\.ts: does not export `suite: BenchSuite`/);
+  });
+
+  it('the inference and matmul suites export `suite` (not run here)', async () => {
+    expect((await import('../bench/inference.bench.js')).suite.name).toBe('inference');
+    expect((await import('../bench/matmul.bench.js')).suite.name).toBe('matmul');
   });
 });
