@@ -11,9 +11,13 @@
 //   ∂logp_n/∂logits_n = onehot(t_n) − softmax(logits_n)          (p = exp(logits − lse))
 //   ∂L/∂h_c = dy ⊙ (Wᵀ[t]) − (dy ⊙ p)·Wᵀ                          (the onehot term is a row gather of Wᵀ)
 //   ∂L/∂W   = Σ_c h_cᵀ · (dy ⊙ (onehot − p))                      (only with `weightGrad: true`)
-// Wᵀ is formed once per backward with an explicit transpose (or passed in as `weightT`, e.g. a tied
-// embedding table [V, d]): matMul with a transposed operand is ~7× slower on wasm (SPEC §8), so every matMul
-// here is the plain non-transposed 2-D form.
+// (the kernel path forms dlogits = dy ⊙ (onehot − p) directly and uses ∂L/∂h_c = dlogits·Wᵀ.)
+// Wᵀ is formed once per backward with an explicit transpose, or passed in as `weightT`: matMul with a
+// transposed operand is ~7× slower on wasm (SPEC §8), so every matMul here is the plain non-transposed 2-D
+// form. PASS `weightT` WHEN TRAINING ON WASM (a tied embedding table [V, d] is exactly Wᵀ, or transpose W once
+// and keep it): XNNPACK packs a matMul's right operand on first use of each tensor and reuses the packing, so
+// a fresh Wᵀ per backward costs a transpose plus a re-pack (measured ~2 s at d = 256, V = 151,936), while a
+// persistent one is packed once. The same holds for W itself, which is persistent anyway.
 //
 // The op is a tf.customGrad. Per chunk, the matMuls are tf ops (XNNPACK on wasm); the passes over the
 // [chunk × V] logits are two typed-array kernels on cpu and wasm, because the equivalent tf ops take ~5 passes
@@ -34,7 +38,11 @@ export interface TokenLogProbOptions {
    * weight is closed over and gets no gradient and no [d × V] gradient buffer).
    */
   weightGrad?: boolean;
-  /** Optional Wᵀ [V, d] (a tied embedding table), used by the backward instead of transposing W. */
+  /**
+   * Optional persistent Wᵀ [V, d] (a tied embedding table), used by the backward instead of transposing W on
+   * every call; recommended on wasm (see the file header). It must equal transpose(W) at call time (with
+   * `weightGrad`, W changes every step: do not pass a stale one).
+   */
   weightT?: tf.Tensor2D;
   /** 'auto' (default): typed-array kernels on cpu and wasm, tf ops elsewhere; 'ops' forces tf ops. */
   impl?: KernelImpl;
