@@ -63,6 +63,7 @@ function attentionBias(keyMask: number[][], pastLength: number, T: number): tf.T
 
 export class CausalLM {
   private readonly invFreq: Float64Array;
+  private lmHeadT: tf.Tensor2D | undefined;
 
   private constructor(
     readonly config: ModelConfig,
@@ -245,13 +246,19 @@ export class CausalLM {
     return this.lmHead;
   }
 
-  /** The head's transpose [V, d] when the model holds it anyway (tied: the embedding table), else undefined. */
-  get outputHeadTransposed(): tf.Tensor2D | undefined {
-    return this.config.tieWordEmbeddings ? this.embed : undefined;
+  /**
+   * The head's transpose [V, d], for the backward of fused log-prob kernels. A tied model holds it already
+   * (the embedding table); an untied one makes it once, on first use by training (V·d more floats), because
+   * transposing per chunk, or a fresh right operand per matMul, is slow on wasm (XNNPACK repacks it each time).
+   */
+  get outputHeadTransposed(): tf.Tensor2D {
+    if (this.config.tieWordEmbeddings) return this.embed;
+    this.lmHeadT ??= tf.keep(tf.transpose(this.lmHead));
+    return this.lmHeadT;
   }
 
   dispose(): void {
-    const all: tf.Tensor[] = [this.embed, this.finalNorm, this.lmHead];
+    const all: tf.Tensor[] = [this.embed, this.finalNorm, this.lmHead, ...(this.lmHeadT ? [this.lmHeadT] : [])];
     for (const w of this.layers) {
       all.push(w.inputNorm, w.postNorm, ...Object.values(w.proj), ...Object.values(w.bias));
       if (w.qNorm) all.push(w.qNorm);

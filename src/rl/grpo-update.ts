@@ -112,11 +112,10 @@ function responseLogProbs(model: CausalLM, layout: MicroBatchLayout, adapter: Lo
   const hidden = model.forward(layout.ids, { attentionMask: layout.attention, ...(adapter ? { adapter } : {}) });
   const flat = tf.reshape(hidden, [-1, model.config.hiddenSize]) as tf.Tensor2D;
   const selected = tf.gather(flat, tf.tensor1d(layout.hiddenRows, 'int32')) as tf.Tensor2D;
-  const weightT = model.outputHeadTransposed;
   const { logProbs, entropy } = tokenLogProbsWithEntropy(selected, model.outputHead, tf.tensor1d(layout.targets, 'int32'), {
     ...(chunkSize ? { chunkSize } : {}),
-    // The backward multiplies by Wᵀ; a tied model already holds it (the embedding table): no transpose per chunk.
-    ...(weightT ? { weightT } : {}),
+    // The backward multiplies by Wᵀ: a persistent one, so that nothing is transposed or repacked per chunk.
+    weightT: model.outputHeadTransposed,
   });
   const entropyGrid = tf.reshape(entropy, [layout.B, layout.R]) as tf.Tensor2D;
   entropy.dispose(); // the kernel keeps it outside any tidy scope; the reshaped view holds the data now
