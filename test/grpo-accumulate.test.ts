@@ -5,21 +5,8 @@ import { initBackend, tf } from '../src/tensor/backend.js';
 import { tokenLogProbs } from '../kernels/token-logprob.js';
 import { grpoLoss, lossNormalizer, type LossAggregation } from '../src/rl/grpo-loss.js';
 import { accumulateGradients, disposeGrads } from '../src/rl/accumulate.js';
+import { randoms } from './helpers/random.js';
 
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const randoms = (n: number, seed: number, scale = 1) => {
-  const r = rng(seed);
-  return Array.from({ length: n }, () => (r() * 2 - 1) * scale);
-};
 
 const B = 5;
 const T = 6;

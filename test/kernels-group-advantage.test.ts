@@ -3,17 +3,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, tf } from '../src/tensor/backend.js';
 import { GROUP_ADVANTAGE, groupAdvantages, groupAdvantagesOps, type AdvantageMode } from '../kernels/group-advantage.js';
+import { rng } from './helpers/random.js';
 
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Independent float64 reference: sample std (torch.std), degenerate groups → 0. */
 function reference(r: number[], groups: number, g: number, mode: AdvantageMode, eps = 1e-6): number[] {

@@ -12,21 +12,8 @@ import {
   tokenLogProbsFromLogits,
   tokenLogProbsWithEntropy,
 } from '../kernels/token-logprob.js';
+import { randoms } from './helpers/random.js';
 
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-function randoms(n: number, seed: number, scale = 1): number[] {
-  const r = rng(seed);
-  return Array.from({ length: n }, () => Math.fround((r() * 2 - 1) * scale));
-}
 function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   expect(a.length).toBe(b.length);
   let m = 0;

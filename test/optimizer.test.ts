@@ -3,21 +3,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, tf } from '../src/tensor/backend.js';
 import { AdamW, clipByGlobalNorm, globalNorm, learningRateAt, type AdamWConfig } from '../src/rl/optimizer.js';
+import { randoms } from './helpers/random.js';
 
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const randoms = (n: number, seed: number, scale = 1) => {
-  const r = rng(seed);
-  return Array.from({ length: n }, () => Math.fround((r() * 2 - 1) * scale));
-};
 
 const SHAPES: Record<string, number[]> = { a: [3, 4], b: [5] };
 const size = (s: number[]) => s.reduce((x, y) => x * y, 1);
