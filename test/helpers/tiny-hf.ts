@@ -4,6 +4,7 @@
 // tiny model is near-uniform, and greedy decoding would hinge on near-ties.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { byteLevelAlphabet } from '../../src/checkpoint/make-tiny.js';
 import { writeSafetensors, type TensorToWrite } from '../../src/checkpoint/safetensors.js';
 import { expectedTensors, parseModelConfig } from '../../src/model/config.js';
 import { Rng } from '../../src/util/rng.js';
@@ -27,23 +28,10 @@ export interface TinySpec {
   maxPositions?: number;
 }
 
-/** GPT-2's byte → printable-unicode map (so every byte is a visible vocabulary character). */
+/** GPT-2's byte → printable-unicode map indexed by byte (make-tiny's table, in byte order). */
 function bytesToUnicode(): string[] {
-  const bs: number[] = [];
-  for (let b = 33; b <= 126; b++) bs.push(b);
-  for (let b = 161; b <= 172; b++) bs.push(b);
-  for (let b = 174; b <= 255; b++) bs.push(b);
-  const cs = [...bs];
-  let n = 0;
-  for (let b = 0; b < 256; b++) {
-    if (!bs.includes(b)) {
-      bs.push(b);
-      cs.push(256 + n);
-      n++;
-    }
-  }
   const out = new Array<string>(256);
-  bs.forEach((b, i) => (out[b] = String.fromCodePoint(cs[i] as number)));
+  for (const { byte, char } of byteLevelAlphabet()) out[byte] = char;
   return out;
 }
 
