@@ -2,11 +2,12 @@
 // written; a run killed with SIGKILL and resumed gives the same metrics, bank and adapters as an
 // uninterrupted run with the same seed.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
+import { generateSyntheticCorpus } from '../src/corpus/synthetic.js';
 
 const CLI = resolve(import.meta.dirname, '..', 'bin', 'sesa-train.mjs');
 let root: string;
@@ -94,6 +95,20 @@ describe('sesa-train end to end (tiny random model)', () => {
       const b = readFileSync(join(root, 'run-killed', 'checkpoints', 'step-3', role, 'adapter_model.safetensors'));
       expect(a.equals(b), `${role} adapter`).toBe(true);
     }
+  });
+
+  it('trains on a JSONL corpus file with no --seeds (answers from its titles) and the skill bank off', async () => {
+    const corpus = join(root, 'corpus.jsonl');
+    const { corpus: rows } = generateSyntheticCorpus({ seed: 5, passages: 300 });
+    writeFileSync(corpus, `${rows.map((r) => JSON.stringify(r)).join('\n')}\n`);
+    const args = trainArgs('run-file').map((a) => (a === 'demo' ? corpus : a === '3' ? '1' : a));
+    const r = await start([...args, '--skills', 'off']).done;
+    expect(r.code, r.stderr).toBe(0);
+    const [m] = metricsOf('run-file') as Array<Record<string, unknown>>;
+    expect(m).toMatchObject({ step: 1, seeds: 1, proposals: 2 });
+    expect(m).not.toHaveProperty('bankSize');
+    expect(existsSync(join(root, 'run-file', 'skills.json'))).toBe(false);
+    expect(existsSync(join(root, 'run-file', 'checkpoints', 'step-1', 'state.json'))).toBe(true);
   });
 
   it('refuses bad settings with messages that name the flag', async () => {

@@ -1,6 +1,6 @@
 // The training run: builds the model, adapters, search tool, skill bank and roles from a TrainConfig, then
 // runs SESA steps with metrics, checkpoints and resume. The step itself is in step.ts.
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../checkpoint/atomic.js';
 import { loadOptimizerState, saveOptimizerState } from '../checkpoint/optimizer-state.js';
@@ -17,7 +17,7 @@ import { ensureTinyDefaultModel, TINY_DEFAULT_NAME } from '../model/tiny-default
 import { loadTokenizer } from '../model/tokenizer.js';
 import { AdamW } from '../rl/optimizer.js';
 import { Bm25Index } from '../search/bm25-index.js';
-import { parseContents } from '../search/corpus.js';
+import { loadCorpus, parseContents } from '../search/corpus.js';
 import { SearchR1Client } from '../search/searchr1-client.js';
 import type { Searcher } from '../search/types.js';
 import { SkillBank } from '../skills/bank.js';
@@ -28,6 +28,7 @@ import { type BackendInfo, initBackend } from '../tensor/backend.js';
 import { type TrainConfig, validateConfig } from './config.js';
 import { AnswerJudge } from './judge.js';
 import { type AnswerSeed, ProposerRole, SolverRole } from './roles.js';
+import { readSeedsFile, seedsFromPassages } from './seeds.js';
 import { RunFolder } from './run-folder.js';
 import { type StepMetrics, sesaStep } from './step.js';
 import { GrpoPolicyUpdater, type Role, type TrainedRole } from './updater.js';
@@ -79,35 +80,11 @@ async function buildSearch(config: TrainConfig, log: (l: string) => void): Promi
     log(`search: BM25 over the embedded synthetic encyclopedia (${passages.length} passages, ${seeds.length} answer seeds)`);
     return { searcher: await Bm25Index.fromPassages(passages, { warn: log }, 'demo corpus'), seeds };
   }
-  const index = await Bm25Index.open(config.corpus, { warn: log });
+  const corpus = await loadCorpus(config.corpus);
+  const index = await Bm25Index.fromPassages(corpus.passages, { warn: log }, config.corpus);
   log(`search: ${index.describe()}`);
-  return { searcher: index };
-}
-
-/** Answer seeds from a JSONL file of {"answer": string, "hops": number, "aliases"?: string[]}. */
-export function readSeedsFile(file: string): AnswerSeed[] {
-  if (!existsSync(file)) throw new Error(`--seeds ${file}: file not found`);
-  const seeds: AnswerSeed[] = [];
-  readFileSync(file, 'utf8')
-    .split('\n')
-    .forEach((line, i) => {
-      if (line.trim() === '') return;
-      let row: { answer?: unknown; hops?: unknown; aliases?: unknown };
-      try {
-        row = JSON.parse(line) as typeof row;
-      } catch (err) {
-        throw new Error(`${file}:${i + 1}: not valid JSON (${(err as Error).message})`);
-      }
-      if (typeof row.answer !== 'string' || row.answer.trim() === '') throw new Error(`${file}:${i + 1}: field 'answer' must be a non-empty string`);
-      const hops = row.hops ?? 1;
-      if (typeof hops !== 'number' || !Number.isInteger(hops) || hops < 1) throw new Error(`${file}:${i + 1}: field 'hops' must be a positive integer`);
-      if (row.aliases !== undefined && !(Array.isArray(row.aliases) && row.aliases.every((a) => typeof a === 'string'))) {
-        throw new Error(`${file}:${i + 1}: field 'aliases' must be a list of strings`);
-      }
-      seeds.push({ answer: row.answer, hops, ...(row.aliases ? { aliases: row.aliases as string[] } : {}) });
-    });
-  if (seeds.length === 0) throw new Error(`--seeds ${file}: no seeds in the file`);
-  return seeds;
+  // Without --seeds, the corpus's own entities (passage titles) are the answers to build questions for.
+  return { searcher: index, seeds: config.seeds ? undefined : seedsFromPassages(corpus.passages) };
 }
 
 async function buildEmbedder(config: TrainConfig): Promise<Embedder> {
@@ -154,7 +131,7 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
 
   const { searcher, seeds: corpusSeeds } = await buildSearch(config, log);
   const seeds = config.seeds ? readSeedsFile(config.seeds) : corpusSeeds;
-  if (!seeds) throw new Error('--seeds FILE is required with --corpus FILE or --retriever-url (answer seeds: JSONL of {"answer","hops"})');
+  if (!seeds) throw new Error('--seeds FILE is required with --retriever-url (answer seeds: JSONL of {"answer","hops"}); a local --corpus supplies its own');
 
   // Where to start: the last complete checkpoint of a resumed run, else step 1.
   const ckpt = resumeDir !== undefined ? run.latestCheckpoint() : undefined;

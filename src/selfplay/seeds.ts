@@ -1,0 +1,49 @@
+// Answer seeds for the proposer (SPEC §2 step 1): a target answer and a hop count. From a JSONL file, or
+// derived from a corpus when none is given.
+import { existsSync, readFileSync } from 'node:fs';
+import type { Passage } from '../search/types.js';
+import type { AnswerSeed } from './roles.js';
+
+/** Answer seeds from a JSONL file of {"answer": string, "hops": number, "aliases"?: string[]}. */
+export function readSeedsFile(file: string): AnswerSeed[] {
+  if (!existsSync(file)) throw new Error(`--seeds ${file}: file not found`);
+  const seeds: AnswerSeed[] = [];
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .forEach((line, i) => {
+      if (line.trim() === '') return;
+      let row: { answer?: unknown; hops?: unknown; aliases?: unknown };
+      try {
+        row = JSON.parse(line) as typeof row;
+      } catch (err) {
+        throw new Error(`${file}:${i + 1}: not valid JSON (${(err as Error).message})`);
+      }
+      if (typeof row.answer !== 'string' || row.answer.trim() === '') throw new Error(`${file}:${i + 1}: field 'answer' must be a non-empty string`);
+      const hops = row.hops ?? 1;
+      if (typeof hops !== 'number' || !Number.isInteger(hops) || hops < 1) throw new Error(`${file}:${i + 1}: field 'hops' must be a positive integer`);
+      if (row.aliases !== undefined && !(Array.isArray(row.aliases) && row.aliases.every((a) => typeof a === 'string'))) {
+        throw new Error(`${file}:${i + 1}: field 'aliases' must be a list of strings`);
+      }
+      seeds.push({ answer: row.answer, hops, ...(row.aliases ? { aliases: row.aliases as string[] } : {}) });
+    });
+  if (seeds.length === 0) throw new Error(`--seeds ${file}: no seeds in the file`);
+  return seeds;
+}
+
+/**
+ * Seeds from a corpus's own entities: each distinct passage title of at most 8 words is an answer, with hop
+ * counts 1, 2, 3 in turn (ours: the papers draw seeds from QA data, which an arbitrary corpus lacks).
+ */
+export function seedsFromPassages(passages: readonly Passage[]): AnswerSeed[] {
+  const seen = new Set<string>();
+  const seeds: AnswerSeed[] = [];
+  for (const p of passages) {
+    const title = p.title.trim();
+    const key = title.toLowerCase();
+    if (title === '' || seen.has(key) || title.split(/\s+/).length > 8) continue;
+    seen.add(key);
+    seeds.push({ answer: title, hops: 1 + (seeds.length % 3) });
+  }
+  if (seeds.length === 0) throw new Error('the corpus has no titled passages to use as answer seeds; give --seeds FILE');
+  return seeds;
+}

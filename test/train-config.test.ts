@@ -1,0 +1,94 @@
+// The training configuration: precedence (defaults ← embedded defaults for the tiny model ← config file ←
+// flags), config files in JSON and YAML, validation messages that name the flag or file, and answer seeds.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveTrainConfig } from '../src/cli/train.js';
+import { configProblems, EMBEDDED_DEFAULTS, TRAIN_DEFAULTS, validateConfig } from '../src/selfplay/config.js';
+import { readSeedsFile, seedsFromPassages } from '../src/selfplay/seeds.js';
+
+let root: string;
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), 'sesa-config-'));
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe('resolveTrainConfig', () => {
+  it('no arguments: the embedded default (tiny model, demo corpus, lexical embedder, 3 steps)', () => {
+    const { config } = resolveTrainConfig({ json: false }, new Set());
+    expect(config).toEqual({ ...TRAIN_DEFAULTS, ...EMBEDDED_DEFAULTS });
+    expect(configProblems(config)).toEqual([]);
+    expect(config).toMatchObject({ model: 'tiny', corpus: 'demo', embedder: 'lexical', steps: 3 });
+  });
+
+  it('a real model takes the SPEC defaults; a config file overrides them and flags override the file', () => {
+    const file = join(root, 'cfg.yaml');
+    writeFileSync(file, 'model: qwen3-4b\nsteps: 50\ngroup-size: 8\nkl-coef: 0.02\nskills: false\n');
+    const args = { json: false, config: file, steps: 7, klCoef: 0.5, groupSize: 99 };
+    const { config, fromFlags } = resolveTrainConfig(args, new Set(['config', 'steps']));
+    expect(fromFlags).toEqual({ steps: 7 });
+    expect(config).toMatchObject({ model: 'qwen3-4b', steps: 7, groupSize: 8, klCoef: 0.02, skills: false, proposalsPerSeed: 4, lr: 1e-5, lambda: 0.5, embedder: 'e5' });
+  });
+
+  it('--skills on|off and --no-priming style switches', () => {
+    const { config } = resolveTrainConfig({ json: false, model: 'qwen3-4b', skills: 'off', priming: false, frontier: false }, new Set(['model', 'skills', 'priming', 'frontier']));
+    expect(config).toMatchObject({ skills: false, priming: false, frontier: false, distill: true });
+  });
+
+  it('refuses unknown settings and wrong types in a config file, naming the file', () => {
+    const json = join(root, 'bad.json');
+    writeFileSync(json, JSON.stringify({ steps: 'ten' }));
+    expect(() => resolveTrainConfig({ json: false, config: json }, new Set(['config']))).toThrow(`${json}: setting 'steps' must be a number, got "ten"`);
+    writeFileSync(json, JSON.stringify({ stepz: 10 }));
+    expect(() => resolveTrainConfig({ json: false, config: json }, new Set(['config']))).toThrow(/bad\.json: unknown setting 'stepz'/);
+    writeFileSync(json, '{ "steps": ');
+    expect(() => resolveTrainConfig({ json: false, config: json }, new Set(['config']))).toThrow(/bad\.json: not valid JSON/);
+  });
+
+  it('validation names every bad flag, and refuses more than one GPU plainly', () => {
+    const problems = configProblems({ ...TRAIN_DEFAULTS, gpus: 8, lr: 0, clipLow: 1.5, groupSize: 1, embedder: 'bert' as 'e5' });
+    expect(problems).toEqual([
+      '--lr must be a positive number, got 0',
+      '--clip-low must be in (0, 1), got 1.5',
+      '--embedder must be e5 or lexical, got bert',
+      '--gpus 8: multi-GPU training needs the multi-worker trainer, which does not exist yet; run with --gpus 1 (one process, one device)',
+      '--group-size must be ≥ 2 for the frontier reward (p̂ needs a group)',
+    ]);
+    expect(() => validateConfig({ ...TRAIN_DEFAULTS, steps: 0 })).toThrow(/--steps must be a positive integer, got 0/);
+  });
+});
+
+describe('answer seeds', () => {
+  it('reads JSONL seeds and names the file and line of a bad row', () => {
+    const file = join(root, 'seeds.jsonl');
+    writeFileSync(file, '{"answer":"Grimane","hops":2}\n\n{"answer":"Joris River","aliases":["Joris"]}\n');
+    expect(readSeedsFile(file)).toEqual([
+      { answer: 'Grimane', hops: 2 },
+      { answer: 'Joris River', hops: 1, aliases: ['Joris'] },
+    ]);
+    writeFileSync(file, '{"answer":"A","hops":1}\n{"answer":"","hops":1}\n');
+    expect(() => readSeedsFile(file)).toThrow(`${file}:2: field 'answer' must be a non-empty string`);
+    writeFileSync(file, '{"answer":"A","hops":0}\n');
+    expect(() => readSeedsFile(file)).toThrow(`${file}:1: field 'hops' must be a positive integer`);
+  });
+
+  it('derives seeds from a corpus: distinct short titles, hops 1, 2, 3 in turn', () => {
+    const passages = [
+      { id: '1', title: 'Grimane', text: 'a' },
+      { id: '2', title: 'grimane', text: 'b' },
+      { id: '3', title: '', text: 'c' },
+      { id: '4', title: 'Joris River', text: 'd' },
+      { id: '5', title: 'A title that is far too long to be an answer seed', text: 'e' },
+      { id: '6', title: 'Pryoth Symphony', text: 'f' },
+      { id: '7', title: 'Selor', text: 'g' },
+    ];
+    expect(seedsFromPassages(passages)).toEqual([
+      { answer: 'Grimane', hops: 1 },
+      { answer: 'Joris River', hops: 2 },
+      { answer: 'Pryoth Symphony', hops: 3 },
+      { answer: 'Selor', hops: 1 },
+    ]);
+    expect(() => seedsFromPassages([{ id: '1', title: '', text: 'x' }])).toThrow(/--seeds FILE/);
+  });
+});
