@@ -48,10 +48,18 @@ function naivePeakEstimate(n: number, d: number): number {
 async function measure(fn: () => tf.Tensor | tf.Tensor[]): Promise<{ seconds: number; peakExtra: number }> {
   const startBytes = tf.memory().numBytes;
   const t0 = performance.now();
-  const info = await tf.profile(() => {
-    const out = fn();
-    tf.dispose(out);
-  });
+  let info: Awaited<ReturnType<typeof tf.profile>>;
+  try {
+    info = await tf.profile(() => {
+      const out = fn();
+      tf.dispose(out);
+    });
+  } catch (err) {
+    // tf.profile leaves the engine in profiling mode when its query throws, and every later kernel then pays
+    // the profiler's per-kernel bookkeeping: the rest of the run crawls. Switch it off before reporting.
+    (tf.engine() as unknown as { state: { profiling: boolean } }).state.profiling = false;
+    throw err;
+  }
   const seconds = (performance.now() - t0) / 1000;
   return { seconds, peakExtra: Math.max(0, info.peakBytes - startBytes) };
 }
