@@ -103,6 +103,17 @@ describe('KV cache and padding (wasm)', () => {
     cache.dispose();
   });
 
+  it('attention over query blocks (a small score budget) equals attention in one block (≤ 1e-6)', async () => {
+    const seqs = randomSequences(6, [30, 30], model.config.vocabSize);
+    const mask = [seqs[0]!.map(() => 1), seqs[1]!.map((_, i) => (i < 4 ? 0 : 1))];
+    const whole = model.forward(seqs, { attentionMask: mask });
+    // B·H·S = 2·4·30 = 240 scores per query row: a budget of 1000 gives blocks of 4 rows (8 blocks).
+    const blocked = model.forward(seqs, { attentionMask: mask, attentionScoreBudget: 1000 });
+    const diff = tf.max(tf.abs(tf.sub(whole, blocked)));
+    expect((await diff.data())[0]).toBeLessThanOrEqual(1e-6);
+    tf.dispose([whole, blocked, diff]);
+  });
+
   it('a left-padded batch gives each row what it gives alone', async () => {
     const seqs = randomSequences(5, [9, 33, 20], model.config.vocabSize);
     const batched = await scoreBatch(model, seqs, { padTokenId: 5 });

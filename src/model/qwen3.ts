@@ -20,6 +20,9 @@ import { type ModelConfig, expectedTensors, loadModelConfig } from './config.js'
 import { inverseFrequencies, ropeTables } from './rope.js';
 import { KVCache } from './kv-cache.js';
 
+/** Most attention scores (floats) formed at once: 2^24 = 64 MiB. Longer query spans are processed in blocks. */
+const SCORE_BUDGET = 2 ** 24;
+
 export const PROJECTIONS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] as const;
 export type ProjectionName = (typeof PROJECTIONS)[number];
 
@@ -44,6 +47,8 @@ export interface ForwardOptions {
   cache?: KVCache;
   /** LoRA adapter to apply; none = the base model (the reference policy). */
   adapter?: ProjectionAdapter;
+  /** Most attention scores formed at once (default 2^24); smaller values only split the work into more blocks. */
+  attentionScoreBudget?: number;
 }
 
 /** Additive attention mask [B, 1, T, S]: 0 where query t may see key s (causal and not padding), else −1e9. */
@@ -174,13 +179,26 @@ export class CausalLM {
     if (opts.cache) [keys, values] = opts.cache.append(layer, keys, values);
     const S = keys.shape[2];
 
-    // Grouped-query attention without copying keys: the `groups` query heads of one kv head are stacked
-    // along the query axis, so one batched matMul per kv head serves them all (head h uses kv head h / groups).
-    const qGrouped = tf.reshape(tf.transpose(q, [0, 2, 1, 3]), [B * KV, groups * T, hd]);
-    const scores = tf.mul(tf.matMul(qGrouped, tf.reshape(keys, [B * KV, S, hd]), false, true), 1 / Math.sqrt(hd));
-    const probs = tf.softmax(tf.add(tf.reshape(scores, [B, H, T, S]), mask));
-    const context = tf.matMul(tf.reshape(probs, [B * KV, groups * T, S]), tf.reshape(values, [B * KV, S, hd]));
-    const merged = tf.reshape(tf.transpose(tf.reshape(context, [B, H, T, hd]), [0, 2, 1, 3]), [B * T, H * hd]) as tf.Tensor2D;
+    // Queries in blocks, so the [B, H, rows, S] score tensor stays within SCORE_BUDGET floats however long
+    // the context (a multi-turn prefill of thousands of tokens would otherwise need gigabytes).
+    const rows = Math.max(1, Math.min(T, Math.floor((opts.attentionScoreBudget ?? SCORE_BUDGET) / (B * H * S))));
+    const keysFlat = tf.reshape(keys, [B * KV, S, hd]);
+    const valuesFlat = tf.reshape(values, [B * KV, S, hd]);
+    const blocks: tf.Tensor[] = [];
+    for (let t0 = 0; t0 < T; t0 += rows) {
+      const n = Math.min(rows, T - t0);
+      const qBlock = n === T ? q : tf.slice(q, [0, t0, 0, 0], [B, n, H, hd]);
+      const maskBlock = n === T ? mask : tf.slice(mask, [0, 0, t0, 0], [B, 1, n, S]);
+      // Grouped-query attention without copying keys: the `groups` query heads of one kv head are stacked
+      // along the query axis, so one batched matMul per kv head serves them all (head h uses kv head h / groups).
+      const qGrouped = tf.reshape(tf.transpose(qBlock, [0, 2, 1, 3]), [B * KV, groups * n, hd]);
+      const scores = tf.mul(tf.matMul(qGrouped, keysFlat, false, true), 1 / Math.sqrt(hd));
+      const probs = tf.softmax(tf.add(tf.reshape(scores, [B, H, n, S]), maskBlock));
+      const context = tf.matMul(tf.reshape(probs, [B * KV, groups * n, S]), valuesFlat);
+      blocks.push(tf.transpose(tf.reshape(context, [B, H, n, hd]), [0, 2, 1, 3]));
+    }
+    const joined = blocks.length === 1 ? (blocks[0] as tf.Tensor) : tf.concat(blocks, 1);
+    const merged = tf.reshape(joined, [B * T, H * hd]) as tf.Tensor2D;
     return this.project(merged, layer, 'o_proj', opts);
   }
 
