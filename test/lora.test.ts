@@ -101,6 +101,36 @@ describe('LoRA adapter', () => {
     expect(tf.memory().numTensors).toBe(before);
     adapter.dispose();
   });
+
+  it('adapter gradients through the whole forward agree with central finite differences', async () => {
+    const adapter = LoraAdapter.create('x', model.config, { r: 2, alpha: 4, dropout: 0, targets: ['q_proj', 'down_proj'] }, { seed: 4, randomB: true, randomBStd: 0.1 });
+    const ids = [seqs[0]?.slice(0, 8) as number[]];
+    const d = model.config.hiddenSize;
+    const weights = tf.sin(tf.reshape(tf.range(0, 8 * d), [1, 8, d]));
+    const loss = (): tf.Scalar => tf.tidy(() => tf.sum(tf.mul(model.forward(ids, { adapter }), weights)) as tf.Scalar);
+    const vars = adapter.variables();
+    const { value, grads } = tf.variableGrads(loss, [...vars.values()]);
+    for (const key of ['model.layers.0.self_attn.q_proj.lora_B', 'model.layers.0.mlp.down_proj.lora_A', 'model.layers.1.mlp.down_proj.lora_B']) {
+      const v = vars.get(key) as tf.Variable;
+      const g = (await (grads[v.name] as tf.Tensor).data())[3] as number;
+      const vals = Float32Array.from(await v.data());
+      const at = async (x: number): Promise<number> => {
+        vals[3] = x;
+        v.assign(tf.tensor(vals, v.shape));
+        const l = loss();
+        const out = (await l.data())[0] as number;
+        l.dispose();
+        return out;
+      };
+      const orig = vals[3] as number;
+      const eps = 1e-2;
+      const fd = ((await at(orig + eps)) - (await at(orig - eps))) / (2 * eps);
+      await at(orig);
+      expect(Math.abs(g - fd), key).toBeLessThanOrEqual(2e-3 * Math.max(1, Math.abs(fd)));
+    }
+    tf.dispose([value, weights, ...Object.values(grads)]);
+    adapter.dispose();
+  });
 });
 
 describe('PEFT format', () => {

@@ -187,15 +187,21 @@ export class CausalLM {
     const blocks: tf.Tensor[] = [];
     for (let t0 = 0; t0 < T; t0 += rows) {
       const n = Math.min(rows, T - t0);
-      const qBlock = n === T ? q : tf.slice(q, [0, t0, 0, 0], [B, n, H, hd]);
-      const maskBlock = n === T ? mask : tf.slice(mask, [0, 0, t0, 0], [B, 1, n, S]);
-      // Grouped-query attention without copying keys: the `groups` query heads of one kv head are stacked
-      // along the query axis, so one batched matMul per kv head serves them all (head h uses kv head h / groups).
-      const qGrouped = tf.reshape(tf.transpose(qBlock, [0, 2, 1, 3]), [B * KV, groups * n, hd]);
-      const scores = tf.mul(tf.matMul(qGrouped, keysFlat, false, true), 1 / Math.sqrt(hd));
-      const probs = tf.softmax(tf.add(tf.reshape(scores, [B, H, n, S]), maskBlock));
-      const context = tf.matMul(tf.reshape(probs, [B * KV, groups * n, S]), valuesFlat);
-      blocks.push(tf.transpose(tf.reshape(context, [B, H, n, hd]), [0, 2, 1, 3]));
+      // Each block's scores are freed as soon as its context is formed (under autodiff, tfjs keeps what the
+      // backward needs on its own).
+      blocks.push(
+        tf.tidy(() => {
+          const qBlock = n === T ? q : tf.slice(q, [0, t0, 0, 0], [B, n, H, hd]);
+          const maskBlock = n === T ? mask : tf.slice(mask, [0, 0, t0, 0], [B, 1, n, S]);
+          // Grouped-query attention without copying keys: the `groups` query heads of one kv head are stacked
+          // along the query axis, so one batched matMul per kv head serves them all (head h uses kv head h / groups).
+          const qGrouped = tf.reshape(tf.transpose(qBlock, [0, 2, 1, 3]), [B * KV, groups * n, hd]);
+          const scores = tf.mul(tf.matMul(qGrouped, keysFlat, false, true), 1 / Math.sqrt(hd));
+          const probs = tf.softmax(tf.add(tf.reshape(scores, [B, H, n, S]), maskBlock));
+          const context = tf.matMul(tf.reshape(probs, [B * KV, groups * n, S]), valuesFlat);
+          return tf.transpose(tf.reshape(context, [B, H, n, hd]), [0, 2, 1, 3]);
+        }),
+      );
     }
     const joined = blocks.length === 1 ? (blocks[0] as tf.Tensor) : tf.concat(blocks, 1);
     const merged = tf.reshape(joined, [B * T, H * hd]) as tf.Tensor2D;
@@ -247,8 +253,13 @@ export class CausalLM {
       let h = tf.gather(this.embed, tf.tensor1d(inputIds.flat(), 'int32')) as tf.Tensor2D;
       for (let l = 0; l < this.config.numLayers; l++) {
         const w = this.layers[l] as LayerWeights;
-        h = tf.add(h, this.attention(this.rmsNorm(h, w.inputNorm) as tf.Tensor2D, l, { B, T }, rot, bias, opts));
-        h = tf.add(h, this.mlp(this.rmsNorm(h, w.postNorm) as tf.Tensor2D, l, opts));
+        const hIn = h;
+        // One scope per layer: its intermediates are released before the next layer runs, so inference memory
+        // is one layer's working set plus the residual stream (autodiff keeps what its backward needs).
+        h = tf.tidy(() => {
+          const a = tf.add(hIn, this.attention(this.rmsNorm(hIn, w.inputNorm) as tf.Tensor2D, l, { B, T }, rot, bias, opts));
+          return tf.add(a, this.mlp(this.rmsNorm(a, w.postNorm) as tf.Tensor2D, l, opts)) as tf.Tensor2D;
+        });
       }
       return tf.reshape(this.rmsNorm(h, this.finalNorm), [B, T, this.config.hiddenSize]) as tf.Tensor3D;
     });
