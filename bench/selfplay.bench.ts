@@ -61,11 +61,13 @@ interface Case {
   make: Omit<MakeTinyOptions, 'out'>;
   batch: number;
   tokensPerTurn: number;
+  /** The measured step: seeds × proposals, turns and response budget (the ~100M one is kept small). */
+  step: { seeds: number; proposals: number; turns: number; responseTokens: number; microBatch: number };
 }
 
 const CASES: Case[] = [
-  { key: 'tiny', make: { arch: 'qwen3', layers: 2, hidden: 64, heads: 4, kvHeads: 2, headDim: 16, intermediate: 128, vocab: 2000, seed: 1 }, batch: 8, tokensPerTurn: 32 },
-  { key: '100m', make: { arch: 'qwen3', layers: 12, hidden: 768, heads: 12, kvHeads: 4, headDim: 64, intermediate: 2048, vocab: 32000, seed: 2 }, batch: 4, tokensPerTurn: 16 },
+  { key: 'tiny', make: { arch: 'qwen3', layers: 2, hidden: 64, heads: 4, kvHeads: 2, headDim: 16, intermediate: 128, vocab: 2000, seed: 1 }, batch: 8, tokensPerTurn: 32, step: { seeds: 2, proposals: 4, turns: 3, responseTokens: 512, microBatch: 4 } },
+  { key: '100m', make: { arch: 'qwen3', layers: 12, hidden: 768, heads: 12, kvHeads: 4, headDim: 64, intermediate: 2048, vocab: 32000, seed: 2 }, batch: 4, tokensPerTurn: 16, step: { seeds: 1, proposals: 2, turns: 2, responseTokens: 192, microBatch: 1 } },
 ];
 
 export const suite: BenchSuite = {
@@ -123,31 +125,40 @@ export const suite: BenchSuite = {
           return { adapter: a, optimizer: new AdamW(params, { lr: 1e-5 }), params };
         };
         const roles = { proposer: role(adapters.proposer), solver: role(adapters.solver) };
-        const settings = { maxTurns: 3, maxTokensPerTurn: c.tokensPerTurn, maxResponseTokens: 512, temperature: 1, passagesPerQuery: 3 };
+        const settings = { maxTurns: c.step.turns, maxTokensPerTurn: c.tokensPerTurn, maxResponseTokens: c.step.responseTokens, temperature: 1, passagesPerQuery: 3 };
         const judgeText = new PolicyTextGenerator(new ModelPolicy('base', model, tokenizer, undefined));
-        const step = await sesaStep(
-          1,
-          synth.seeds,
-          {
-            proposer: new ProposerRole(new ModelPolicy('proposer', model, tokenizer, adapters.proposer), searcher, settings),
-            solver: new SolverRole(new ModelPolicy('solver', model, tokenizer, adapters.solver), searcher, bank, settings),
-            judge: new AnswerJudge(judgeText),
-            ragJudge: judgeText,
-            updater: new GrpoPolicyUpdater(model, roles, { microBatchSize: 4, padTokenId: tokenizer.padTokenId }),
-            distiller: judgeText,
-          },
-          { seedsPerStep: 2, proposalsPerSeed: 4, groupSize: 5, reward: { lambda: 0.5, invalidReward: -1, frontier: true }, seed: 0, ragDistractorBlocks: 4 },
-        );
-        const sec = step.metrics.seconds;
-        for (const phase of ['propose', 'validate', 'solve', 'judge', 'update', 'consolidate', 'total'] as const) {
-          rows.push({
-            case: `sesa step ${c.key} (2 seeds × 4 proposals, G 5)`,
-            engine: 'sesa/wasm',
-            metric: phase,
-            value: sec[phase],
-            unit: 's',
-            ...(phase === 'total' ? { notes: `random weights: ${step.metrics.validQuestions} valid questions of ${step.metrics.proposals}, so solve/judge ≈ 0 and only the proposer is updated` } : {}),
-          });
+        const stepCase = `sesa step ${c.key} (${c.step.seeds} seeds × ${c.step.proposals} proposals, ${c.step.turns} turns, G 5)`;
+        try {
+          const step = await sesaStep(
+            1,
+            synth.seeds,
+            {
+              proposer: new ProposerRole(new ModelPolicy('proposer', model, tokenizer, adapters.proposer), searcher, settings),
+              solver: new SolverRole(new ModelPolicy('solver', model, tokenizer, adapters.solver), searcher, bank, settings),
+              judge: new AnswerJudge(judgeText),
+              ragJudge: judgeText,
+              // One sequence per backward on the ~100M model: its activations must fit the 4 GiB wasm heap.
+              updater: new GrpoPolicyUpdater(model, roles, { microBatchSize: c.step.microBatch, padTokenId: tokenizer.padTokenId }),
+              distiller: judgeText,
+            },
+            { seedsPerStep: c.step.seeds, proposalsPerSeed: c.step.proposals, groupSize: 5, reward: { lambda: 0.5, invalidReward: -1, frontier: true }, seed: 0, ragDistractorBlocks: 4 },
+          );
+          const sec = step.metrics.seconds;
+          for (const phase of ['propose', 'validate', 'solve', 'judge', 'update', 'consolidate', 'total'] as const) {
+            rows.push({
+              case: stepCase,
+              engine: 'sesa/wasm',
+              metric: phase,
+              value: sec[phase],
+              unit: 's',
+              ...(phase === 'total' ? { notes: `random weights: ${step.metrics.validQuestions} valid questions of ${step.metrics.proposals}, so solve/judge ≈ 0 and only the proposer is updated` } : {}),
+            });
+          }
+        } catch (err) {
+          // A wasm abort (out of heap) is reported as a row; the rows measured so far are kept.
+          const msg = (err as Error).message.split('\n')[0] ?? String(err);
+          ctx.log(`selfplay: ${stepCase} failed: ${msg}`);
+          rows.push({ case: stepCase, engine: 'sesa/wasm', metric: 'failed', value: Number.NaN, unit: '', notes: `failed: ${msg}` });
         }
         for (const r of Object.values(roles)) {
           r.optimizer.dispose();
