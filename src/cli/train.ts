@@ -94,7 +94,7 @@ function summaryText(s: TrainSummary, tiny: boolean): string {
       '',
       'This was the embedded default: a tiny model with random weights, which learns nothing meaningful (its',
       'questions and answers are noise). It shows the whole loop running. Train a real model with',
-      '  npx sesa-train --model qwen3-0.6b   (or any Hugging Face Qwen3 folder; --corpus FILE.jsonl --seeds SEEDS.jsonl)',
+      '  npx sesa-train --model qwen3-0.6b   (or any Hugging Face Qwen3 folder; --corpus FILE.jsonl for your own passages)',
     );
   }
   return lines.join('\n');
