@@ -85,7 +85,8 @@ for (const variant of ['real', 'built'] as const) {
       expect(maxAbsDiff(q!, p!)).toBeGreaterThan(1e-3);
     });
 
-    it.runIf(variant === 'real')('tokenizes exactly like the E5 golden encodings', async () => {
+    // The golden encodings are of the real tokenizer only: the built one registers no such test.
+    if (variant === 'real') it('tokenizes exactly like the E5 golden encodings', async () => {
       const golden = JSON.parse(readFileSync(join(E5_TOKENIZER_DIR, 'golden_encodings.json'), 'utf8')) as Record<string, number[]>;
       for (const [text, ids] of Object.entries(golden)) {
         const enc = await tokenize(model.dir, [text]);
