@@ -3,15 +3,22 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname, basename, join } from 'node:path';
 
-export function writeFileAtomic(path: string, data: string | Uint8Array): void {
+/**
+ * Streams a file atomically: `fill(put)` writes the content in pieces (so a multi-GB file never sits in memory
+ * whole); then the temp file is fsynced and renamed over `path`. Returns the bytes written.
+ */
+export function writeStreamAtomic(path: string, fill: (put: (bytes: Uint8Array) => void) => void): number {
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true });
   const tmp = join(dir, `.${basename(path)}.${process.pid}.${Date.now()}.tmp`);
   const fd = openSync(tmp, 'w');
+  let written = 0;
   try {
-    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-    let off = 0;
-    while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
+    fill((bytes) => {
+      let off = 0;
+      while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
+      written += bytes.length;
+    });
     fsyncSync(fd);
   } catch (err) {
     closeSync(fd);
@@ -20,6 +27,11 @@ export function writeFileAtomic(path: string, data: string | Uint8Array): void {
   }
   closeSync(fd);
   renameSync(tmp, path);
+  return written;
+}
+
+export function writeFileAtomic(path: string, data: string | Uint8Array): void {
+  writeStreamAtomic(path, (put) => put(typeof data === 'string' ? Buffer.from(data, 'utf8') : data));
 }
 
 export function writeJsonAtomic(path: string, value: unknown): void {

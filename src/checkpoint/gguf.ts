@@ -2,8 +2,8 @@
 // Layout: "GGUF", u32 version, u64 tensor count, u64 metadata count, the metadata key/values, the tensor
 // infos (name, dims innermost-first, ggml type, offset), padding to `general.alignment`, then the tensor
 // data, each tensor starting at a multiple of the alignment. All little-endian.
-import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { writeStreamAtomic } from './atomic.js';
 import { f16ToF32, f32ToF16 } from './safetensors.js';
 
 export const GGUF_MAGIC = 0x46554747; // "GGUF" read as a little-endian u32
@@ -243,37 +243,24 @@ function encodeHeader(metadata: ReadonlyArray<readonly [string, GgufValue]>, ten
 export function writeGguf(path: string, metadata: ReadonlyArray<readonly [string, GgufValue]>, tensors: readonly GgufTensorToWrite[], options: GgufWriteOptions = {}): number {
   const alignment = options.alignment ?? GGUF_DEFAULT_ALIGNMENT;
   const { header, offsets, dataSize } = encodeHeader(metadata, tensors, alignment);
-  const dir = dirname(path);
-  mkdirSync(dir, { recursive: true });
-  const tmp = join(dir, `.${basename(path)}.${process.pid}.${Date.now()}.tmp`);
-  const fd = openSync(tmp, 'w');
-  let pos = 0;
-  const put = (bytes: Uint8Array): void => {
-    let off = 0;
-    while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
-    pos += bytes.length;
-  };
-  try {
+  return writeStreamAtomic(path, (put) => {
     put(header);
-    const dataStart = pos;
+    const dataStart = header.length;
+    let pos = dataStart;
     const zeros = new Uint8Array(alignment);
+    const write = (bytes: Uint8Array): void => {
+      put(bytes);
+      pos += bytes.length;
+    };
     tensors.forEach((t, i) => {
       const want = dataStart + (offsets[i] as number);
-      if (pos < want) put(zeros.subarray(0, want - pos));
+      if (pos < want) write(zeros.subarray(0, want - pos));
       const values = typeof t.data === 'function' ? t.data() : t.data;
-      put(encodeTensorData(t, values));
+      write(encodeTensorData(t, values));
     });
     const end = dataStart + dataSize;
-    if (pos < end) put(zeros.subarray(0, end - pos));
-    fsyncSync(fd);
-  } catch (err) {
-    closeSync(fd);
-    rmSync(tmp, { force: true });
-    throw err;
-  }
-  closeSync(fd);
-  renameSync(tmp, path);
-  return pos;
+    if (pos < end) write(zeros.subarray(0, end - pos));
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 import { groupAdvantages } from '../../kernels/group-advantage.js';
 import type { LoraAdapter } from '../model/lora.js';
 import type { CausalLM } from '../model/qwen3.js';
-import { type GrpoUpdateConfig, grpoUpdate, type TrainingSequence } from '../rl/grpo-update.js';
+import { type GrpoUpdateConfig, type GrpoUpdateMetrics, grpoUpdate, type TrainingSequence } from '../rl/grpo-update.js';
 import type { AdamW } from '../rl/optimizer.js';
 import { tf } from '../tensor/backend.js';
 import type { Rollout } from './rollout.js';
@@ -16,17 +16,8 @@ export interface RolloutGroup {
   rewards: number[];
 }
 
-export interface RoleUpdateMetrics {
-  loss: number;
-  pgLoss: number;
-  kl: number;
-  clipFrac: number;
-  entropy: number;
-  gradNorm: number;
-  lr: number;
-  tokensPerSecond: number;
-  sequences: number;
-}
+/** What one role's update reports (a subset of the GRPO update's own metrics). */
+export type RoleUpdateMetrics = Pick<GrpoUpdateMetrics, 'loss' | 'pgLoss' | 'kl' | 'clipFrac' | 'entropy' | 'gradNorm' | 'lr' | 'tokensPerSecond' | 'sequences'>;
 
 export interface PolicyUpdater {
   /** One update of `role` from its groups; undefined when there was nothing to train on. */
