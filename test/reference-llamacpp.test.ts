@@ -200,6 +200,17 @@ describe('real vocabularies through llama.cpp', () => {
       console.log(`[stories260K] max |Δ logp| ours–llama.cpp ${d.toExponential(2)}; greedy: ${JSON.stringify(tok.decode(gen!.ids))}; smallest margin ${Math.min(...steps.map((s) => s.margin)).toExponential(2)}`);
       expect(d).toBeLessThanOrEqual(LOGPROB_TOL);
       expect(gen!.ids).toEqual(steps.map((s) => s.token));
+      // From BOS alone, 64 greedy tokens: the same ids as llama.cpp, and the text reads as an English story.
+      const [fromBos] = await generate(model, [[1]], { maxNewTokens: 64, temperature: 0, stopTokenIds: [] });
+      const bosSteps = await ref.greedySteps([1], 64);
+      expect(fromBos!.ids).toEqual(bosSteps.map((s) => s.token));
+      const story = tok.decode(fromBos!.ids);
+      console.log(`[stories260K] from BOS: ${JSON.stringify(story)}`);
+      expect(story).toMatch(/^Once upon a time/);
+      const words = story.split(/\s+/).filter((w) => w.length > 0);
+      expect(words.length).toBeGreaterThanOrEqual(30);
+      expect(words.filter((w) => /^[A-Za-z',.!?"-]+$/.test(w)).length / words.length).toBeGreaterThan(0.9);
+      expect(story).toMatch(/\b(the|and|was|she|he)\b/);
     } finally {
       model.dispose();
       await ref.dispose();
