@@ -68,51 +68,52 @@ export async function generate(model: CausalLM, prompts: number[][], opts: Gener
 
   const B = prompts.length;
   const results: Generation[] = prompts.map(() => ({ ids: [], logprobs: [], finishReason: 'length' }));
-  const running = new Array<boolean>(B).fill(true);
   const rngs = prompts.map((_, i) => Rng.derive(opts.seed ?? 0, i));
   if (opts.maxNewTokens === 0) return results;
 
   const padId = opts.padTokenId ?? 0;
   const { ids, mask } = leftPad(prompts, padId);
   const cache = model.newCache(B);
+  // The rows still generating, as indices into `prompts`; the cache holds exactly these rows, in this order.
+  let active = prompts.map((_, i) => i);
   try {
     let hidden: tf.Tensor3D | undefined = model.forward(ids, { attentionMask: mask, cache, adapter: opts.adapter });
     for (let step = 0; hidden; step++) {
       const logits = await lastLogits(model, hidden);
       hidden.dispose();
       hidden = undefined;
-      const next: number[][] = [];
-      const nextMask: number[][] = [];
-      for (let b = 0; b < B; b++) {
+      const keep: number[] = []; // positions in `active` that continue
+      active.forEach((b, pos) => {
         const r = results[b] as Generation;
-        if (!running[b]) {
-          next.push([padId]);
-          nextMask.push([0]);
-          continue;
-        }
-        const tok = sampleToken(logits.subarray(b * V, (b + 1) * V), params, rngs[b] as Rng);
+        const tok = sampleToken(logits.subarray(pos * V, (pos + 1) * V), params, rngs[b] as Rng);
         r.ids.push(tok.id);
         r.logprobs.push(tok.logprob);
         if (stopIds.has(tok.id)) {
           r.finishReason = 'eos';
-          running[b] = false;
-        } else if (stopStrings.length > 0) {
+          return;
+        }
+        if (stopStrings.length > 0) {
           const tail = (opts.tokenizer as TextDecoder).decode(r.ids.slice(-tailTokens));
-          const hit = stopStrings.find((s) => tail.includes(s));
+          const hit = stopStrings.find((str) => tail.includes(str));
           if (hit !== undefined) {
             r.finishReason = 'stop';
             r.stopString = hit;
-            running[b] = false;
+            return;
           }
         }
-        next.push([tok.id]);
-        nextMask.push([1]);
+        keep.push(pos);
+      });
+      opts.onStep?.(step + 1, keep.length);
+      if (keep.length === 0 || step + 1 >= opts.maxNewTokens) break;
+      // Finished rows leave the batch (and the cache), so the remaining steps compute only live rows.
+      if (keep.length < active.length) {
+        cache.keepRows(keep);
+        active = keep.map((pos) => active[pos] as number);
       }
-      const stillRunning = running.filter(Boolean).length;
-      opts.onStep?.(step + 1, stillRunning);
-      if (stillRunning > 0 && step + 1 < opts.maxNewTokens) {
-        hidden = model.forward(next, { attentionMask: nextMask, cache, adapter: opts.adapter });
-      }
+      hidden = model.forward(
+        active.map((b) => [(results[b] as Generation).ids.at(-1) as number]),
+        { attentionMask: active.map(() => [1]), cache, adapter: opts.adapter },
+      );
     }
   } finally {
     cache.dispose();

@@ -8,13 +8,34 @@ export class KVCache {
   /** [B][S]: 1 where the cached token is real. */
   keyMask: number[][];
   /** Per row: the position id the next real token gets. */
-  readonly nextPosition: number[];
+  nextPosition: number[];
 
-  constructor(numLayers: number, readonly batchSize: number) {
+  constructor(numLayers: number, batchSize: number) {
     this.keys = new Array<tf.Tensor4D | undefined>(numLayers).fill(undefined);
     this.values = new Array<tf.Tensor4D | undefined>(numLayers).fill(undefined);
     this.keyMask = Array.from({ length: batchSize }, () => []);
     this.nextPosition = new Array<number>(batchSize).fill(0);
+  }
+
+  /** Sequences held. */
+  get batchSize(): number {
+    return this.keyMask.length;
+  }
+
+  /** Keeps only the given rows (indices into the current batch, in the new order); the rest are released. */
+  keepRows(rows: readonly number[]): void {
+    const index = tf.tensor1d(Int32Array.from(rows), 'int32');
+    const pick = (t: tf.Tensor4D | undefined): tf.Tensor4D | undefined => {
+      if (!t) return undefined;
+      const kept = tf.keep(tf.gather(t, index) as tf.Tensor4D);
+      t.dispose();
+      return kept;
+    };
+    this.keys = this.keys.map(pick);
+    this.values = this.values.map(pick);
+    index.dispose();
+    this.keyMask = rows.map((r) => this.keyMask[r] as number[]);
+    this.nextPosition = rows.map((r) => this.nextPosition[r] as number);
   }
 
   /** Number of cached positions (the same for every row). */
