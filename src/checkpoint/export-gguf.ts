@@ -210,6 +210,22 @@ function readSpmSidecar(dir: string, n: number): SpmSidecar {
   return out;
 }
 
+/**
+ * Fills ids the tokenizer leaves undefined (the embedding has more rows than the vocabulary defines) with
+ * `[PAD{id}]` tokens of type unused, as convert_hf_to_gguf.py does; returns how many it added.
+ */
+function padUnusedIds(tokens: Array<string | undefined>, types: Int32Array, n: number): number {
+  let padded = 0;
+  for (let id = 0; id < n; id++) {
+    if (tokens[id] === undefined) {
+      tokens[id] = `[PAD${id}]`;
+      types[id] = TOKEN_TYPE.unused;
+      padded++;
+    }
+  }
+  return padded;
+}
+
 export interface VocabMetadata {
   entries: Array<[string, GgufValue]>;
   model: 'gpt2' | 'llama';
@@ -270,14 +286,7 @@ export function buildVocabMetadata(dir: string, cfg: ModelConfig): VocabMetadata
     side.tokenTypes?.forEach((t, id) => {
       if (tokens[id] !== undefined) types[id] = t;
     });
-    let padded = 0;
-    for (let id = 0; id < n; id++) {
-      if (tokens[id] === undefined) {
-        tokens[id] = `[PAD${id}]`;
-        types[id] = TOKEN_TYPE.unused;
-        padded++;
-      }
-    }
+    const padded = padUnusedIds(tokens, types, n);
     // Without recorded scores, SentencePiece BPE priorities follow the id order (earlier pieces win).
     const scores = Float32Array.from({ length: n }, (_, id) => side.scores?.[id] ?? -id);
     for (let id = 0; id < n; id++) if (types[id] === TOKEN_TYPE.unused) scores[id] = -1000;
@@ -315,14 +324,7 @@ export function buildVocabMetadata(dir: string, cfg: ModelConfig): VocabMetadata
     }
     tokens[a.id] = content;
   }
-  let padded = 0;
-  for (let id = 0; id < n; id++) {
-    if (tokens[id] === undefined) {
-      tokens[id] = `[PAD${id}]`;
-      types[id] = TOKEN_TYPE.unused;
-      padded++;
-    }
-  }
+  const padded = padUnusedIds(tokens, types, n);
   const rawMerges = model.merges;
   if (!Array.isArray(rawMerges) || rawMerges.length === 0) throw new Error(`${tokPath}: model.merges is missing or empty (llama.cpp's BPE tokenizer needs it)`);
   const merges = rawMerges.map((m, i) => {
