@@ -1,7 +1,6 @@
 // Teacher-forced scoring: the log-prob of every token given the ones before it, and the greedy next id.
 import { tf } from '../tensor/backend.js';
-import type { CausalLM } from './qwen3.js';
-import type { ProjectionAdapter } from './qwen3.js';
+import type { CausalLM, ProjectionAdapter } from './qwen3.js';
 
 export interface ScoreResult {
   /** logprobs[i] = log p(ids[i+1] | ids[0..i]); length n − 1. */

@@ -91,11 +91,10 @@ async function buildEmbedder(config: TrainConfig): Promise<Embedder> {
   return config.embedder === 'lexical' ? new LexicalEmbedder() : E5Embedder.load({ model: config.e5Model });
 }
 
-function newRole(name: Role, model: CausalLM, config: TrainConfig, adapter: LoraAdapter): TrainedRole {
+/** An adapter with its parameters and a fresh AdamW (SPEC §4 settings from the config). */
+function trainedRole(config: TrainConfig, adapter: LoraAdapter): TrainedRole {
   const params = Object.fromEntries(adapter.variables());
   const optimizer = new AdamW(params, { lr: config.lr, warmupSteps: config.warmupSteps, weightDecay: config.weightDecay, maxGradNorm: config.maxGradNorm, schedule: 'constant' });
-  void name;
-  void model;
   return { adapter, optimizer, params };
 }
 
@@ -150,7 +149,7 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
         proposer: LoraAdapter.create('proposer', model.config, loraConfig, { seed: config.seed * 2 + 1 }),
         solver: LoraAdapter.create('solver', model.config, loraConfig, { seed: config.seed * 2 + 2 }),
       };
-  const roles: Record<Role, TrainedRole> = { proposer: newRole('proposer', model, config, adapters.proposer), solver: newRole('solver', model, config, adapters.solver) };
+  const roles: Record<Role, TrainedRole> = { proposer: trainedRole(config, adapters.proposer), solver: trainedRole(config, adapters.solver) };
   if (ckpt) for (const r of ['proposer', 'solver'] as const) roles[r].optimizer.importState(loadOptimizerState(join(ckpt.dir, r)));
 
   const bank = config.skills ? await SkillBank.open(run.bankPath, { embedder: await buildEmbedder(config), seeds: config.priming }) : undefined;
