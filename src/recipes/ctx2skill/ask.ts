@@ -3,7 +3,7 @@
 // failure, never an exception. Errors of the endpoint itself (unreachable, HTTP errors after the client's own
 // retries) still throw: the run stops there and resumes from its history file.
 import type { ChatMessage, TextGenerator } from '../../llm/types.js';
-import { type Checked, firstValid } from './reply-json.js';
+import { type Checked, firstValid } from '../reply-json.js';
 
 export type Asked<T> = { ok: true; value: T; attempts: number } | { ok: false; error: string; attempts: number };
 

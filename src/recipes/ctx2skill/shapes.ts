@@ -1,6 +1,6 @@
 // The shape every structured role reply must have, checked field by field (docs/recipes.md). Each check
 // returns a problem sentence that is shown to the role on a retry, so it names the field that is wrong.
-import { type Checked, isObject, text } from './reply-json.js';
+import { type Checked, isObject, text } from '../reply-json.js';
 import type { Diagnosis, Skill, SkillSet, Verdict } from './types.js';
 
 export interface ChallengerTask {
