@@ -8,6 +8,7 @@ type AnyCommandModule = { command: unknown };
 const COMMAND_MODULES: Array<() => Promise<AnyCommandModule>> = [
   () => import('./train.js'),
   () => import('./ctx2skill.js'),
+  () => import('./skill-sp.js'),
   () => import('./generate.js'),
   () => import('./score.js'),
   () => import('./make-tiny.js'),

@@ -1,0 +1,82 @@
+// `sesa-train skill-sp`: the Skill Self-Play recipe (docs/recipes.md). A proposer and a solver LoRA adapter on
+// one frozen model, trained by GRPO on ZebraLogic puzzles and tool-call tasks that the proposer writes,
+// conditioned on routed skill packages or on nothing (the open stream).
+import { existsSync, readFileSync } from 'node:fs';
+import { extname } from 'node:path';
+import { SingleBar } from 'cli-progress';
+import type { Argv, CommandModule } from 'yargs';
+import { parse as parseYaml } from 'yaml';
+import { resolveOptions, yargsOptionsOf } from '../recipes/option-table.js';
+import { SKILL_SP_OPTIONS, type SkillSpConfig } from '../recipes/skill-sp/config.js';
+import type { IterationMetrics } from '../recipes/skill-sp/iteration.js';
+import { runSkillSp } from '../recipes/skill-sp/run.js';
+
+interface SkillSpArgs {
+  [key: string]: unknown;
+  config?: string;
+  json: boolean;
+}
+
+function readSettingsFile(file: string): Record<string, unknown> {
+  if (!existsSync(file)) throw new Error(`--config ${file}: file not found`);
+  const yaml = ['.yaml', '.yml'].includes(extname(file).toLowerCase());
+  let raw: unknown;
+  try {
+    raw = yaml ? parseYaml(readFileSync(file, 'utf8')) : JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new Error(`${file}: not valid ${yaml ? 'YAML' : 'JSON'} (${(err as Error).message})`);
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error(`${file}: a settings file must hold an object`);
+  return raw as Record<string, unknown>;
+}
+
+export function iterationLine(m: IterationMetrics): string {
+  const v = m.meanVSolve === null ? '–' : m.meanVSolve.toFixed(2);
+  return `valid ${m.verified}/${m.proposals} | mean v_solve ${v} | reward ${m.meanReward.toFixed(2)} | new skills ${m.newSkills}, pruned ${m.pruned.length}, library ${m.librarySize} (v${m.libraryVersion}) | ${m.seconds.toFixed(1)}s`;
+}
+
+export const command: CommandModule<object, SkillSpArgs> = {
+  command: 'skill-sp',
+  describe: 'Skill Self-Play: proposer and solver adapters trained by GRPO on skill-routed ZebraLogic and tool-call tasks',
+  builder: (y: Argv) => {
+    let b = y
+      .option('config', { type: 'string', describe: 'settings file (JSON or YAML) with the keys below in camelCase; flags override it' })
+      .option('json', { type: 'boolean', default: false, describe: 'print one JSON summary at the end' });
+    for (const [flag, o] of Object.entries(yargsOptionsOf(SKILL_SP_OPTIONS))) b = b.option(flag, o);
+    return b as unknown as Argv<SkillSpArgs>;
+  },
+  handler: async (args) => {
+    const given: Record<string, unknown> = {};
+    for (const row of SKILL_SP_OPTIONS) if (args[row.key] !== undefined) given[row.key] = args[row.key];
+    const config = resolveOptions<SkillSpConfig>(SKILL_SP_OPTIONS, [...(args.config ? [{ source: args.config, values: readSettingsFile(args.config) }] : []), { source: 'flags', values: given }]);
+    const human = !args.json;
+    let bar: SingleBar | undefined;
+    if (human && process.stderr.isTTY) {
+      bar = new SingleBar({ format: 'skill-sp [{bar}] iteration {value}/{total} | {last}', hideCursor: true });
+      bar.start(config.iterations, 0, { last: 'starting…' });
+    }
+    try {
+      const summary = await runSkillSp(config, {
+        log: (line) => (human && !bar ? process.stderr.write(`${line}\n`) : undefined),
+        onIteration: (m) => {
+          if (bar) bar.update(m.iteration, { last: iterationLine(m) });
+          else if (human) process.stderr.write(`iteration ${m.iteration}: ${iterationLine(m)}\n`);
+        },
+      });
+      bar?.stop();
+      if (args.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
+      else {
+        process.stdout.write(
+          [
+            `run folder: ${summary.out}`,
+            ...summary.metrics.map((m) => `iteration ${m.iteration}: ${iterationLine(m)}`),
+            `library: ${summary.library.packages} skills (${summary.library.induced} induced), version ${summary.library.version}`,
+            `adapters: ${summary.adapters.proposer}, ${summary.adapters.solver}`,
+          ].join('\n') + '\n',
+        );
+      }
+    } finally {
+      bar?.stop();
+    }
+  },
+};
