@@ -14,7 +14,7 @@ import { ScriptedTextGenerator } from '../src/llm/scripted.js';
 import { askStructured } from '../src/recipes/ctx2skill/ask.js';
 import { CTX2SKILL_DEFAULTS, CTX2SKILL_OPTIONS, type Ctx2SkillConfig } from '../src/recipes/ctx2skill/config.js';
 import { loadContext } from '../src/recipes/ctx2skill/context.js';
-import { jsonCandidates } from '../src/recipes/ctx2skill/reply-json.js';
+import { jsonCandidates } from '../src/recipes/reply-json.js';
 import { laplaceRate, probeSets, selectByReplay } from '../src/recipes/ctx2skill/replay.js';
 import { buildRoles } from '../src/recipes/ctx2skill/role-endpoints.js';
 import { Ctx2SkillRun, readHistory } from '../src/recipes/ctx2skill/run.js';
@@ -264,6 +264,16 @@ describe('Ctx2Skill against an OpenAI-compatible HTTP server', () => {
     expect(judge.requests.every((r) => r.model === 'toy-judge' && r.messages[0]?.content.startsWith('You are the Judge'))).toBe(true);
     expect(main.requests.some((r) => r.messages[0]?.content.startsWith('You are the Judge'))).toBe(false);
     expect(new Set(main.requests.map((r) => r.model))).toEqual(new Set(['toy-main']));
+  });
+
+  it('mixes endpoints and the in-process model per role, and names the missing flag', () => {
+    const local = new ScriptedTextGenerator([], { name: 'local double' });
+    const roles = buildRoles({}, { judge: { url: 'http://127.0.0.1:9/v1', model: 'j' } }, { challenger: local, reasoner: local, proposer: local, generator: local });
+    expect(roles.judge.name).toBe('openai:http://127.0.0.1:9/v1/chat/completions j');
+    expect(roles.reasoner).toBe(local);
+    expect(() => buildRoles({}, {}, { challenger: local })).toThrow(/no LLM for the reasoner: give --llm-url and --llm-model/);
+    expect(() => buildRoles({ url: 'http://127.0.0.1:9/v1' }, {}, undefined)).toThrow(/needs a model name: --llm-model/);
+    expect(() => buildRoles({ url: 'http://127.0.0.1:9/v1', model: 'm' }, { judge: { url: 'http://127.0.0.1:8/v1' } }, undefined)).toThrow(/needs a model name: --judge-model/);
   });
 
   it('the CLI runs against it and prints the summary', async () => {

@@ -3,11 +3,12 @@
 // (its random text never passes the mask: reward 0, the solver is never called); then one where a scripted
 // proposer supplies valid puzzles, so the real solver answers them and both adapters are updated. Live
 // tensors stay flat across an iteration.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
+import { loadPeftAdapter } from '../src/checkpoint/peft.js';
 import { LoraAdapter } from '../src/model/lora.js';
 import { ModelPolicy } from '../src/model/policy.js';
 import { CausalLM } from '../src/model/qwen3.js';
@@ -17,6 +18,7 @@ import { skillSpIteration } from '../src/recipes/skill-sp/iteration.js';
 import { SkillLibrary } from '../src/recipes/skill-sp/library.js';
 import { seedPackages } from '../src/recipes/skill-sp/packages.js';
 import { PolicySampler } from '../src/recipes/skill-sp/policy-sampler.js';
+import { runSkillSp } from '../src/recipes/skill-sp/run.js';
 import { AdamW } from '../src/rl/optimizer.js';
 import { GrpoPolicyUpdater, type TrainedRole } from '../src/selfplay/updater.js';
 import { initBackend, tf } from '../src/tensor/backend.js';
@@ -24,15 +26,16 @@ import { Rng } from '../src/util/rng.js';
 import { ScriptedProposer } from './recipe-skill-sp-doubles.js';
 
 let root: string;
+let modelDir: string;
 let model: CausalLM;
 let tokenizer: Tokenizer;
 
 beforeAll(async () => {
   await initBackend('wasm');
   root = mkdtempSync(join(tmpdir(), 'ssp-tiny-'));
-  const { dir } = makeTinyCheckpoint({ out: join(root, 'm'), arch: 'qwen3', layers: 1, hidden: 32, heads: 2, kvHeads: 1, headDim: 16, intermediate: 64, vocab: 'full', seed: 3 });
-  model = await CausalLM.load(dir);
-  tokenizer = await loadTokenizer(dir);
+  modelDir = makeTinyCheckpoint({ out: join(root, 'm'), arch: 'qwen3', layers: 1, hidden: 32, heads: 2, kvHeads: 1, headDim: 16, intermediate: 64, vocab: 'full', seed: 3 }).dir;
+  model = await CausalLM.load(modelDir);
+  tokenizer = await loadTokenizer(modelDir);
 });
 afterAll(() => {
   model.dispose();
@@ -87,4 +90,28 @@ it('one iteration with the model as proposer, one with scripted puzzles for the 
     r.optimizer.dispose();
     r.adapter.dispose();
   }
+});
+
+it('a whole run writes its folder: settings, per-iteration metrics, the versioned library and both adapters', async () => {
+  const out = join(root, 'run');
+  const config: SkillSpConfig = { ...SKILL_SP_DEFAULTS, model: modelDir, backend: 'wasm', out, iterations: 2, promptsPerIteration: 1, proposalsPerPrompt: 2, solverRollouts: 2, proposerTokens: 8, solverTokens: 8, loraR: 2 };
+  const seen: number[] = [];
+  const summary = await runSkillSp(config, { onIteration: (m) => seen.push(m.iteration) });
+  expect(seen).toEqual([1, 2]);
+  expect(JSON.parse(readFileSync(join(out, 'config.json'), 'utf8'))).toEqual(config);
+  const lines = readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  expect(lines.map((l) => l.iteration)).toEqual([1, 2]);
+  for (const l of lines) {
+    expect(l.proposals).toBe(2);
+    expect(Object.values(l.routing as Record<string, number>).reduce((s, p) => s + p, 0)).toBeCloseTo(1, 12);
+  }
+  expect(JSON.parse(readFileSync(join(out, 'library.json'), 'utf8')).version).toBe(3);
+  expect(summary.library.version).toBe(3);
+  for (const r of ['proposer', 'solver'] as const) {
+    expect(existsSync(join(out, r, 'adapter_config.json'))).toBe(true);
+    const a = loadPeftAdapter(join(out, r), r, model.config);
+    expect(a.config.r).toBe(2);
+    a.dispose();
+  }
+  await expect(runSkillSp(config)).rejects.toThrow(/metrics.jsonl exists: choose another --out/);
 });

@@ -60,13 +60,17 @@ function endpointFlags(role: string, who: string): Record<string, { type: 'strin
   };
 }
 
-async function inProcessGenerator(args: Ctx2SkillArgs, seed: number, log: (l: string) => void): Promise<TextGenerator> {
+/** The in-process model, one generator per role (each with its own sampling seed) over one loaded model. */
+async function inProcessGenerators(args: Ctx2SkillArgs, seed: number, log: (l: string) => void): Promise<Record<Ctx2SkillRole, TextGenerator>> {
   const name = args.model as string;
   await initBackend(args.backend);
   const dir = name === TINY_DEFAULT_NAME ? ensureTinyDefaultModel(log) : (await resolveModel(name, { download: args.download })).dir;
   const model = await CausalLM.load(dir);
   const tokenizer = await loadTokenizer(dir);
-  return new PolicyTextGenerator(new ModelPolicy(name, model, tokenizer, undefined), { maxTokens: 512, seed });
+  const policy = new ModelPolicy(name, model, tokenizer, undefined);
+  const out = {} as Record<Ctx2SkillRole, TextGenerator>;
+  CTX2SKILL_ROLES.forEach((r, i) => (out[r] = new PolicyTextGenerator(policy, { maxTokens: 512, seed: seed * 10 + i })));
+  return out;
 }
 
 export const command: CommandModule<object, Ctx2SkillArgs> = {
@@ -126,7 +130,7 @@ export const command: CommandModule<object, Ctx2SkillArgs> = {
     if (local.length > 0 && !args.model) {
       throw new Error(`no LLM for ${local.join(', ')}: give --llm-url URL --llm-model NAME (an OpenAI-compatible server), per-role --<role>-url/--<role>-model, or --model for the in-process model`);
     }
-    const inProcess = local.length > 0 ? await inProcessGenerator(args, config.seed, log) : undefined;
+    const inProcess = local.length > 0 ? await inProcessGenerators(args, config.seed, log) : undefined;
     const roles = buildRoles(shared, own, inProcess);
     const outDir = args.resume ?? args.out;
     if (human) {

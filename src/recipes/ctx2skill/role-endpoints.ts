@@ -29,15 +29,17 @@ export function inProcessRoles(shared: EndpointSetting, own: Partial<Record<Ctx2
   return CTX2SKILL_ROLES.filter((r) => endpointFor(r, shared, own[r] ?? {}).url === undefined);
 }
 
-export function buildRoles(shared: EndpointSetting, own: Partial<Record<Ctx2SkillRole, EndpointSetting>>, inProcess: TextGenerator | undefined): Ctx2SkillRoles {
+/** `inProcess`: the in-process model for the roles without a URL, one generator per role. */
+export function buildRoles(shared: EndpointSetting, own: Partial<Record<Ctx2SkillRole, EndpointSetting>>, inProcess: Partial<Record<Ctx2SkillRole, TextGenerator>> | undefined): Ctx2SkillRoles {
   const clients = new Map<string, TextGenerator>();
   const out = {} as Record<Ctx2SkillRole, TextGenerator>;
   for (const role of CTX2SKILL_ROLES) {
     const e = endpointFor(role, shared, own[role] ?? {});
     if (e.url === undefined) {
       if (e.model !== undefined && own[role]?.model !== undefined) throw new Error(`--${role}-model needs --${role}-url (or --llm-url)`);
-      if (!inProcess) throw new Error(`no LLM for the ${role}: give --llm-url and --llm-model (or --${role}-url and --${role}-model), or --model for the in-process model`);
-      out[role] = inProcess;
+      const local = inProcess?.[role];
+      if (!local) throw new Error(`no LLM for the ${role}: give --llm-url and --llm-model (or --${role}-url and --${role}-model), or --model for the in-process model`);
+      out[role] = local;
       continue;
     }
     if (!e.model) throw new Error(`the ${role}'s endpoint ${e.url} needs a model name: --${own[role]?.url !== undefined ? role : 'llm'}-model`);
