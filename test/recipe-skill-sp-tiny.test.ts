@@ -92,7 +92,7 @@ it('one iteration with the model as proposer, one with scripted puzzles for the 
   }
 });
 
-it('a whole run writes its folder: settings, per-iteration metrics, the versioned library and both adapters', async () => {
+it('a whole run writes its folder (settings, metrics, versioned library, adapters) and resumes after a crash to the same result', async () => {
   const out = join(root, 'run');
   const config: SkillSpConfig = { ...SKILL_SP_DEFAULTS, model: modelDir, backend: 'wasm', out, iterations: 2, promptsPerIteration: 1, proposalsPerPrompt: 2, solverRollouts: 2, proposerTokens: 8, solverTokens: 8, loraR: 2 };
   const seen: number[] = [];
@@ -113,5 +113,29 @@ it('a whole run writes its folder: settings, per-iteration metrics, the versione
     expect(a.config.r).toBe(2);
     a.dispose();
   }
-  await expect(runSkillSp(config)).rejects.toThrow(/metrics.jsonl exists: choose another --out/);
+  await expect(runSkillSp(config)).rejects.toThrow(/already holds a run .* resume it with --resume/);
+
+  // A run that dies after its first iteration resumes from that checkpoint to the uninterrupted result.
+  const out2 = join(root, 'run-killed');
+  const config2 = { ...config, out: out2 };
+  await expect(
+    runSkillSp(config2, {
+      onIteration: (m) => {
+        if (m.iteration === 1) throw new Error('simulated crash after iteration 1');
+      },
+    }),
+  ).rejects.toThrow(/simulated crash/);
+  const resumed = await runSkillSp(config2, {}, true);
+  expect(resumed.resumedFrom).toBe(1);
+  expect(resumed.metrics.map((m) => m.iteration)).toEqual([2]);
+  const timeless = (dir: string) =>
+    readFileSync(join(dir, 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l, (k, v) => (k === 'seconds' || k === 'tokensPerSecond' ? undefined : v)));
+  expect(timeless(out2)).toEqual(timeless(out));
+  expect(readFileSync(join(out2, 'library.json'), 'utf8')).toBe(readFileSync(join(out, 'library.json'), 'utf8'));
+  for (const r of ['proposer', 'solver']) {
+    expect(readFileSync(join(out2, r, 'adapter_model.safetensors')).equals(readFileSync(join(out, r, 'adapter_model.safetensors')))).toBe(true);
+  }
 });

@@ -6,14 +6,15 @@ import { extname } from 'node:path';
 import { SingleBar } from 'cli-progress';
 import type { Argv, CommandModule } from 'yargs';
 import { parse as parseYaml } from 'yaml';
-import { resolveOptions, yargsOptionsOf } from '../recipes/option-table.js';
+import { flagOf, resolveOptions, yargsOptionsOf } from '../recipes/option-table.js';
 import { SKILL_SP_OPTIONS, type SkillSpConfig } from '../recipes/skill-sp/config.js';
 import type { IterationMetrics } from '../recipes/skill-sp/iteration.js';
-import { runSkillSp } from '../recipes/skill-sp/run.js';
+import { readRunConfig, runSkillSp } from '../recipes/skill-sp/run.js';
 
 interface SkillSpArgs {
   [key: string]: unknown;
   config?: string;
+  resume?: string;
   json: boolean;
 }
 
@@ -41,6 +42,7 @@ export const command: CommandModule<object, SkillSpArgs> = {
   builder: (y: Argv) => {
     let b = y
       .option('config', { type: 'string', describe: 'settings file (JSON or YAML) with the keys below in camelCase; flags override it' })
+      .option('resume', { type: 'string', describe: 'continue the run in this folder from its last checkpoint (its settings; --iterations may extend it)' })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON summary at the end' });
     for (const [flag, o] of Object.entries(yargsOptionsOf(SKILL_SP_OPTIONS))) b = b.option(flag, o);
     return b as unknown as Argv<SkillSpArgs>;
@@ -48,7 +50,17 @@ export const command: CommandModule<object, SkillSpArgs> = {
   handler: async (args) => {
     const given: Record<string, unknown> = {};
     for (const row of SKILL_SP_OPTIONS) if (args[row.key] !== undefined) given[row.key] = args[row.key];
-    const config = resolveOptions<SkillSpConfig>(SKILL_SP_OPTIONS, [...(args.config ? [{ source: args.config, values: readSettingsFile(args.config) }] : []), { source: 'flags', values: given }]);
+    let config: SkillSpConfig;
+    if (args.resume) {
+      const extra = Object.keys(given).filter((k) => k !== 'iterations');
+      if (extra.length > 0 || args.config) throw new Error(`--resume continues with the run's recorded settings; only --iterations may be given (drop ${[...extra.map((k) => `--${flagOf(k)}`), ...(args.config ? ['--config'] : [])].join(', ')})`);
+      config = resolveOptions<SkillSpConfig>(SKILL_SP_OPTIONS, [
+        { source: `${args.resume}/config.json`, values: { ...readRunConfig(args.resume), out: args.resume } },
+        { source: 'flags', values: given },
+      ]);
+    } else {
+      config = resolveOptions<SkillSpConfig>(SKILL_SP_OPTIONS, [...(args.config ? [{ source: args.config, values: readSettingsFile(args.config) }] : []), { source: 'flags', values: given }]);
+    }
     const human = !args.json;
     let bar: SingleBar | undefined;
     if (human && process.stderr.isTTY) {
@@ -56,19 +68,23 @@ export const command: CommandModule<object, SkillSpArgs> = {
       bar.start(config.iterations, 0, { last: 'starting…' });
     }
     try {
-      const summary = await runSkillSp(config, {
+      const summary = await runSkillSp(
+        config,
+        {
         log: (line) => (human && !bar ? process.stderr.write(`${line}\n`) : undefined),
         onIteration: (m) => {
           if (bar) bar.update(m.iteration, { last: iterationLine(m) });
           else if (human) process.stderr.write(`iteration ${m.iteration}: ${iterationLine(m)}\n`);
         },
-      });
+        },
+        args.resume !== undefined,
+      );
       bar?.stop();
       if (args.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
       else {
         process.stdout.write(
           [
-            `run folder: ${summary.out}`,
+            `run folder: ${summary.out}${summary.resumedFrom !== undefined ? ` (resumed after iteration ${summary.resumedFrom})` : ''}`,
             ...summary.metrics.map((m) => `iteration ${m.iteration}: ${iterationLine(m)}`),
             `library: ${summary.library.packages} skills (${summary.library.induced} induced), version ${summary.library.version}`,
             `adapters: ${summary.adapters.proposer}, ${summary.adapters.solver}`,

@@ -1,10 +1,13 @@
 // A Skill Self-Play run (docs/recipes.md): one frozen base model with a proposer and a solver LoRA adapter,
-// the skill library, and N iterations. The run folder holds config.json, metrics.jsonl (one line per
-// iteration, rewritten atomically), library.json (versioned) and, at the end, both adapters in PEFT format.
-import { existsSync } from 'node:fs';
+// the skill library, and N iterations. The run folder (the trainer's layout) holds config.json,
+// metrics.jsonl (one line per iteration), library.json (versioned), checkpoints/step-N/ after every
+// iteration (both adapters in PEFT format with their optimizer state, the library, the RNG state), and, at
+// the end, both adapters in proposer/ and solver/. A killed run resumes from its last complete checkpoint.
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic, writeJsonAtomic } from '../../checkpoint/atomic.js';
-import { savePeftAdapter } from '../../checkpoint/peft.js';
+import { loadOptimizerState, saveOptimizerState } from '../../checkpoint/optimizer-state.js';
+import { loadPeftAdapter, savePeftAdapter } from '../../checkpoint/peft.js';
 import { LoraAdapter } from '../../model/lora.js';
 import { ModelPolicy } from '../../model/policy.js';
 import { CausalLM } from '../../model/qwen3.js';
@@ -12,9 +15,10 @@ import { resolveModel } from '../../model/resolve.js';
 import { ensureTinyDefaultModel, TINY_DEFAULT_NAME } from '../../model/tiny-default.js';
 import { loadTokenizer } from '../../model/tokenizer.js';
 import { AdamW } from '../../rl/optimizer.js';
+import { RunFolder } from '../../selfplay/run-folder.js';
 import { GrpoPolicyUpdater, type TrainedRole } from '../../selfplay/updater.js';
 import { type BackendChoice, initBackend } from '../../tensor/backend.js';
-import { Rng } from '../../util/rng.js';
+import { Rng, type RngState } from '../../util/rng.js';
 import { type SkillSpConfig, skillSpProblems } from './config.js';
 import { type IterationMetrics, skillSpIteration } from './iteration.js';
 import { SkillLibrary } from './library.js';
@@ -27,18 +31,43 @@ export interface SkillSpHooks {
 
 export interface SkillSpSummary {
   out: string;
+  /** The iteration a resumed run continued after. */
+  resumedFrom?: number;
   metrics: IterationMetrics[];
   library: { packages: number; induced: number; version: number };
   adapters: { proposer: string; solver: string };
 }
 
-export async function runSkillSp(config: SkillSpConfig, hooks: SkillSpHooks = {}): Promise<SkillSpSummary> {
+/** Reads a run folder's config.json for --resume. */
+export function readRunConfig(dir: string): Record<string, unknown> {
+  const path = join(dir, 'config.json');
+  if (!existsSync(path)) throw new Error(`${dir} is not a Skill Self-Play run folder: ${path} does not exist`);
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+  } catch (err) {
+    throw new Error(`${path}: not valid JSON (${(err as Error).message})`);
+  }
+}
+
+/** Runs `config.iterations` iterations in `config.out`; `resume` continues the run there from its last checkpoint. */
+export async function runSkillSp(config: SkillSpConfig, hooks: SkillSpHooks = {}, resume = false): Promise<SkillSpSummary> {
   const problems = skillSpProblems(config);
   if (problems.length > 0) throw new Error(`invalid settings:\n  - ${problems.join('\n  - ')}`);
   const log = hooks.log ?? (() => {});
   const out = config.out;
-  if (existsSync(join(out, 'metrics.jsonl'))) throw new Error(`${join(out, 'metrics.jsonl')} exists: choose another --out for a new Skill Self-Play run`);
-  writeJsonAtomic(join(out, 'config.json'), config);
+  const configPath = join(out, 'config.json');
+  if (resume !== existsSync(configPath)) {
+    throw new Error(resume ? `${out} is not a Skill Self-Play run folder: ${configPath} does not exist` : `${out} already holds a run (${configPath} exists): resume it with --resume ${out}, or choose another --out`);
+  }
+  const folder = resume ? RunFolder.open(out).run : new RunFolder(out);
+  const ckpt = resume ? folder.latestCheckpoint() : undefined;
+  if (resume) {
+    folder.truncateMetricsAfter(ckpt?.step ?? 0);
+    if (ckpt) writeFileAtomic(join(out, 'library.json'), readFileSync(join(ckpt.dir, 'library.json')));
+    else rmSync(join(out, 'library.json'), { force: true });
+    log(ckpt ? `resuming ${out} after iteration ${ckpt.step}` : `resuming ${out}: no complete checkpoint, starting over`);
+  } else writeFileAtomic(folder.metricsPath, '');
+  writeJsonAtomic(configPath, config);
 
   const backend = await initBackend(config.backend as BackendChoice);
   log(`backend: ${backend.name} (${backend.provider}; ${backend.reason})`);
@@ -49,9 +78,11 @@ export async function runSkillSp(config: SkillSpConfig, hooks: SkillSpHooks = {}
 
   const lora = { r: config.loraR, alpha: config.loraAlpha, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] as LoraAdapter['config']['targets'] };
   const role = (name: 'proposer' | 'solver', seed: number): TrainedRole => {
-    const adapter = LoraAdapter.create(name, model.config, lora, { seed });
+    const adapter = ckpt ? loadPeftAdapter(join(ckpt.dir, name), name, model.config) : LoraAdapter.create(name, model.config, lora, { seed });
     const params = Object.fromEntries(adapter.variables());
-    return { adapter, params, optimizer: new AdamW(params, { lr: config.lr, warmupSteps: 0, weightDecay: 0.01, maxGradNorm: 1, schedule: 'constant' }) };
+    const optimizer = new AdamW(params, { lr: config.lr, warmupSteps: 0, weightDecay: 0.01, maxGradNorm: 1, schedule: 'constant' });
+    if (ckpt) optimizer.importState(loadOptimizerState(join(ckpt.dir, name)));
+    return { adapter, params, optimizer };
   };
   const roles = { proposer: role('proposer', config.seed * 2 + 1), solver: role('solver', config.seed * 2 + 2) };
   const library = SkillLibrary.open(join(out, 'library.json'));
@@ -61,16 +92,24 @@ export async function runSkillSp(config: SkillSpConfig, hooks: SkillSpHooks = {}
     library,
     ...(config.update ? { updater: new GrpoPolicyUpdater(model, roles, { microBatchSize: config.microBatchSize, klCoef: config.klCoef, padTokenId: tokenizer.padTokenId }) } : {}),
   };
-  const rng = new Rng(config.seed);
+  const rng = ckpt ? new Rng(JSON.parse(readFileSync(join(ckpt.dir, 'rng.json'), 'utf8')) as RngState) : new Rng(config.seed);
+  const baseModel = config.model === TINY_DEFAULT_NAME ? modelDir : config.model;
   const metrics: IterationMetrics[] = [];
   try {
-    for (let it = 1; it <= config.iterations; it++) {
+    for (let it = (ckpt?.step ?? 0) + 1; it <= config.iterations; it++) {
       const { metrics: m } = await skillSpIteration(it, deps, config, rng);
       metrics.push(m);
-      writeFileAtomic(join(out, 'metrics.jsonl'), metrics.map((x) => JSON.stringify(x)).join('\n') + '\n');
+      folder.appendMetrics({ step: it, ...m });
+      await folder.writeCheckpoint(it, { step: it, seed: config.seed, savedAt: new Date().toISOString() }, async (dir) => {
+        for (const r of ['proposer', 'solver'] as const) {
+          await savePeftAdapter(roles[r].adapter, join(dir, r), { baseModel });
+          saveOptimizerState(join(dir, r), roles[r].optimizer.exportState());
+        }
+        writeFileAtomic(join(dir, 'library.json'), readFileSync(library.path));
+        writeJsonAtomic(join(dir, 'rng.json'), rng.state());
+      });
       hooks.onIteration?.(m);
     }
-    const baseModel = config.model === TINY_DEFAULT_NAME ? modelDir : config.model;
     for (const r of ['proposer', 'solver'] as const) await savePeftAdapter(roles[r].adapter, join(out, r), { baseModel });
   } finally {
     for (const r of Object.values(roles)) {
@@ -81,6 +120,7 @@ export async function runSkillSp(config: SkillSpConfig, hooks: SkillSpHooks = {}
   }
   return {
     out,
+    ...(ckpt ? { resumedFrom: ckpt.step } : {}),
     metrics,
     library: { packages: library.packages.length, induced: library.packages.filter((p) => p.source === 'induced').length, version: library.version },
     adapters: { proposer: join(out, 'proposer'), solver: join(out, 'solver') },
