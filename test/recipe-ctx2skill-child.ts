@@ -8,7 +8,7 @@ import { toyReply } from './recipe-ctx2skill-double.js';
 
 const [outDir, contextFile] = process.argv.slice(2);
 if (!outDir || !contextFile) throw new Error('usage: recipe-ctx2skill-child.ts OUT_DIR CONTEXT_FILE');
-const llm = new ScriptedTextGenerator([async (m) => (await new Promise((r) => setTimeout(r, 15)), toyReply(m))], { cycle: true, name: 'toy double' });
+const llm = new ScriptedTextGenerator([async (m) => (await new Promise((r) => setTimeout(r, 40)), toyReply(m))], { cycle: true, name: 'toy double' });
 const roles = { challenger: llm, reasoner: llm, judge: llm, proposer: llm, generator: llm };
 const config = { ...CTX2SKILL_DEFAULTS, iterations: 4, tasks: 3 };
 const run = Ctx2SkillRun.start(outDir, config, loadContext(contextFile, config.contextMaxChars), roles, {
