@@ -26,16 +26,20 @@ export interface SkillSpConfig {
   pruneMinAttempts: number;
   pruneSeeds: boolean;
   noveltyMax: number;
+  inductionClueTypes: number;
   maxCalls: number;
   proposerTokens: number;
   solverTokens: number;
   temperature: number;
   update: boolean;
   lr: number;
+  weightDecay: number;
+  maxGradNorm: number;
   loraR: number;
   loraAlpha: number;
   klCoef: number;
   microBatchSize: number;
+  generationBatch: number;
   seed: number;
 }
 
@@ -65,16 +69,20 @@ export const SKILL_SP_OPTIONS: OptionTable<Extract<keyof SkillSpConfig, string>>
   { key: 'pruneMinAttempts', type: 'integer', default: 8, help: 'attempts before a skill can be pruned', check: atLeast(1) },
   { key: 'pruneSeeds', type: 'boolean', default: false, help: 'let pruning remove seed skills too', check: undefined },
   { key: 'noveltyMax', type: 'number', default: 0.75, help: 'an induced skill is novel when its Jaccard overlap with every same-family skill is below this', check: inRange(0, 1) },
+  { key: 'inductionClueTypes', type: 'integer', default: 3, help: 'an induced zebra skill requires the task\'s this-many most used clue types', check: atLeast(1) },
   { key: 'maxCalls', type: 'integer', default: 4, help: 'most calls in a tool-call task or answer', check: atLeast(1) },
   { key: 'proposerTokens', type: 'integer', default: 768, help: 'new tokens per proposal', check: atLeast(8) },
   { key: 'solverTokens', type: 'integer', default: 384, help: 'new tokens per solver answer', check: atLeast(8) },
   { key: 'temperature', type: 'number', default: 1, help: 'sampling temperature of both roles', check: inRange(0, 2) },
   { key: 'update', type: 'boolean', default: true, help: 'GRPO updates of the proposer and solver adapters (--no-update: rollouts only)', check: undefined },
   { key: 'lr', type: 'number', default: 1e-5, help: 'LoRA learning rate', check: (v: number) => (v > 0 ? undefined : `must be > 0, got ${v}`) },
+  { key: 'weightDecay', type: 'number', default: 0.01, help: 'AdamW weight decay of the adapters', check: atLeast(0) },
+  { key: 'maxGradNorm', type: 'number', default: 1, help: 'gradient clipping at this global norm', check: (v: number) => (v > 0 ? undefined : `must be > 0, got ${v}`) },
   { key: 'loraR', type: 'integer', default: 16, help: 'LoRA rank', check: atLeast(1) },
   { key: 'loraAlpha', type: 'number', default: 32, help: 'LoRA alpha', check: (v: number) => (v > 0 ? undefined : `must be > 0, got ${v}`) },
   { key: 'klCoef', type: 'number', default: 0.01, help: 'k3 KL coefficient to the base model', check: atLeast(0) },
   { key: 'microBatchSize', type: 'integer', default: 4, help: 'sequences per GRPO forward/backward pass', check: atLeast(1) },
+  { key: 'generationBatch', type: 'integer', default: 16, help: 'prompts generated together (bounds one batch\'s KV cache)', check: atLeast(1) },
   { key: 'seed', type: 'integer', default: 0, help: 'run seed (routing, stream choice, sampling)', check: atLeast(0) },
 ];
 

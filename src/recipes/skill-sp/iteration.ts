@@ -149,7 +149,7 @@ export async function skillSpIteration(iteration: number, deps: SkillSpDeps, c: 
         s.solved++;
       }
     } else if (frontier && x.task) {
-      const got = induceSkill(x.task, lib.packages, { id: `induced-${iteration}-${newSkillIds.length + 1}`, iteration, from: `iteration ${iteration} proposal ${k}`, noveltyMax: c.noveltyMax, maxCalls: c.maxCalls });
+      const got = induceSkill(x.task, lib.packages, { id: `induced-${iteration}-${newSkillIds.length + 1}`, iteration, from: `iteration ${iteration} proposal ${k}`, noveltyMax: c.noveltyMax, maxCalls: c.maxCalls, clueTypes: c.inductionClueTypes });
       if (got.ok) {
         lib.packages.push(got.pkg);
         newSkillIds.push(got.pkg.id);

@@ -103,12 +103,12 @@ export function jaccard(a: Set<string>, b: Set<string>): number {
   return union === 0 ? 1 : inter / union;
 }
 
-/** The spec an open-stream task suggests: its exact size and the clue types / functions it uses. */
-export function specOfTask(task: SpTask): ValidatorSpec {
+/** The spec an open-stream task suggests: its exact size and its `clueTypes` most used clue types, or the functions it uses. */
+export function specOfTask(task: SpTask, clueTypes = 3): ValidatorSpec {
   if (task.family === 'zebra') {
     const counts = new Map<ClueType, number>();
     for (const c of task.puzzle.clues) counts.set(c.type, (counts.get(c.type) ?? 0) + 1);
-    const types = [...counts].sort((x, y) => y[1] - x[1] || CLUE_TYPES.indexOf(x[0]) - CLUE_TYPES.indexOf(y[0])).slice(0, 3).map(([t]) => t);
+    const types = [...counts].sort((x, y) => y[1] - x[1] || CLUE_TYPES.indexOf(x[0]) - CLUE_TYPES.indexOf(y[0])).slice(0, clueTypes).map(([t]) => t);
     const A = Object.keys(task.puzzle.attributes).length;
     return { family: 'zebra', houses: [task.puzzle.houses, task.puzzle.houses], attributes: [A, A], requiredClueTypes: types.sort() };
   }
@@ -123,8 +123,12 @@ export type InductionOutcome = { ok: true; pkg: SkillPackage } | { ok: false; re
  * which passes the full validity check. Novelty: its features overlap every same-family package's by less
  * than `noveltyMax` (Jaccard).
  */
-export function induceSkill(task: SpTask, library: readonly SkillPackage[], opts: { id: string; iteration: number; from: string; noveltyMax: number; maxCalls: number }): InductionOutcome {
-  const validator = specOfTask(task);
+export function induceSkill(
+  task: SpTask,
+  library: readonly SkillPackage[],
+  opts: { id: string; iteration: number; from: string; noveltyMax: number; maxCalls: number; clueTypes?: number },
+): InductionOutcome {
+  const validator = specOfTask(task, opts.clueTypes);
   const v = validate(task, validator, opts.maxCalls);
   if (v.mask !== 1) return { ok: false, reason: `integrity: ${[...v.schema, ...v.contract, ...v.consistency].join('; ')}` };
   const features = specFeatures(validator);

@@ -80,15 +80,15 @@ export async function runSkillSp(config: SkillSpConfig, hooks: SkillSpHooks = {}
   const role = (name: 'proposer' | 'solver', seed: number): TrainedRole => {
     const adapter = ckpt ? loadPeftAdapter(join(ckpt.dir, name), name, model.config) : LoraAdapter.create(name, model.config, lora, { seed });
     const params = Object.fromEntries(adapter.variables());
-    const optimizer = new AdamW(params, { lr: config.lr, warmupSteps: 0, weightDecay: 0.01, maxGradNorm: 1, schedule: 'constant' });
+    const optimizer = new AdamW(params, { lr: config.lr, warmupSteps: 0, weightDecay: config.weightDecay, maxGradNorm: config.maxGradNorm, schedule: 'constant' });
     if (ckpt) optimizer.importState(loadOptimizerState(join(ckpt.dir, name)));
     return { adapter, params, optimizer };
   };
   const roles = { proposer: role('proposer', config.seed * 2 + 1), solver: role('solver', config.seed * 2 + 2) };
   const library = SkillLibrary.open(join(out, 'library.json'));
   const deps = {
-    proposer: new PolicySampler(new ModelPolicy('proposer', model, tokenizer, roles.proposer.adapter)),
-    solver: new PolicySampler(new ModelPolicy('solver', model, tokenizer, roles.solver.adapter)),
+    proposer: new PolicySampler(new ModelPolicy('proposer', model, tokenizer, roles.proposer.adapter), config.generationBatch),
+    solver: new PolicySampler(new ModelPolicy('solver', model, tokenizer, roles.solver.adapter), config.generationBatch),
     library,
     ...(config.update ? { updater: new GrpoPolicyUpdater(model, roles, { microBatchSize: config.microBatchSize, klCoef: config.klCoef, padTokenId: tokenizer.padTokenId }) } : {}),
   };
