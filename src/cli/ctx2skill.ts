@@ -1,10 +1,7 @@
 // `sesa-train ctx2skill`: the Ctx2Skill recipe (docs/recipes.md). Self-play of five LLM roles over a context,
 // no weight updates; writes the selected Reasoner skill set (skills.md, skills.json) and history.json.
-import { existsSync, readFileSync } from 'node:fs';
-import { extname } from 'node:path';
 import { SingleBar } from 'cli-progress';
 import type { Argv, CommandModule } from 'yargs';
-import { parse as parseYaml } from 'yaml';
 import type { TextGenerator } from '../llm/types.js';
 import { ModelPolicy } from '../model/policy.js';
 import { CausalLM } from '../model/qwen3.js';
@@ -16,7 +13,7 @@ import { CTX2SKILL_OPTIONS, type Ctx2SkillConfig, ctx2skillProblems } from '../r
 import { loadContext } from '../recipes/ctx2skill/context.js';
 import { buildRoles, type EndpointSetting, inProcessRoles } from '../recipes/ctx2skill/role-endpoints.js';
 import { CTX2SKILL_ROLES, Ctx2SkillRun, type Ctx2SkillRole, readHistory } from '../recipes/ctx2skill/run.js';
-import { flagOf, resolveOptions, yargsOptionsOf } from '../recipes/option-table.js';
+import { flagOf, readSettingsFile, resolveOptions, yargsOptionsOf } from '../recipes/option-table.js';
 import { BACKEND_CHOICES, type BackendChoice, initBackend } from '../tensor/backend.js';
 
 interface Ctx2SkillArgs {
@@ -29,19 +26,6 @@ interface Ctx2SkillArgs {
   download: boolean;
   backend: BackendChoice;
   json: boolean;
-}
-
-function readSettingsFile(file: string): Record<string, unknown> {
-  if (!existsSync(file)) throw new Error(`--config ${file}: file not found`);
-  const yaml = ['.yaml', '.yml'].includes(extname(file).toLowerCase());
-  let raw: unknown;
-  try {
-    raw = yaml ? parseYaml(readFileSync(file, 'utf8')) : JSON.parse(readFileSync(file, 'utf8'));
-  } catch (err) {
-    throw new Error(`${file}: not valid ${yaml ? 'YAML' : 'JSON'} (${(err as Error).message})`);
-  }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error(`${file}: a settings file must hold an object`);
-  return raw as Record<string, unknown>;
 }
 
 function endpointArgs(prefix: string, a: Record<string, unknown>): EndpointSetting {

@@ -1,12 +1,9 @@
 // `sesa-train skill-sp`: the Skill Self-Play recipe (docs/recipes.md). A proposer and a solver LoRA adapter on
 // one frozen model, trained by GRPO on ZebraLogic puzzles and tool-call tasks that the proposer writes,
 // conditioned on routed skill packages or on nothing (the open stream).
-import { existsSync, readFileSync } from 'node:fs';
-import { extname } from 'node:path';
 import { SingleBar } from 'cli-progress';
 import type { Argv, CommandModule } from 'yargs';
-import { parse as parseYaml } from 'yaml';
-import { flagOf, resolveOptions, yargsOptionsOf } from '../recipes/option-table.js';
+import { flagOf, readSettingsFile, resolveOptions, yargsOptionsOf } from '../recipes/option-table.js';
 import { SKILL_SP_OPTIONS, type SkillSpConfig } from '../recipes/skill-sp/config.js';
 import type { IterationMetrics } from '../recipes/skill-sp/iteration.js';
 import { readRunConfig, runSkillSp } from '../recipes/skill-sp/run.js';
@@ -16,19 +13,6 @@ interface SkillSpArgs {
   config?: string;
   resume?: string;
   json: boolean;
-}
-
-function readSettingsFile(file: string): Record<string, unknown> {
-  if (!existsSync(file)) throw new Error(`--config ${file}: file not found`);
-  const yaml = ['.yaml', '.yml'].includes(extname(file).toLowerCase());
-  let raw: unknown;
-  try {
-    raw = yaml ? parseYaml(readFileSync(file, 'utf8')) : JSON.parse(readFileSync(file, 'utf8'));
-  } catch (err) {
-    throw new Error(`${file}: not valid ${yaml ? 'YAML' : 'JSON'} (${(err as Error).message})`);
-  }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error(`${file}: a settings file must hold an object`);
-  return raw as Record<string, unknown>;
 }
 
 export function iterationLine(m: IterationMetrics): string {

@@ -1,6 +1,9 @@
 // A recipe's settings as one declarative table: each row is a key with its type, default, help line and
 // check. The same table gives the yargs options, resolves defaults ← file ← flags, validates (every problem
 // named by its flag) and checks the keys of a settings file. See docs/recipes.md.
+import { existsSync, readFileSync } from 'node:fs';
+import { extname } from 'node:path';
+import { parse as parseYaml } from 'yaml';
 
 export type OptionType = 'integer' | 'number' | 'string' | 'boolean';
 
@@ -79,3 +82,17 @@ export function resolveOptions<T extends Record<string, unknown>>(
 export const atLeast = (min: number) => (v: number): string | undefined => (v >= min ? undefined : `must be ≥ ${min}, got ${v}`);
 export const inRange = (lo: number, hi: number) => (v: number): string | undefined => (v >= lo && v <= hi ? undefined : `must be in [${lo}, ${hi}], got ${v}`);
 export const nonEmpty = (v: string): string | undefined => (v.trim().length > 0 ? undefined : 'must not be empty');
+
+/** A settings file (JSON, or YAML by its extension) holding one object of camelCase keys. */
+export function readSettingsFile(file: string): Record<string, unknown> {
+  if (!existsSync(file)) throw new Error(`--config ${file}: file not found`);
+  const yaml = ['.yaml', '.yml'].includes(extname(file).toLowerCase());
+  let raw: unknown;
+  try {
+    raw = yaml ? parseYaml(readFileSync(file, 'utf8')) : JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new Error(`${file}: not valid ${yaml ? 'YAML' : 'JSON'} (${(err as Error).message})`);
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error(`${file}: a settings file must hold an object`);
+  return raw as Record<string, unknown>;
+}
