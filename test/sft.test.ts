@@ -75,6 +75,32 @@ function perturbed(dir: string, name: string, index: number, delta: number, out:
   return out;
 }
 
+describe('trainable model', () => {
+  it('computes exactly what the frozen model computes (hidden states and logits), tied and untied', async () => {
+    const ids = [[5, 17, 200, 3, 99, 42], [0, 0, 7, 8, 9, 10]];
+    const attentionMask = [[1, 1, 1, 1, 1, 1], [0, 0, 1, 1, 1, 1]];
+    for (const dir of [tiedDir, untiedDir]) {
+      const frozen = await CausalLM.load(dir);
+      const trainable = await CausalLM.load(dir, { trainable: true });
+      expect(trainable.trainable && !frozen.trainable).toBe(true);
+      expect(trainable.parameterCount()).toBe(frozen.parameterCount());
+      expect([...trainable.variables().values()].reduce((n, v) => n + v.size, 0)).toBe(frozen.parameterCount());
+      const run = (m: CausalLM) =>
+        tf.tidy(() => {
+          const h = m.forward(ids, { attentionMask });
+          return [h.dataSync().slice(), m.logits(tf.reshape(h, [-1, 32]) as tf.Tensor2D).dataSync().slice()];
+        });
+      const [h1, l1] = run(frozen);
+      const [h2, l2] = run(trainable);
+      expect(h2).toEqual(h1);
+      expect(l2).toEqual(l1);
+      expect(() => frozen.variables()).toThrow(/loaded frozen/);
+      frozen.dispose();
+      trainable.dispose();
+    }
+  });
+});
+
 describe('masked NLL', () => {
   it('matches the float64 reference forward on a tiny case (tied and untied heads)', async () => {
     for (const dir of [tiedDir, untiedDir]) {

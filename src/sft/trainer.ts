@@ -276,6 +276,9 @@ export async function runSft(configIn: SftConfig | undefined, hooks: SftHooks, r
   const held = [...split.held, ...(config.evalData ? renderAll(config.evalData, tokenizer, config) : [])];
   const perEpoch = Math.ceil(train.length / config.batchSize);
   const totalSteps = config.maxSteps > 0 ? Math.min(config.maxSteps, perEpoch * config.epochs) : perEpoch * config.epochs;
+  if (config.schedule === 'cosine' && totalSteps <= config.warmupSteps) {
+    throw new Error(`the cosine schedule needs more steps (${totalSteps}) than warmupSteps (--warmup-steps ${config.warmupSteps}); lower the warmup or use --schedule constant`);
+  }
   log(`data: ${train.length} training transcripts (${countTargets(train)} assistant tokens), ${held.length} held out; ${perEpoch} steps per epoch, ${totalSteps} steps`);
 
   const ckpt = resumeDir !== undefined ? latestCheckpoint(runDir) : undefined;
