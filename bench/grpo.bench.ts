@@ -38,6 +38,7 @@ function sequences(n: number, prompt: number, response: number, vocab: number, s
     responseMask: Array.from({ length: response }, (_, j) => (j % 16 < 12 ? 1 : 0)), // a tool-output span every 16 tokens
     oldLogprobs: Array.from({ length: response }, () => -Math.log(vocab) + (rng.next() - 0.5) * 0.1),
     advantage: rng.next() * 2 - 1,
+    samplingTemperature: 1,
   }));
 }
 

@@ -78,6 +78,7 @@ describe('runRollouts', () => {
       promptIds: requests[0]?.promptIds as number[],
       responseIds: codes(gen0 + obs + gen1),
       responseMask: [...ones(gen0), ...zeros(obs), ...ones(gen1)],
+      samplingTemperature: 1,
       logprobs: [...lps(gen0), ...zeros(obs), ...lps(gen1)],
       queries: ['capital of Zed'],
       retrieved: [[{ ...(PASSAGES[0] as (typeof PASSAGES)[number]), score: 2 }]],

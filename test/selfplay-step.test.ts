@@ -256,6 +256,7 @@ describe('checkQuestion: the rule checks at their boundaries', () => {
     responseIds: [],
     responseMask: [],
     logprobs: [],
+    samplingTemperature: 1,
     queries,
     retrieved,
     ...(final !== undefined ? { final } : {}),

@@ -43,6 +43,8 @@ export interface Rollout {
   responseMask: number[];
   /** Sampling log-prob of each generated token; 0 at tool-output positions. */
   logprobs: number[];
+  /** The T of softmax(logits / T) that `logprobs` are under (the sampler reports greedy tokens under T = 1). */
+  samplingTemperature: number;
   queries: string[];
   /** Retrieved passages, one list per query. */
   retrieved: Passage[][];
@@ -83,7 +85,7 @@ interface Live {
 export async function runRollouts(policy: Policy, searcher: Searcher, requests: RolloutRequest[], config: RolloutConfig): Promise<Rollout[]> {
   const stopStrings = ['</search>', `</${config.finalTag}>`];
   const live: Live[] = requests.map((r) => ({
-    rollout: { id: r.id, promptIds: r.promptIds, responseIds: [], responseMask: [], logprobs: [], queries: [], retrieved: [], outcome: 'max-turns', turns: 0, invalidActions: 0, text: '' },
+    rollout: { id: r.id, promptIds: r.promptIds, responseIds: [], responseMask: [], logprobs: [], samplingTemperature: config.temperature > 0 ? config.temperature : 1, queries: [], retrieved: [], outcome: 'max-turns', turns: 0, invalidActions: 0, text: '' },
     done: false,
   }));
   const append = (r: Rollout, ids: number[], logprobs: number[] | undefined): void => {
