@@ -13,7 +13,10 @@ import { AnswerJudge } from '../src/selfplay/judge.js';
 import { PROPOSER_REWARD_DEFAULTS } from '../src/selfplay/rewards.js';
 import { type AnswerSeed, ProposerRole, type RolloutSettings, SolverRole } from '../src/selfplay/roles.js';
 import { type StepDeps, type StepResult, type StepSettings, sesaStep } from '../src/selfplay/step.js';
-import type { PolicyUpdater, Role, RoleUpdateMetrics, RolloutGroup } from '../src/selfplay/updater.js';
+import { advantagesOf, type PolicyUpdater, type Role, type RoleUpdateMetrics, type RolloutGroup } from '../src/selfplay/updater.js';
+import { resolveTrainConfig } from '../src/cli/train.js';
+import { stepSettingsOf } from '../src/selfplay/step-settings.js';
+import { initBackend } from '../src/tensor/backend.js';
 import type { Rollout } from '../src/selfplay/rollout.js';
 import { checkQuestion, type InvalidReason, QUESTION_RULES } from '../src/selfplay/validate.js';
 import { SkillBank } from '../src/skills/bank.js';
@@ -640,5 +643,54 @@ describe('sesaStep: determinism', () => {
     // The seed matters: the seeds of a step are drawn from (seed, step).
     const c = await run(43);
     expect(c.results.map((r) => r.proposals.map((p) => p.answer))).not.toEqual(a.results.map((r) => r.proposals.map((p) => p.answer)));
+  });
+});
+
+describe('sesaStep under --recipe ssp (the SSP baseline)', () => {
+  it('rewards 1 − p̂, one proposal per seed with A = R, no skill ever retrieved, r_invalid 0, repeated queries rejected', async () => {
+    await initBackend('cpu');
+    const plans: Plan[] = [
+      { answer: 'Varrowen', correct: 0 },
+      { answer: 'Brennock', correct: 2 },
+      { answer: 'Quillmarsh', correct: 5 },
+      { answer: 'Tessaly', correct: 4 },
+      { answer: 'Ormwick', kinds: ['repeated-query'], correct: 1 },
+      { answer: 'Fennhollow', kinds: ['too-short'], correct: 1 },
+    ];
+    // The settings come from the recipe, as the trainer builds them.
+    const { config } = resolveTrainConfig({ json: false, recipe: 'ssp', model: 'qwen3-4b', groupSize: G, seedsPerStep: plans.length }, new Set(['recipe', 'model', 'groupSize', 'seedsPerStep']));
+    expect(config).toMatchObject({ skills: false, frontier: false, proposalsPerSeed: 1, invalidReward: 0, rejectRepeatedQueries: true });
+    const w = await makeWorld(plans);
+    const statsBefore = w.bank.cards.map((c) => ({ ...c.stats }));
+    const rollout: RolloutSettings = { maxTurns: 4, maxTokensPerTurn: 2000, maxResponseTokens: 8000, temperature: 1, passagesPerQuery: 3 };
+    // skills off: the trainer builds no bank, so neither the solver nor the step has one.
+    const deps: StepDeps = { ...w.deps, solver: new SolverRole(w.solverPolicy, w.searcher, undefined, rollout), skills: undefined };
+    const settings = { ...stepSettingsOf(config), seed: 1234 };
+    const results = [await sesaStep(1, w.seedPool, deps, settings), await sesaStep(2, w.seedPool, deps, settings)];
+    for (const r of results) {
+      const by = (a: string) => byAnswer(r, a)[0];
+      expect(r.proposals.length).toBe(plans.length);
+      expect([by('Varrowen')?.pHat, by('Varrowen')?.reward]).toEqual([0, 1]);
+      expect(by('Brennock')?.pHat).toBe(0.4);
+      expect(by('Brennock')?.reward).toBeCloseTo(0.6, 14);
+      expect([by('Quillmarsh')?.pHat, by('Quillmarsh')?.reward]).toEqual([1, 0]);
+      expect(by('Tessaly')?.reward).toBeCloseTo(0.2, 14);
+      expect([by('Ormwick')?.invalid, by('Ormwick')?.reward]).toEqual(['repeated-query', 0]);
+      expect([by('Fennhollow')?.invalid, by('Fennhollow')?.reward]).toEqual(['too-short', 0]);
+      for (const p of r.proposals) expect(p.skillIds ?? []).toEqual([]);
+      for (const k of ['bankSize', 'activeSkills', 'bankVersion', 'queueLength', 'consolidation'] as const) expect(r.metrics[k]).toBeUndefined();
+    }
+    // n_p = 1: every proposer group holds one proposal, and its advantage is its reward (A = R).
+    const proposerCalls = w.updater.calls.filter((c) => c.role === 'proposer');
+    expect(proposerCalls.length).toBe(2);
+    for (const call of proposerCalls) {
+      expect(call.rewards.every((g) => g.length === 1)).toBe(true);
+      const groups = call.rewards.map((rewards) => ({ rollouts: [], rewards }));
+      expect(await advantagesOf(groups)).toEqual(call.rewards.map((g) => [Math.fround(g[0] as number)]));
+    }
+    // No skill was ever retrieved or shown: no solver prompt carries the skills header, no card was counted.
+    for (const prompt of w.solverPolicy.prompts) expect(prompt).not.toContain(DEFAULT_RENDER_HEADER);
+    expect(w.bank.cards.map((c) => c.stats)).toEqual(statsBefore);
+    expect(w.bank.pendingFailures()).toEqual([]);
   });
 });
