@@ -12,6 +12,9 @@ import { renderResults } from '../search/types.js';
 
 export type FinalTag = 'answer' | 'question';
 
+/** Turn t of a rollout batch samples with seed `seed · TURN_SEED_STRIDE + t` (a prime, so batches do not collide). */
+export const TURN_SEED_STRIDE = 1009;
+
 export interface RolloutConfig {
   /** SPEC §3: at most 10 turns. */
   maxTurns: number;
@@ -101,7 +104,7 @@ export async function runRollouts(policy: Policy, searcher: Searcher, requests: 
     const maxNewTokens = Math.max(...budgets);
     const generations: Generation[] = await policy.generate(
       active.map((l) => [...l.rollout.promptIds, ...l.rollout.responseIds]),
-      { maxNewTokens, temperature: config.temperature, seed: config.seed * 1009 + turn, stopStrings },
+      { maxNewTokens, temperature: config.temperature, seed: config.seed * TURN_SEED_STRIDE + turn, stopStrings },
     );
 
     const searches: Array<{ live: Live; query: string }> = [];

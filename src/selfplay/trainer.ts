@@ -235,6 +235,7 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
   const metrics: StepMetrics[] = [];
   let lastCheckpoint: string | undefined;
   let stoppedEarly = false;
+  let warnedShortRag = false;
   const saveCheckpoint = async (step: number): Promise<void> => {
     lastCheckpoint = await run.writeCheckpoint(step, { step, seed: config.seed, ...(bank ? { bankVersion: bank.version } : {}), savedAt: new Date().toISOString() }, async (dir) => {
       for (const r of ['proposer', 'solver'] as const) {
@@ -256,6 +257,15 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
         `step ${step}: valid ${result.metrics.validQuestions}/${result.metrics.proposals}, solver accuracy ${result.metrics.solverAccuracy.toFixed(3)}, ` +
           `proposer reward ${result.metrics.proposerMeanReward.toFixed(3)}${bank ? `, bank ${bank.cards.length} cards v${bank.version}` : ''}, ${result.metrics.seconds.total.toFixed(1)} s`,
       );
+      const short = result.metrics.ragChecksShortOfDistractors;
+      if (short > 0 && !warnedShortRag) {
+        warnedShortRag = true;
+        log(
+          `warning: step ${step}: ${short} of ${result.metrics.ragChecks} RAG checks got fewer than ${config.ragDistractorBlocks} distractor blocks ` +
+            `(too few rollouts of other seeds retrieved passages; raise --seeds-per-step or lower --rag-distractor-blocks). ` +
+            'Counted per step in metrics.jsonl as ragChecksShortOfDistractors; this warning is shown once.',
+        );
+      }
       hooks.onStepEnd?.(result.metrics);
       const stop = hooks.shouldStop?.() ?? false;
       if (step % config.saveEvery === 0 || step === config.steps || stop) await saveCheckpoint(step);
