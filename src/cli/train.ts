@@ -128,6 +128,9 @@ export const command: CommandModule<object, TrainArgs> = {
   },
   handler: async (args) => {
     const given = givenKeys(process.argv.slice(2));
+    if (args.resume !== undefined && args.config !== undefined) {
+      throw new Error(`--config with --resume: a resumed run keeps its own ${args.resume}/config.json; give the settings to change as flags`);
+    }
     const { config, fromFlags } = resolveTrainConfig(args, given);
     const human = !args.json;
     const tty = human && process.stderr.isTTY === true;
