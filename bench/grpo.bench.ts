@@ -1,5 +1,5 @@
 // GRPO step throughput: one full update (reference log-probs, forward + backward with the adapter, fused
-// log-probs, loss, AdamW) of a LoRA adapter (SPEC §4 defaults: r 16, all seven projections) on random
+// log-probs, loss, AdamW) of a LoRA adapter (the defaults of docs/method.md, "Adapters": r 16, all seven projections) on random
 // sequences, for the tiny and the ~100M configurations. tokens/s counts every token through the update
 // (prompt and response); the ~100M model runs on wasm only (the cpu backend would take many minutes).
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -27,7 +27,7 @@ export type AdvantageMode = 'grpo' | 'drgrpo';
 export interface GroupAdvantageOptions {
   /** 'grpo' (default) divides by the group's sample std + eps; 'drgrpo' only subtracts the group mean. */
   mode?: AdvantageMode;
-  /** Added to the std in 'grpo' mode; default 1e-6 (SPEC §4, verl). */
+  /** Added to the std in 'grpo' mode; default 1e-6 (docs/method.md, "GRPO"; verl). */
   eps?: number;
   /** 'auto' (default): the typed-array kernel on cpu/wasm, tf ops elsewhere. 'ops' forces tf ops. */
   impl?: 'auto' | 'kernel' | 'ops';

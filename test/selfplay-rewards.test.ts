@@ -1,10 +1,10 @@
-// Rewards and judging (SPEC §2 steps 4-5) with exact values.
+// Rewards and judging (docs/method.md, "Judging answers" and "Rewards") with exact values.
 import { describe, expect, it } from 'vitest';
 import { ScriptedTextGenerator } from '../src/llm/scripted.js';
 import { AnswerJudge, exactMatch, normalizeAnswer, parseVerdict } from '../src/selfplay/judge.js';
 import { PROPOSER_REWARD_DEFAULTS, proposerReward, solverReward, successRate } from '../src/selfplay/rewards.js';
 
-describe('proposer reward (SPEC §2 step 5)', () => {
+describe('proposer reward', () => {
   const G = 5;
   const group = (correct: number): number[] => Array.from({ length: G }, (_, i) => solverReward(i < correct));
 
@@ -41,7 +41,7 @@ describe('proposer reward (SPEC §2 step 5)', () => {
   });
 });
 
-describe('judge (SPEC §2 step 4)', () => {
+describe('judge', () => {
   it('normalizes: lowercase, strip punctuation, drop a/an/the, collapse whitespace', () => {
     expect(normalizeAnswer('  The   Duke of  Orlen-Vasse! ')).toBe('duke of orlenvasse');
     expect(normalizeAnswer("O'Brien")).toBe('obrien');

@@ -1,4 +1,4 @@
-// The rollout engine (SPEC §3) driven by ScriptedPolicy, a scripted test double of the policy, and an
+// The rollout engine (docs/method.md, "Rollouts") driven by ScriptedPolicy, a scripted test double of the policy, and an
 // in-memory FakeSearcher: every branch with exact token ids, masks, log-probs and records.
 import { describe, expect, it } from 'vitest';
 import { type FinalTag, invalidActionText, observationText, type Rollout, type RolloutConfig, runRollouts } from '../src/selfplay/rollout.js';

@@ -1,4 +1,4 @@
-// The SESA step (SPEC §2) driven end to end by test doubles: ScriptedPolicy (a scripted test double of the
+// The SESA step (docs/method.md, "One step") driven end to end by test doubles: ScriptedPolicy (a scripted test double of the
 // policy) for the proposer and the solver, a FakeSearcher, ScriptedTextGenerators as the judge, the RAG judge
 // and the distiller, a recording PolicyUpdater double, and a real SkillBank on the lexical embedder in a temp
 // dir. Every value checked is exact.
@@ -204,7 +204,7 @@ function byAnswer(result: StepResult, answer: string): StepResult['proposals'] {
   return result.proposals.filter((p) => p.answer === answer);
 }
 
-describe('sesaStep: validation (SPEC §2 step 2)', () => {
+describe('sesaStep: validation', () => {
   const kinds: ProposalKind[] = ['valid', 'no-question', 'too-short', 'too-long', 'too-few-words', 'contains-answer', 'too-few-searches', 'nothing-retrieved', 'rag-check-failed'];
   const plans: Plan[] = kinds.map((k, i) => ({ answer: `Hamlet${'ABCDEFGHI'[i]}orn`, kinds: [k], correct: 3 }));
 
@@ -362,7 +362,7 @@ describe('sesaStep: aliases, repeated queries and RAG distractors (SSP validity)
   });
 });
 
-describe('sesaStep: rewards, skill utility, failure queue, GRPO groups (SPEC §2 steps 4-8)', () => {
+describe('sesaStep: rewards, skill utility, failure queue, GRPO groups', () => {
   const plans: Plan[] = [
     { answer: 'Varrowen', correct: 0, kinds: ['valid', 'too-short'] },
     { answer: 'Quillmarsh', correct: 5, kinds: ['valid', 'too-short'] },
@@ -479,7 +479,7 @@ describe('sesaStep: rewards, skill utility, failure queue, GRPO groups (SPEC §2
   });
 });
 
-describe('sesaStep: consolidation and the step boundary (SPEC §2 steps 3 and 9)', () => {
+describe('sesaStep: consolidation and the step boundary', () => {
   const CARD = {
     category: 'verification',
     description: 'For a question naming a ledger entry number in the old archive, search the listed hamlet with its entry number and confirm the listing before answering.',

@@ -22,7 +22,7 @@ describe('resolveTrainConfig', () => {
     expect(config).toMatchObject({ model: 'tiny', corpus: 'demo', embedder: 'lexical', steps: 3 });
   });
 
-  it('a real model takes the SPEC defaults; a config file overrides them and flags override the file', () => {
+  it('a real model takes the defaults for a real model; a config file overrides them and flags override the file', () => {
     const file = join(root, 'cfg.yaml');
     writeFileSync(file, 'model: qwen3-4b\nsteps: 50\ngroup-size: 8\nkl-coef: 0.02\nskills: false\n');
     const args = { json: false, config: file, steps: 7, klCoef: 0.5, groupSize: 99 };

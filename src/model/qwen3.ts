@@ -11,7 +11,7 @@
 //   h = RMSNorm(h);  logits = h·W_lm  (W_lm = embedᵀ when tied)
 //
 // Projection weights are held as [in, out] (transposed from Hugging Face's [out, in] once at load) so every
-// matMul takes the fast non-transposed path (SPEC §8). Base weights are plain tensors, never variables: no
+// matMul takes the fast non-transposed path (docs/method.md, "The tensor stack"). Base weights are plain tensors, never variables: no
 // gradient or optimizer state can exist for them. Positions and masks are built on the JS side from the ids.
 import { tf } from '../tensor/backend.js';
 import { linearFrozen } from '../tensor/ops.js';

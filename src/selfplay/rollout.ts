@@ -1,4 +1,4 @@
-// The rollout engine (SPEC §3): batched multi-turn generation with a search tool.
+// The rollout engine (docs/method.md, "Rollouts"): batched multi-turn generation with a search tool.
 //
 // Each turn, every unfinished rollout generates until `</search>`, its final tag (`</answer>` for the solver,
 // `</question>` for the proposer), EOS or its token budget. All searches of the turn go to the searcher in one
@@ -16,14 +16,14 @@ export type FinalTag = 'answer' | 'question';
 export const TURN_SEED_STRIDE = 1009;
 
 export interface RolloutConfig {
-  /** SPEC §3: at most 10 turns. */
+  /** Generations per rollout (docs/method.md, "Rollouts"). */
   maxTurns: number;
   /** New tokens per turn. */
   maxTokensPerTurn: number;
   /** Response tokens per rollout (generated plus tool output). */
   maxResponseTokens: number;
   temperature: number;
-  /** Passages per query (SPEC §3: 3). */
+  /** Passages per query (docs/method.md, "Search"). */
   passagesPerQuery: number;
   finalTag: FinalTag;
   seed: number;

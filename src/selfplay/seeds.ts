@@ -1,4 +1,4 @@
-// Answer seeds for the proposer (SPEC §2 step 1): a target answer and a hop count. From a JSONL file, or
+// Answer seeds for the proposer (docs/method.md, "One step"): a target answer and a hop count. From a JSONL file, or
 // derived from a corpus when none is given.
 import { existsSync, readFileSync } from 'node:fs';
 import type { Passage } from '../search/types.js';
