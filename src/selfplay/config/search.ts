@@ -9,7 +9,7 @@ export const SEARCH_SETTINGS = {
   }),
   retrieverUrl: optionalStr({ help: 'a Search-R1-compatible retrieval server; when set it replaces the local index' }),
   seeds: optionalStr({
-    help: 'answer seeds, JSONL of {"answer","hops","aliases"?} (default: the corpus\'s own)',
+    help: 'answer seeds, JSONL of {"answer","hops","aliases"?}; unset: seeds derived from the corpus',
     resume: fixedForRun('a resumed run replays its seed draws from the same pool'),
   }),
   passagesPerQuery: int(3, { help: 'k, passages a search returns (each rendered as "Doc i (Title: …) text")' }),

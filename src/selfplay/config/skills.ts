@@ -22,7 +22,7 @@ export const SKILLS_SETTINGS = {
   consolidateEvery: int(B.consolidateEvery, { help: 'consolidate every N steps ...' }),
   consolidateMinPending: int(B.minPending, { help: '... when at least this many failure records are pending ...' }),
   consolidateMaxSelected: int(B.maxSelected, { help: '... distilling at most this many' }),
-  dedupThreshold: optionalNum({ min: -1, max: 1, help: 'admit a new card only if its cosine to every card is ≤ this (default: 0.93 with e5, 0.8 lexical)' }),
+  dedupThreshold: optionalNum({ min: -1, max: 1, help: 'admit a new card only if its cosine to every card is ≤ this; unset: 0.93 with e5, 0.8 lexical' }),
   evictMinRetrieved: int(B.evictMinRetrieved, { min: 0, help: 'evict a non-seed card retrieved at least this often with helpful − hurt < 0' }),
   maxCards: int(B.maxCards, { help: 'bank cap; over it the lowest-scoring non-seed cards go' }),
   renderTokenBudget: int(B.renderTokenBudget, { help: 'tokens of rendered cards in the solver prompt' }),
