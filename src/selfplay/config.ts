@@ -7,7 +7,9 @@
 // TrainConfig type, the `train` flags and --help, config-file parsing (JSON/YAML, kebab-case or camelCase
 // keys), validation, the resume rules and the README option table (`npx tsx scripts/options-table.ts
 // --write`) all follow from that entry. A rule that ties two settings together goes into CROSS_CHECKS below.
-// Then read the value from the TrainConfig where it is used (src/selfplay/trainer.ts builds everything).
+// Then read the value from the TrainConfig where it is used (src/selfplay/trainer.ts builds everything),
+// regenerate the README table, and give the setting a non-default value in test/train-settings.test.ts
+// (EVERY_SETTING: the round-trip test requires one per setting).
 import { GRPO_SETTINGS } from './config/grpo.js';
 import { JUDGE_SETTINGS } from './config/judge.js';
 import { LORA_SETTINGS } from './config/lora.js';
