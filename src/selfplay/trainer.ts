@@ -128,11 +128,14 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
   };
   let config: TrainConfig;
   let changed: TrainSummary['changed'];
+  // The checkpoint a resumed run continues from (its newest complete one), if any.
+  let ckpt: ReturnType<RunFolder['latestCheckpoint']>;
   if (resumeDir !== undefined) {
     const opened = RunFolder.open(resumeDir);
     run = opened.run;
     const saved = validateConfig(parseSavedConfig(opened.config, run.configPath));
-    const latest = run.latestCheckpoint();
+    ckpt = run.latestCheckpoint();
+    const latest = ckpt;
     const { changes, refused } = resumeChanges(saved, overrides, latest?.step ?? 0);
     if (refused.length > 0) throw new Error(`--resume ${resumeDir}: ${refused.join('; ')}`);
     config = validateConfig({ ...saved, ...Object.fromEntries(changes.map((c) => [c.key, c.to])) });
@@ -163,7 +166,6 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
   if (!seeds) throw new Error('--seeds FILE is required with --retriever-url (answer seeds: JSONL of {"answer","hops"}); a local --corpus supplies its own');
 
   // Where to start: the last complete checkpoint of a resumed run, else step 1.
-  const ckpt = resumeDir !== undefined ? run.latestCheckpoint() : undefined;
   const firstStep = ckpt ? ckpt.step + 1 : 1;
   if (resumeDir !== undefined) {
     run.truncateMetricsAfter(ckpt?.step ?? 0);
