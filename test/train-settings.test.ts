@@ -153,6 +153,10 @@ describe('the settings table', () => {
     expect(bad({ judgeModel: 'x' })).toEqual(['--judge-model names a model at --judge-url, which is not set']);
     expect(bad({ retrieverUrl: 'http://h/retrieve', corpus: 'c.jsonl', seeds: 's.jsonl' })).toEqual(['--retriever-url replaces the local index, so --corpus c.jsonl would be unused: give one of them']);
     expect(bad({ retrieverUrl: 'http://h/retrieve' })).toEqual(['--retriever-url needs --seeds FILE (answer seeds: JSONL of {"answer","hops"}); a local --corpus supplies its own']);
+    expect(bad({ enableThinking: true })).toEqual([
+      '--enable-thinking makes the in-process judge think before it answers: --judge-max-tokens (8) and --rag-max-tokens (64) must be ≥ 256 to leave room for the verdict',
+    ]);
+    expect(bad({ enableThinking: true, judgeMaxTokens: 512, ragMaxTokens: 512 })).toEqual([]);
     expect(bad({ dualClip: 0.5 })).toEqual(['--dual-clip must be 0 (off) or > 1, got 0.5']);
     expect(bad({ questionMinChars: 50, questionMaxChars: 40 })).toEqual(['--question-min-chars (50) must be ≤ --question-max-chars (40)']);
     expect(bad({ loraTargets: ['q_proj', 'x_proj'] as TrainConfig['loraTargets'] })).toEqual(["--lora-targets has unknown 'x_proj' (known: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj)"]);

@@ -122,6 +122,9 @@ export function showValue(v: unknown): string {
 
 type CrossCheck = (c: TrainConfig) => string | undefined;
 
+/** The smallest reply budget that leaves a thinking judge room for a short <think> block and its verdict. */
+const THINKING_JUDGE_MIN_TOKENS = 256;
+
 /** Rules that tie settings together; each names the flags and the reason. */
 const CROSS_CHECKS: CrossCheck[] = [
   (c) => (c.maxResponseTokens >= c.maxNewTokens ? undefined : `--max-response-tokens (${c.maxResponseTokens}) must be ≥ --max-new-tokens (${c.maxNewTokens})`),
@@ -133,6 +136,10 @@ const CROSS_CHECKS: CrossCheck[] = [
   (c) => (c.questionMinChars <= c.questionMaxChars ? undefined : `--question-min-chars (${c.questionMinChars}) must be ≤ --question-max-chars (${c.questionMaxChars})`),
   (c) => (c.lrSchedule === 'cosine' || c.minLrRatio === 0 ? undefined : `--min-lr-ratio ${c.minLrRatio} applies only to --lr-schedule cosine`),
   (c) => (c.lrSchedule !== 'cosine' || c.steps > c.warmupSteps ? undefined : `--lr-schedule cosine needs --steps (${c.steps}) > --warmup-steps (${c.warmupSteps})`),
+  (c) =>
+    !c.enableThinking || c.judgeUrl !== undefined || Math.min(c.judgeMaxTokens, c.ragMaxTokens) >= THINKING_JUDGE_MIN_TOKENS
+      ? undefined
+      : `--enable-thinking makes the in-process judge think before it answers: --judge-max-tokens (${c.judgeMaxTokens}) and --rag-max-tokens (${c.ragMaxTokens}) must be ≥ ${THINKING_JUDGE_MIN_TOKENS} to leave room for the verdict`,
   (c) => (c.judgeModel === undefined || c.judgeUrl !== undefined ? undefined : '--judge-model names a model at --judge-url, which is not set'),
   (c) => (c.distillerModel === undefined || c.distillerUrl !== undefined ? undefined : '--distiller-model names a model at --distiller-url, which is not set'),
   (c) => (c.retrieverUrl === undefined || c.corpus === 'demo' ? undefined : `--retriever-url replaces the local index, so --corpus ${c.corpus} would be unused: give one of them`),
