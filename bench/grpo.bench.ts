@@ -1,5 +1,5 @@
 // GRPO step throughput: one full update (reference log-probs, forward + backward with the adapter, fused
-// log-probs, loss, AdamW) of a LoRA adapter (SPEC §4 defaults: r 16, all seven projections) on random
+// log-probs, loss, AdamW) of a LoRA adapter (the defaults of docs/method.md, "Adapters": r 16, all seven projections) on random
 // sequences, for the tiny and the ~100M configurations. tokens/s counts every token through the update
 // (prompt and response); the ~100M model runs on wasm only (the cpu backend would take many minutes).
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -38,6 +38,7 @@ function sequences(n: number, prompt: number, response: number, vocab: number, s
     responseMask: Array.from({ length: response }, (_, j) => (j % 16 < 12 ? 1 : 0)), // a tool-output span every 16 tokens
     oldLogprobs: Array.from({ length: response }, () => -Math.log(vocab) + (rng.next() - 0.5) * 0.1),
     advantage: rng.next() * 2 - 1,
+    samplingTemperature: 1,
   }));
 }
 

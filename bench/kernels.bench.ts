@@ -1,4 +1,4 @@
-// The GRPO kernels (issue 3): the fused chunked log-prob against the naive logSoftmax + gather at Qwen3's
+// The GRPO kernels: the fused chunked log-prob against the naive logSoftmax + gather at Qwen3's
 // vocab (151,936), forward and forward+backward, time and peak tensor bytes; and the group-advantage kernel
 // against its tf-ops composition.
 //
@@ -8,7 +8,7 @@
 // every kernel), minus the bytes live before the call (the weight and inputs): the working memory of the
 // call. The naive form holds several [N × V] float32 tensors on the tape at once (logits, log-softmax,
 // one-hot, their product, and the same again in the backward); when its estimate exceeds the wasm heap
-// (4 GiB, SPEC §8) it is not attempted (an out-of-bounds failure leaves the wasm backend unusable for the
+// (4 GiB) it is not attempted (an out-of-bounds failure leaves the wasm backend unusable for the
 // rest of the run) and the row reports the estimate instead.
 import { initBackend, tf } from '../src/tensor/backend.js';
 import { tokenLogProbs } from '../kernels/token-logprob.js';

@@ -1,5 +1,5 @@
 // matMul GFLOP/s per tfjs backend: square 256 and 1024, a projection-shaped [128,1024]×[1024,3072], the same
-// with B transposed (the slow path on wasm, SPEC §8), and a decode-shaped GEMV. f32, 2·M·N·K flops per call.
+// with B transposed (the slow path on wasm), and a decode-shaped GEMV. f32, 2·M·N·K flops per call.
 // The cpu and wasm backends run kernels eagerly and synchronously, so the time of `tf.matMul` is the time of
 // the multiplication (the result is not read back).
 import { initBackend, tf } from '../src/tensor/backend.js';

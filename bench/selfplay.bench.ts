@@ -24,7 +24,9 @@ import { parseContents } from '../src/search/corpus.js';
 import { AnswerJudge } from '../src/selfplay/judge.js';
 import { ProposerRole, SolverRole } from '../src/selfplay/roles.js';
 import { type RolloutConfig, runRollouts } from '../src/selfplay/rollout.js';
+import { TRAIN_DEFAULTS } from '../src/selfplay/config.js';
 import { sesaStep } from '../src/selfplay/step.js';
+import { stepSettingsOf } from '../src/selfplay/step-settings.js';
 import { GrpoPolicyUpdater, type TrainedRole } from '../src/selfplay/updater.js';
 import { SkillBank } from '../src/skills/bank.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
@@ -135,13 +137,14 @@ export const suite: BenchSuite = {
             {
               proposer: new ProposerRole(new ModelPolicy('proposer', model, tokenizer, adapters.proposer), searcher, settings),
               solver: new SolverRole(new ModelPolicy('solver', model, tokenizer, adapters.solver), searcher, bank, settings),
+              skills: bank,
               judge: new AnswerJudge(judgeText),
               ragJudge: judgeText,
               // One sequence per backward on the ~100M model: its activations must fit the 4 GiB wasm heap.
               updater: new GrpoPolicyUpdater(model, roles, { microBatchSize: c.step.microBatch, padTokenId: tokenizer.padTokenId }),
               distiller: judgeText,
             },
-            { seedsPerStep: c.step.seeds, proposalsPerSeed: c.step.proposals, groupSize: 5, reward: { lambda: 0.5, invalidReward: -1, frontier: true }, seed: 0, ragDistractorBlocks: 4 },
+            stepSettingsOf({ ...TRAIN_DEFAULTS, seedsPerStep: c.step.seeds, proposalsPerSeed: c.step.proposals, groupSize: 5, seed: 0 }),
           );
           const sec = step.metrics.seconds;
           for (const phase of ['propose', 'validate', 'solve', 'judge', 'update', 'consolidate', 'total'] as const) {

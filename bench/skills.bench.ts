@@ -91,7 +91,7 @@ export const suite: BenchSuite = {
         const ms = await timeIt(reps, () => bank.retrieve(QUESTIONS[qi++ % QUESTIONS.length] as string, 3));
         rows.push({ case: `retrieve top-3 of ${bank.cards.length} cards (embed question + score)`, engine, metric: 'latency', value: ms, unit: 'ms' });
 
-        // Admission: embed 30 candidate cards, then compare each with the bank and the round (SPEC §2 step 9).
+        // Admission: embed 30 candidate cards, then compare each with the bank and the round (docs/method.md, "The skill bank").
         const cands = syntheticCards(30, 99).map((c) => ({ ...c, id: `cand-${c.id}` }));
         const texts = cands.map(cardEmbeddingText);
         const vecs = await emb.embed(texts, 'query');

@@ -1,19 +1,21 @@
-// Group-normalized advantages for GRPO (SPEC §4), as a custom tfjs kernel with its gradient.
+// Group-normalized advantages for GRPO (docs/method.md, "GRPO"), as a custom tfjs kernel with its gradient.
 //
 //   rewards [groups, G] → advantages [groups, G]
 //   'grpo':   A_i = (R_i − mean(R)) / (std(R) + eps)
 //   'drgrpo': A_i =  R_i − mean(R)                      (Dr. GRPO: no std division)
 //
 // std is the SAMPLE standard deviation (Bessel-corrected, divisor G − 1), because verl's
-// `compute_grpo_outcome_advantage` uses `torch.std`, which is unbiased by default, and SPEC §4 follows verl.
-// A group of size 1 and a group with zero spread (all rewards equal) give advantage 0 in both modes. (verl
-// gives a size-1 group mean 0 and std 1, i.e. A = R; SPEC §4 and issue 3 ask for 0, so we differ there.)
+// `compute_grpo_outcome_advantage` uses `torch.std`, which is unbiased by default.
+// A group of size 1 follows verl's rule: its mean is taken as 0 and its std as 1, so A = R in both modes
+// (the SSP setting of one proposal per seed trains on the raw reward). A group of two or more with zero
+// spread (all rewards equal) gives advantage 0 in 'grpo' mode (and R − mean = 0 in 'drgrpo').
 //
 // Gradient (vector-Jacobian product), with c = R − mean, s = std, D = s + eps, per group:
 //   'grpo':   ∂L/∂R_k = (dy_k − mean(dy)) / D − (Σ_i dy_i c_i) · c_k / (D² · (G − 1) · s)
 //   'drgrpo': ∂L/∂R_k =  dy_k − mean(dy)
-// For a group of size 1 or with zero spread ('grpo'), the output is the constant 0 there, so the gradient is 0
-// (the function is defined piecewise; the formula's s → 0 limit does not exist).
+// For a group of size 1 the output is R itself, so ∂L/∂R = dy. For zero spread ('grpo', G ≥ 2) the output
+// is the constant 0 there, so the gradient is 0 (the function is defined piecewise; the formula's s → 0
+// limit does not exist).
 //
 // Backends: 'cpu' and 'wasm' get typed-array kernels (forward and backward, float64 arithmetic inside);
 // any other backend (the native 'tensorflow' one) computes the same function from tf ops, whose autodiff
@@ -25,7 +27,7 @@ export type AdvantageMode = 'grpo' | 'drgrpo';
 export interface GroupAdvantageOptions {
   /** 'grpo' (default) divides by the group's sample std + eps; 'drgrpo' only subtracts the group mean. */
   mode?: AdvantageMode;
-  /** Added to the std in 'grpo' mode; default 1e-6 (SPEC §4, verl). */
+  /** Added to the std in 'grpo' mode; default 1e-6 (docs/method.md, "GRPO"; verl). */
   eps?: number;
   /** 'auto' (default): the typed-array kernel on cpu/wasm, tf ops elsewhere. 'ops' forces tf ops. */
   impl?: 'auto' | 'kernel' | 'ops';
@@ -60,7 +62,7 @@ function readAttrs(attrs: unknown): Attrs {
   return { mode, eps };
 }
 
-/** Group statistics in float64: mean, sample std, and whether the group is degenerate (G = 1 or no spread). */
+/** Group statistics in float64 (G ≥ 2): mean, sample std, and whether the group has no spread. */
 function groupStats(r: Values, base: number, g: number): { mean: number; std: number; degenerate: boolean } {
   let sum = 0;
   let min = Infinity;
@@ -85,10 +87,14 @@ function groupStats(r: Values, base: number, g: number): { mean: number; std: nu
 export function groupAdvantagesArray(r: Values, groups: number, g: number, attrs: Attrs, out: OutArray): void {
   for (let k = 0; k < groups; k++) {
     const base = k * g;
+    if (g === 1) {
+      out[base] = r[base] as number; // verl's rule for a group of one: mean 0, std 1
+      continue;
+    }
     const { mean, std, degenerate } = groupStats(r, base, g);
     for (let j = 0; j < g; j++) {
       const c = (r[base + j] as number) - mean;
-      if (attrs.mode === 'drgrpo') out[base + j] = g < 2 ? 0 : c;
+      if (attrs.mode === 'drgrpo') out[base + j] = c;
       else out[base + j] = degenerate ? 0 : c / (std + attrs.eps);
     }
   }
@@ -97,11 +103,15 @@ export function groupAdvantagesArray(r: Values, groups: number, g: number, attrs
 function groupAdvantagesGradArray(dy: Values, r: Values, groups: number, g: number, attrs: Attrs, out: OutArray): void {
   for (let k = 0; k < groups; k++) {
     const base = k * g;
+    if (g === 1) {
+      out[base] = dy[base] as number; // A = R
+      continue;
+    }
     let dySum = 0;
     for (let j = 0; j < g; j++) dySum += dy[base + j] as number;
     const dyMean = dySum / g;
     if (attrs.mode === 'drgrpo') {
-      for (let j = 0; j < g; j++) out[base + j] = g < 2 ? 0 : (dy[base + j] as number) - dyMean;
+      for (let j = 0; j < g; j++) out[base + j] = (dy[base + j] as number) - dyMean;
       continue;
     }
     const { mean, std, degenerate } = groupStats(r, base, g);
@@ -204,9 +214,9 @@ export function groupAdvantagesOps(rewards: tf.Tensor2D, opts: GroupAdvantageOpt
   const [, g] = dims2(rewards.shape);
   return tf.tidy(() => {
     const r = tf.cast(rewards, 'float32');
+    if (g === 1) return tf.mul(r, 1) as tf.Tensor2D; // verl's rule for a group of one: A = R (a copy, not the input)
     const mean = tf.mean(r, 1, true);
     const c = tf.sub(r, mean);
-    if (g < 2) return tf.zerosLike(r) as tf.Tensor2D;
     if (mode === 'drgrpo') return c as tf.Tensor2D;
     const spread = tf.sub(tf.max(r, 1, true), tf.min(r, 1, true));
     const live = tf.greater(spread, 0);

@@ -1,4 +1,4 @@
-// Fused, chunked log-prob gathering and entropy for the LM head (SPEC §4, issue 3).
+// Fused, chunked log-prob gathering and entropy for the LM head (docs/method.md, "GRPO").
 //
 //   tokenLogProbs(hidden [N, d], W [d, V], targets [N]) = log softmax(hidden · W)[n, targets[n]]   → [N]
 //
@@ -13,7 +13,7 @@
 //   ∂L/∂W   = Σ_c h_cᵀ · (dy ⊙ (onehot − p))                      (only with `weightGrad: true`)
 // (the kernel path forms dlogits = dy ⊙ (onehot − p) directly and uses ∂L/∂h_c = dlogits·Wᵀ.)
 // Wᵀ is formed once per backward with an explicit transpose, or passed in as `weightT`: matMul with a
-// transposed operand is ~7× slower on wasm (SPEC §8), so every matMul here is the plain non-transposed 2-D
+// transposed operand is ~7× slower on wasm (docs/method.md, "The tensor stack"), so every matMul here is the plain non-transposed 2-D
 // form. PASS `weightT` WHEN TRAINING ON WASM (a tied embedding table [V, d] is exactly Wᵀ, or transpose W once
 // and keep it): XNNPACK packs a matMul's right operand on first use of each tensor and reuses the packing, so
 // a fresh Wᵀ per backward costs a transpose plus a re-pack (measured ~2 s at d = 256, V = 151,936), while a

@@ -56,6 +56,7 @@ it(`GRPO raises the mean reward to ≥ 0.9 within ${STEPS} steps`, async () => {
       responseMask: r.ids.map(() => 1),
       oldLogprobs: r.logprobs,
       advantage: advantages[i] as number,
+      samplingTemperature: 1, // sampled at temperature 1 above
     }));
     await grpoUpdate(model, adapter, optimizer, params, seqs, { microBatchSize: 16, klCoef: 0.001 });
   }

@@ -29,7 +29,7 @@ interface Ref {
   entropy: number;
 }
 
-/** float64 reference of SPEC §4 / verl, written out per token. */
+/** float64 reference of docs/method.md ("GRPO") / verl, written out per token. */
 function reference(lpv: number[], cfg: Required<Omit<GrpoLossConfig, 'dualClip'>> & { dualClip: number | null }, rows = B): Ref {
   const per: number[] = [];
   const pgs: number[] = [];

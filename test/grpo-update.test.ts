@@ -11,7 +11,8 @@ import { LoraAdapter } from '../src/model/lora.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { scoreBatch } from '../src/model/score.js';
 import { disposeGrads } from '../src/rl/accumulate.js';
-import { grpoGradients, grpoUpdate, type TrainingSequence } from '../src/rl/grpo-update.js';
+import { generate } from '../src/model/generate.js';
+import { grpoGradients, grpoUpdate, type TrainingSequence, updateLogProbs } from '../src/rl/grpo-update.js';
 import { AdamW } from '../src/rl/optimizer.js';
 import { initBackend, tf } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
@@ -51,12 +52,37 @@ async function sequences(adapter: LoraAdapter, seed: number, n: number): Promise
     const responseMask = responseIds.map((_, j) => (j === 2 || j === 3 ? 0 : 1));
     const [scored] = await scoreBatch(model, [[...promptIds, ...responseIds]], { adapter });
     const oldLogprobs = (scored?.logprobs ?? []).slice(promptIds.length - 1);
-    seqs.push({ promptIds, responseIds, responseMask, oldLogprobs, advantage: rng.next() * 2 - 1 });
+    seqs.push({ promptIds, responseIds, responseMask, oldLogprobs, advantage: rng.next() * 2 - 1, samplingTemperature: 1 }); // scored untempered
   }
   return seqs;
 }
 
 describe('GRPO update', () => {
+  it('scores tokens under the rollout temperature: at T = 0.7, with no parameter change, every ratio is 1 (1e-5)', async () => {
+    const { adapter, params } = newAdapter(5);
+    const rng = new Rng(21);
+    const prompts = Array.from({ length: 3 }, () => Array.from({ length: 4 + rng.int(4) }, () => rng.int(300)));
+    const T = 0.7;
+    const gens = await generate(model, prompts, { maxNewTokens: 6, temperature: T, seed: 77, stopTokenIds: [], adapter });
+    const seqs: TrainingSequence[] = gens.map((g, i) => ({
+      promptIds: prompts[i] as number[],
+      responseIds: g.ids,
+      responseMask: g.ids.map(() => 1),
+      oldLogprobs: g.logprobs,
+      advantage: i - 1,
+      samplingTemperature: T,
+    }));
+    const now = await updateLogProbs(model, adapter, seqs);
+    let worst = 0;
+    seqs.forEach((s, b) => s.oldLogprobs.forEach((old, j) => (worst = Math.max(worst, Math.abs(Math.exp(((now[b] as number[])[j] as number) - old) - 1)))));
+    expect(worst).toBeLessThanOrEqual(1e-5);
+    // Through the loss as well: nothing is clipped on the first, on-policy update.
+    const g = await grpoGradients(model, adapter, params, seqs, { microBatchSize: 2, klCoef: 0 });
+    expect(g.clipFrac).toBe(0);
+    disposeGrads(g.grads);
+    adapter.dispose();
+  });
+
   it('for one trajectory with KL 0 and no clipping, the gradient equals −A·∇ Σ log π / N (computed independently)', async () => {
     const { adapter, params } = newAdapter();
     const [seq] = (await sequences(adapter, 1, 1)) as [TrainingSequence];

@@ -6,7 +6,8 @@ import { GROUP_ADVANTAGE, groupAdvantages, groupAdvantagesOps, type AdvantageMod
 import { rng } from './helpers/random.js';
 
 
-/** Independent float64 reference: sample std (torch.std), degenerate groups → 0. */
+/** Independent float64 reference: sample std (torch.std); a group of one has mean 0 and std 1 (A = R, verl's
+ * rule); a zero-spread group of two or more → 0. */
 function reference(r: number[], groups: number, g: number, mode: AdvantageMode, eps = 1e-6): number[] {
   const out: number[] = [];
   for (let k = 0; k < groups; k++) {
@@ -15,7 +16,7 @@ function reference(r: number[], groups: number, g: number, mode: AdvantageMode, 
     const allEqual = row.every((x) => x === row[0]);
     const std = g > 1 ? Math.sqrt(row.reduce((a, b) => a + (b - mean) ** 2, 0) / (g - 1)) : 0;
     for (const x of row) {
-      if (g < 2) out.push(0);
+      if (g < 2) out.push(x);
       else if (mode === 'drgrpo') out.push(x - mean);
       else out.push(allEqual ? 0 : (x - mean) / (std + eps));
     }
@@ -63,15 +64,25 @@ for (const backend of ['cpu', 'wasm'] as const) {
       }
     });
 
-    it('gives 0 for groups of size 1 and for zero spread, in both modes', () => {
+    it("a group of size 1 gets A = R (verl's rule: mean 0, std 1), through the kernel and the tf-ops path, gradient 1", () => {
       for (const mode of MODES) {
-        const r1 = tf.tensor2d([[3], [-1], [0.5]]);
-        const a1 = groupAdvantages(r1, { mode });
-        expect(Array.from(a1.dataSync())).toEqual([0, 0, 0]);
+        for (const impl of ['kernel', 'ops'] as const) {
+          const r1 = tf.tensor2d([[3], [-1], [0.5], [0]]);
+          const a1 = groupAdvantages(r1, { mode, impl });
+          expect(Array.from(a1.dataSync()), `${mode} ${impl}`).toEqual([3, -1, 0.5, 0]);
+          const g1 = tf.grad((x: tf.Tensor) => tf.sum(tf.mul(groupAdvantages(x as tf.Tensor2D, { mode, impl }), tf.tensor2d([[2], [3], [-1], [0.5]]))))(r1);
+          expect(Array.from(g1.dataSync()), `${mode} ${impl} gradient`).toEqual([2, 3, -1, 0.5]);
+          tf.dispose([r1, a1, g1]);
+        }
+      }
+    });
+
+    it('gives 0 for zero spread (groups of two or more), in both modes', () => {
+      for (const mode of MODES) {
         const r2 = tf.tensor2d([[2, 2, 2, 2], [0, 0, 0, 0]]);
         const a2 = groupAdvantages(r2, { mode });
         expect(Array.from(a2.dataSync())).toEqual([0, 0, 0, 0, 0, 0, 0, 0]);
-        tf.dispose([r1, a1, r2, a2]);
+        tf.dispose([r2, a2]);
       }
     });
 

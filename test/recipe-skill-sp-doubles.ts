@@ -15,7 +15,7 @@ import type { PolicyUpdater, Role, RoleUpdateMetrics, RolloutGroup } from '../sr
 import { Rng } from '../src/util/rng.js';
 
 function fakeRollout(id: string): Rollout {
-  return { id, promptIds: [], responseIds: [], responseMask: [], logprobs: [], queries: [], retrieved: [], outcome: 'eos', turns: 1, invalidActions: 0, text: '' };
+  return { id, promptIds: [], responseIds: [], responseMask: [], logprobs: [], samplingTemperature: 1, queries: [], retrieved: [], outcome: 'eos', turns: 1, invalidActions: 0, text: '' };
 }
 
 export class ScriptedProposer implements TextSampler {

@@ -1,4 +1,4 @@
-// The local search tool (issue 5 item 1): corpus reading in both row formats, BM25 scores against a
+// The local search tool: corpus reading in both row formats, BM25 scores against a
 // from-the-formula reference, deterministic ranking, the on-disk index cache, Search-R1's result rendering,
 // and retrieval quality on the shared MuSiQue sample when it is present.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

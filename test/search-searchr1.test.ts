@@ -1,5 +1,5 @@
 // The Search-R1 retrieval-server client against a real HTTP server on 127.0.0.1 playing POST /retrieve
-// (issue 5 items 1 and 9): batching, parsing, retries with backoff on 5xx, no retry on 4xx, timeouts of a
+// batching, parsing, retries with backoff on 5xx, no retry on 4xx, timeouts of a
 // hanging or stalling server, refused connections, malformed bodies. Timeouts and backoffs are a few hundred
 // milliseconds at most to keep the file fast; nothing here asserts a duration.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';

@@ -1,10 +1,10 @@
-// Rewards and judging (SPEC §2 steps 4-5) with exact values.
+// Rewards and judging (docs/method.md, "Judging answers" and "Rewards") with exact values.
 import { describe, expect, it } from 'vitest';
 import { ScriptedTextGenerator } from '../src/llm/scripted.js';
 import { AnswerJudge, exactMatch, normalizeAnswer, parseVerdict } from '../src/selfplay/judge.js';
 import { PROPOSER_REWARD_DEFAULTS, proposerReward, solverReward, successRate } from '../src/selfplay/rewards.js';
 
-describe('proposer reward (SPEC §2 step 5)', () => {
+describe('proposer reward', () => {
   const G = 5;
   const group = (correct: number): number[] => Array.from({ length: G }, (_, i) => solverReward(i < correct));
 
@@ -41,7 +41,7 @@ describe('proposer reward (SPEC §2 step 5)', () => {
   });
 });
 
-describe('judge (SPEC §2 step 4)', () => {
+describe('judge', () => {
   it('normalizes: lowercase, strip punctuation, drop a/an/the, collapse whitespace', () => {
     expect(normalizeAnswer('  The   Duke of  Orlen-Vasse! ')).toBe('duke of orlenvasse');
     expect(normalizeAnswer("O'Brien")).toBe('obrien');
@@ -56,14 +56,38 @@ describe('judge (SPEC §2 step 4)', () => {
     expect(exactMatch('the', ['a'])).toBe(false);
   });
 
-  it('parses the verdict as a whole word: Correct counts, Incorrect and Wrong do not', () => {
-    expect(parseVerdict('Correct')).toBe(true);
-    expect(parseVerdict('correct.')).toBe(true);
-    expect(parseVerdict('Wrong')).toBe(false);
-    expect(parseVerdict('Incorrect')).toBe(false);
-    expect(parseVerdict('Not correct.')).toBe(false);
-    expect(parseVerdict('The answer is not correct')).toBe(false);
-    expect(parseVerdict('I cannot tell')).toBeUndefined();
+  // The reply parser: after <think>…</think> is removed, the trimmed reply must be exactly Correct or Wrong
+  // (any case, at most one trailing period); anything else is unparsed (undefined).
+  const VERDICTS: Array<[string, boolean | undefined]> = [
+    ['Correct', true],
+    ['correct', true],
+    ['CORRECT.', true],
+    ['  Correct  \n', true],
+    ['Wrong', false],
+    ['wrong.', false],
+    ['\nWRONG\n', false],
+    ['<think>The prediction names the same city.</think>\nCorrect', true],
+    ['<think>Is it correct?</think> Wrong', false],
+    ['<think>\nhmm, correct or wrong\n</think>\n\nwrong.', false],
+    ['<think></think>Correct', true],
+    ['Correct..', undefined],
+    ['Correct!', undefined],
+    ['Incorrect', undefined],
+    ['Not correct.', undefined],
+    ['It is not the correct answer.', undefined],
+    ["isn't correct", undefined],
+    ['The correct answer is Paris; Wrong', undefined],
+    ['Correct. The prediction matches.', undefined],
+    ['Wrong, it names another river', undefined],
+    ['Correct Wrong', undefined],
+    ['<think>thinking without an end', undefined],
+    ['<think>Correct</think>', undefined],
+    ['', undefined],
+    ['I cannot tell', undefined],
+    ['"Correct"', undefined],
+  ];
+  it.each(VERDICTS)('parses the judge reply %j as %s', (reply, want) => {
+    expect(parseVerdict(reply)).toBe(want);
   });
 
   it('AnswerJudge: exact match first, then the semantic reply; no answer is never correct', async () => {
@@ -76,7 +100,8 @@ describe('judge (SPEC §2 step 4)', () => {
     expect(await judge.judge('Q?', ['Qux'], 'the city of Qux')).toEqual({ correct: true, method: 'semantic' });
     expect(await judge.judge('Q?', ['Qux'], 'Quxville')).toEqual({ correct: false, method: 'semantic' });
     expect(await judge.judge('Q?', ['Qux'], 'Mora')).toEqual({ correct: false, method: 'semantic' });
-    expect(judge.unparsedReplies).toBe(0);
+    // "Incorrect" is not a verdict: unparsed, counted, and read as Wrong.
+    expect(judge.unparsedReplies).toBe(1);
     expect(await new AnswerJudge(new ScriptedTextGenerator(['maybe'])).judge('Q?', ['Qux'], 'Mora')).toEqual({ correct: false, method: 'semantic' });
     expect(semantic.calls.length).toBe(3);
     expect(semantic.calls[0]?.[0]?.content).toContain('Gold answer: Qux\nPredicted answer: the city of Qux');

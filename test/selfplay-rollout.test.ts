@@ -1,4 +1,4 @@
-// The rollout engine (SPEC §3) driven by ScriptedPolicy, a scripted test double of the policy, and an
+// The rollout engine (docs/method.md, "Rollouts") driven by ScriptedPolicy, a scripted test double of the policy, and an
 // in-memory FakeSearcher: every branch with exact token ids, masks, log-probs and records.
 import { describe, expect, it } from 'vitest';
 import { type FinalTag, invalidActionText, observationText, type Rollout, type RolloutConfig, runRollouts } from '../src/selfplay/rollout.js';
@@ -78,6 +78,7 @@ describe('runRollouts', () => {
       promptIds: requests[0]?.promptIds as number[],
       responseIds: codes(gen0 + obs + gen1),
       responseMask: [...ones(gen0), ...zeros(obs), ...ones(gen1)],
+      samplingTemperature: 1,
       logprobs: [...lps(gen0), ...zeros(obs), ...lps(gen1)],
       queries: ['capital of Zed'],
       retrieved: [[{ ...(PASSAGES[0] as (typeof PASSAGES)[number]), score: 2 }]],

@@ -1,4 +1,4 @@
-// The SESA step (SPEC §2) driven end to end by test doubles: ScriptedPolicy (a scripted test double of the
+// The SESA step (docs/method.md, "One step") driven end to end by test doubles: ScriptedPolicy (a scripted test double of the
 // policy) for the proposer and the solver, a FakeSearcher, ScriptedTextGenerators as the judge, the RAG judge
 // and the distiller, a recording PolicyUpdater double, and a real SkillBank on the lexical embedder in a temp
 // dir. Every value checked is exact.
@@ -13,9 +13,12 @@ import { AnswerJudge } from '../src/selfplay/judge.js';
 import { PROPOSER_REWARD_DEFAULTS } from '../src/selfplay/rewards.js';
 import { type AnswerSeed, ProposerRole, type RolloutSettings, SolverRole } from '../src/selfplay/roles.js';
 import { type StepDeps, type StepResult, type StepSettings, sesaStep } from '../src/selfplay/step.js';
-import type { PolicyUpdater, Role, RoleUpdateMetrics, RolloutGroup } from '../src/selfplay/updater.js';
+import { advantagesOf, type PolicyUpdater, type Role, type RoleUpdateMetrics, type RolloutGroup } from '../src/selfplay/updater.js';
+import { resolveTrainConfig } from '../src/cli/train.js';
+import { stepSettingsOf } from '../src/selfplay/step-settings.js';
+import { initBackend } from '../src/tensor/backend.js';
 import type { Rollout } from '../src/selfplay/rollout.js';
-import { checkQuestion, type InvalidReason, QUESTION_LIMITS } from '../src/selfplay/validate.js';
+import { checkQuestion, type InvalidReason, QUESTION_RULES } from '../src/selfplay/validate.js';
 import { SkillBank } from '../src/skills/bank.js';
 import { DEFAULT_RENDER_HEADER } from '../src/skills/render.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
@@ -31,7 +34,7 @@ const G = 5;
 const WRONG = 'Nobody Known';
 
 /** What the scripted proposer does for one proposal: write a valid question, or fail in one way. */
-type ProposalKind = 'valid' | InvalidReason;
+type ProposalKind = 'valid' | InvalidReason | 'contains-alias';
 
 interface Plan {
   answer: string;
@@ -71,7 +74,9 @@ function proposerTurn(plan: Plan, idx: number, kind: ProposalKind, turn: number,
         ? { 0: '<search>zzq vvx</search>', 1: '<search>qqp mmx</search>' }
         : { 0: `<think>start from the answer</think><search>${a} origin</search>`, 1: `<search>${a} history</search>` };
   if (turn < 2) return searches[turn] as string;
-  if (turn > 2) throw new Error('the scripted proposer finishes at turn 2');
+  // A repeated query: a third search that repeats the first (turn 2), then the question (turn 3).
+  if (kind === 'repeated-query' && turn === 2) return `<search>${a.toLowerCase()} ORIGIN</search>`;
+  if (turn > (kind === 'repeated-query' ? 3 : 2)) throw new Error('the scripted proposer finishes at turn 2 (3 with a repeated query)');
   switch (kind) {
     case 'no-question':
       return `I cannot write one.${EOS}`;
@@ -83,6 +88,8 @@ function proposerTurn(plan: Plan, idx: number, kind: ProposalKind, turn: number,
       return '<question>Which hamlet holds ledger entry seven?</question>';
     case 'contains-answer':
       return `<question>Which hamlet, later renamed ${a.toUpperCase()}, is listed in the old archive records?</question>`;
+    case 'contains-alias':
+      return `<question>Which hamlet, later renamed ${(plan.aliases?.[0] as string).toLowerCase()}, is listed in the old archive records?</question>`;
     default:
       return `<think>done</think><question>${q}</question>`;
   }
@@ -172,6 +179,7 @@ async function makeWorld(plans: Plan[], opts: { seedsPerStep?: number; proposals
   const deps: StepDeps = {
     proposer: new ProposerRole(proposerPolicy, searcher, rollout),
     solver: new SolverRole(solverPolicy, searcher, bank, rollout),
+    skills: bank,
     judge: new AnswerJudge(semantic),
     ragJudge,
     updater,
@@ -184,6 +192,9 @@ async function makeWorld(plans: Plan[], opts: { seedsPerStep?: number; proposals
     reward: { ...PROPOSER_REWARD_DEFAULTS },
     seed: opts.seed ?? 1234,
     ragDistractorBlocks: 4,
+    ragMaxTokens: 64,
+    rules: { ...QUESTION_RULES },
+    failureEvidenceChars: 2000,
   };
   const seedPool = plans.map((p) => ({ answer: p.answer, hops: p.hops ?? 2, ...(p.aliases ? { aliases: p.aliases } : {}) }));
   return { deps, settings, seedPool, plans, proposerPolicy, solverPolicy, searcher, ragJudge, semantic, updater, bank };
@@ -193,7 +204,7 @@ function byAnswer(result: StepResult, answer: string): StepResult['proposals'] {
   return result.proposals.filter((p) => p.answer === answer);
 }
 
-describe('sesaStep: validation (SPEC §2 step 2)', () => {
+describe('sesaStep: validation', () => {
   const kinds: ProposalKind[] = ['valid', 'no-question', 'too-short', 'too-long', 'too-few-words', 'contains-answer', 'too-few-searches', 'nothing-retrieved', 'rag-check-failed'];
   const plans: Plan[] = kinds.map((k, i) => ({ answer: `Hamlet${'ABCDEFGHI'[i]}orn`, kinds: [k], correct: 3 }));
 
@@ -256,6 +267,7 @@ describe('checkQuestion: the rule checks at their boundaries', () => {
     responseIds: [],
     responseMask: [],
     logprobs: [],
+    samplingTemperature: 1,
     queries,
     retrieved,
     ...(final !== undefined ? { final } : {}),
@@ -267,7 +279,7 @@ describe('checkQuestion: the rule checks at their boundaries', () => {
   const ten = 'one two three four five six seven eight nine ten';
 
   it('accepts 10 words and 10–1000 characters, and names the first rule broken', () => {
-    expect(QUESTION_LIMITS).toEqual({ minChars: 10, maxChars: 1000, minWords: 10, minDistinctQueries: 2 });
+    expect(QUESTION_RULES).toEqual({ minChars: 10, maxChars: 1000, minWords: 10, minDistinctQueries: 2, rejectRepeatedQueries: true });
     expect(checkQuestion(rollout(`  ${ten}  `), 'Zed')).toEqual({ question: ten });
     expect(checkQuestion(rollout(undefined), 'Zed')).toEqual({ invalid: 'no-question' });
     expect(checkQuestion(rollout('   '), 'Zed')).toEqual({ invalid: 'no-question' });
@@ -281,9 +293,76 @@ describe('checkQuestion: the rule checks at their boundaries', () => {
     expect(checkQuestion(rollout(ten, [' Same Query ', 'same query', '']), 'Zed').invalid).toBe('too-few-searches');
     expect(checkQuestion(rollout(ten, ['a', 'b'], [[], []]), 'Zed').invalid).toBe('nothing-retrieved');
   });
+
+  it('checks every alias of the answer, not only the main spelling', () => {
+    expect(checkQuestion(rollout(`${ten} near fenn hollow`), 'Fennhollow', ['Fenn Hollow']).invalid).toBe('contains-answer');
+    expect(checkQuestion(rollout(`${ten} near fenn hollow`), 'Fennhollow', ['Fenn Hollow']).question).toBe(`${ten} near fenn hollow`);
+    expect(checkQuestion(rollout(`${ten} near fennhollow`), 'Fennhollow', ['Fenn Hollow']).invalid).toBe('contains-answer');
+    expect(checkQuestion(rollout(`${ten} near the hollow`), 'Fennhollow', ['Fenn Hollow']).invalid).toBeUndefined();
+  });
+
+  it('a proposal that repeats a search query is invalid (repeated-query), unless the rule is off', () => {
+    const queries = ['Zed origin', 'Zed history', '  zed ORIGIN '];
+    expect(checkQuestion(rollout(ten, queries, [[{ id: 'd', title: 'T', text: 'x' }], [], []]), 'Qux').invalid).toBe('repeated-query');
+    expect(checkQuestion(rollout(ten, queries, [[{ id: 'd', title: 'T', text: 'x' }], [], []]), 'Qux', [], { ...QUESTION_RULES, rejectRepeatedQueries: false }).invalid).toBeUndefined();
+    // Two searches, one repeated: too few distinct searches comes first.
+    expect(checkQuestion(rollout(ten, ['Zed origin', 'zed origin']), 'Qux').invalid).toBe('too-few-searches');
+  });
 });
 
-describe('sesaStep: rewards, skill utility, failure queue, GRPO groups (SPEC §2 steps 4-8)', () => {
+describe('sesaStep: aliases, repeated queries and RAG distractors (SSP validity)', () => {
+  it('rejects a question that names an alias of its answer, and one whose proposer repeated a query', async () => {
+    const plans: Plan[] = [
+      { answer: 'Fennhollow', aliases: ['Fenn Hollow'], kinds: ['contains-alias'], correct: 2 },
+      { answer: 'Brennock', kinds: ['repeated-query'], correct: 2 },
+    ];
+    const w = await makeWorld(plans);
+    const r = await sesaStep(1, w.seedPool, w.deps, w.settings);
+    expect(r.proposals.map((p) => [p.answer, p.invalid, p.reward])).toEqual([
+      ['Fennhollow', 'contains-answer', -1],
+      ['Brennock', 'repeated-query', -1],
+    ]);
+    expect(r.metrics.invalidReasons).toEqual({ 'contains-answer': 1, 'repeated-query': 1 });
+    expect(w.ragJudge.calls.length).toBe(0);
+  });
+
+  it("draws RAG distractors only from other seeds' rollouts, and counts checks that got too few", async () => {
+    // One seed, two proposals: the sibling's passages must not be mixed in, and there is no other seed.
+    const w = await makeWorld([{ answer: 'Brennock', kinds: ['valid', 'valid'], correct: 2 }], { proposalsPerSeed: 2 });
+    const r = await sesaStep(1, w.seedPool, w.deps, w.settings);
+    expect(w.ragJudge.calls.length).toBe(2);
+    for (const call of w.ragJudge.calls) {
+      const text = userText(call);
+      // Its own two searches' passages only.
+      expect(text).toContain('Doc 2(');
+      expect(text).not.toContain('Doc 3(');
+    }
+    expect(r.metrics.ragChecks).toBe(2);
+    expect(r.metrics.ragChecksShortOfDistractors).toBe(2);
+
+    // Two seeds with two proposals each: each check gets the other seed's two rollouts (2 blocks of 2 passages)
+    // and is still short of the 4 blocks asked for.
+    const w2 = await makeWorld(
+      [
+        { answer: 'Brennock', kinds: ['valid', 'valid'], correct: 2 },
+        { answer: 'Tessaly', kinds: ['valid', 'valid'], correct: 2 },
+      ],
+      { proposalsPerSeed: 2 },
+    );
+    const r2 = await sesaStep(1, w2.seedPool, w2.deps, w2.settings);
+    for (const call of w2.ragJudge.calls) {
+      const text = userText(call);
+      const own = planIndexOf(/\nQuestion: (.*)$/m.exec(text)?.[1] ?? '') === 0 ? 'Brennock' : 'Tessaly';
+      const other = own === 'Brennock' ? 'Tessaly' : 'Brennock';
+      expect(text.split(`${own} is a hamlet`).length - 1).toBe(2);
+      expect(text.split(`${other} is a hamlet`).length - 1).toBe(4);
+    }
+    expect([r2.metrics.ragChecks, r2.metrics.ragChecksShortOfDistractors]).toEqual([4, 4]);
+    expect(r.proposals.every((p) => p.invalid === undefined)).toBe(true);
+  });
+});
+
+describe('sesaStep: rewards, skill utility, failure queue, GRPO groups', () => {
   const plans: Plan[] = [
     { answer: 'Varrowen', correct: 0, kinds: ['valid', 'too-short'] },
     { answer: 'Quillmarsh', correct: 5, kinds: ['valid', 'too-short'] },
@@ -400,7 +479,7 @@ describe('sesaStep: rewards, skill utility, failure queue, GRPO groups (SPEC §2
   });
 });
 
-describe('sesaStep: consolidation and the step boundary (SPEC §2 steps 3 and 9)', () => {
+describe('sesaStep: consolidation and the step boundary', () => {
   const CARD = {
     category: 'verification',
     description: 'For a question naming a ledger entry number in the old archive, search the listed hamlet with its entry number and confirm the listing before answering.',
@@ -526,7 +605,7 @@ describe('sesaStep: the consolidation threshold and the SSP baseline', () => {
   it('skills off (no bank): the solver prompts carry no skills and the step records no bank metrics', async () => {
     const w = await makeWorld([{ answer: 'Brennock', correct: 2 }]);
     const rollout: RolloutSettings = { maxTurns: 4, maxTokensPerTurn: 2000, maxResponseTokens: 8000, temperature: 1, passagesPerQuery: 3 };
-    const deps: StepDeps = { ...w.deps, solver: new SolverRole(w.solverPolicy, w.searcher, undefined, rollout) };
+    const deps: StepDeps = { ...w.deps, solver: new SolverRole(w.solverPolicy, w.searcher, undefined, rollout), skills: undefined };
     const r = await sesaStep(1, w.seedPool, deps, w.settings);
     expect(r.proposals.map((p) => [p.pHat, p.skillIds])).toEqual([[0.4, []]]);
     expect(r.metrics.failuresQueued).toBe(0);
@@ -564,5 +643,54 @@ describe('sesaStep: determinism', () => {
     // The seed matters: the seeds of a step are drawn from (seed, step).
     const c = await run(43);
     expect(c.results.map((r) => r.proposals.map((p) => p.answer))).not.toEqual(a.results.map((r) => r.proposals.map((p) => p.answer)));
+  });
+});
+
+describe('sesaStep under --recipe ssp (the SSP baseline)', () => {
+  it('rewards 1 − p̂, one proposal per seed with A = R, no skill ever retrieved, r_invalid 0, repeated queries rejected', async () => {
+    await initBackend('cpu');
+    const plans: Plan[] = [
+      { answer: 'Varrowen', correct: 0 },
+      { answer: 'Brennock', correct: 2 },
+      { answer: 'Quillmarsh', correct: 5 },
+      { answer: 'Tessaly', correct: 4 },
+      { answer: 'Ormwick', kinds: ['repeated-query'], correct: 1 },
+      { answer: 'Fennhollow', kinds: ['too-short'], correct: 1 },
+    ];
+    // The settings come from the recipe, as the trainer builds them.
+    const { config } = resolveTrainConfig({ json: false, recipe: 'ssp', model: 'qwen3-4b', groupSize: G, seedsPerStep: plans.length }, new Set(['recipe', 'model', 'groupSize', 'seedsPerStep']));
+    expect(config).toMatchObject({ skills: false, frontier: false, proposalsPerSeed: 1, invalidReward: 0, rejectRepeatedQueries: true });
+    const w = await makeWorld(plans);
+    const statsBefore = w.bank.cards.map((c) => ({ ...c.stats }));
+    const rollout: RolloutSettings = { maxTurns: 4, maxTokensPerTurn: 2000, maxResponseTokens: 8000, temperature: 1, passagesPerQuery: 3 };
+    // skills off: the trainer builds no bank, so neither the solver nor the step has one.
+    const deps: StepDeps = { ...w.deps, solver: new SolverRole(w.solverPolicy, w.searcher, undefined, rollout), skills: undefined };
+    const settings = { ...stepSettingsOf(config), seed: 1234 };
+    const results = [await sesaStep(1, w.seedPool, deps, settings), await sesaStep(2, w.seedPool, deps, settings)];
+    for (const r of results) {
+      const by = (a: string) => byAnswer(r, a)[0];
+      expect(r.proposals.length).toBe(plans.length);
+      expect([by('Varrowen')?.pHat, by('Varrowen')?.reward]).toEqual([0, 1]);
+      expect(by('Brennock')?.pHat).toBe(0.4);
+      expect(by('Brennock')?.reward).toBeCloseTo(0.6, 14);
+      expect([by('Quillmarsh')?.pHat, by('Quillmarsh')?.reward]).toEqual([1, 0]);
+      expect(by('Tessaly')?.reward).toBeCloseTo(0.2, 14);
+      expect([by('Ormwick')?.invalid, by('Ormwick')?.reward]).toEqual(['repeated-query', 0]);
+      expect([by('Fennhollow')?.invalid, by('Fennhollow')?.reward]).toEqual(['too-short', 0]);
+      for (const p of r.proposals) expect(p.skillIds ?? []).toEqual([]);
+      for (const k of ['bankSize', 'activeSkills', 'bankVersion', 'queueLength', 'consolidation'] as const) expect(r.metrics[k]).toBeUndefined();
+    }
+    // n_p = 1: every proposer group holds one proposal, and its advantage is its reward (A = R).
+    const proposerCalls = w.updater.calls.filter((c) => c.role === 'proposer');
+    expect(proposerCalls.length).toBe(2);
+    for (const call of proposerCalls) {
+      expect(call.rewards.every((g) => g.length === 1)).toBe(true);
+      const groups = call.rewards.map((rewards) => ({ rollouts: [], rewards }));
+      expect(await advantagesOf(groups)).toEqual(call.rewards.map((g) => [Math.fround(g[0] as number)]));
+    }
+    // No skill was ever retrieved or shown: no solver prompt carries the skills header, no card was counted.
+    for (const prompt of w.solverPolicy.prompts) expect(prompt).not.toContain(DEFAULT_RENDER_HEADER);
+    expect(w.bank.cards.map((c) => c.stats)).toEqual(statsBefore);
+    expect(w.bank.pendingFailures()).toEqual([]);
   });
 });

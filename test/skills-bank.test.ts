@@ -1,4 +1,4 @@
-// The skill bank's whole life cycle with exact expectations (SPEC §2 steps 3, 6, 7, 9; issue 4).
+// The skill bank's whole life cycle with exact expectations (docs/method.md, "The skill bank").
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';

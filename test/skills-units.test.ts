@@ -78,7 +78,7 @@ describe('card validation', () => {
 });
 
 describe('schedule and config', () => {
-  it('consolidates every 10 steps with at least 20 pending (SPEC §2 step 9)', () => {
+  it('consolidates every 10 steps with at least 20 pending', () => {
     const cfg = resolveConfig();
     expect(cfg).toEqual({ ...DEFAULT_SKILL_BANK_CONFIG });
     expect([consolidationDue(10, 20, cfg), consolidationDue(10, 19, cfg), consolidationDue(15, 30, cfg), consolidationDue(0, 30, cfg), consolidationDue(30, 300, cfg)]).toEqual([

@@ -111,6 +111,23 @@ describe('sesa-train end to end (tiny random model)', () => {
     expect(existsSync(join(root, 'run-file', 'checkpoints', 'step-1', 'state.json'))).toBe(true);
   });
 
+  it('--recipe ssp trains with no skill bank, one proposal per seed, and records the recipe in config.json', async () => {
+    // One step of two seeds; the recipe sets the proposals per seed (a flag for it would be refused).
+    const base = trainArgs('run-ssp');
+    const set: Record<string, string> = { '--steps': '1', '--seeds-per-step': '2' };
+    const args = base
+      .map((a, i) => set[base[i - 1] as string] ?? a)
+      .filter((a, i) => a !== '--proposals-per-seed' && base[i - 1] !== '--proposals-per-seed');
+    const r = await start([...args, '--recipe', 'ssp']).done;
+    expect(r.code, r.stderr).toBe(0);
+    const [m] = metricsOf('run-ssp') as Array<Record<string, unknown>>;
+    expect(m).toMatchObject({ step: 1, seeds: 2, proposals: 2 });
+    expect(m).not.toHaveProperty('bankSize');
+    expect(existsSync(join(root, 'run-ssp', 'skills.json'))).toBe(false);
+    const config = JSON.parse(readFileSync(join(root, 'run-ssp', 'config.json'), 'utf8')) as Record<string, unknown>;
+    expect(config).toMatchObject({ recipe: 'ssp', skills: false, frontier: false, proposalsPerSeed: 1, invalidReward: 0, rejectRepeatedQueries: true });
+  });
+
   it('refuses bad settings with messages that name the flag', async () => {
     const r = await start([CLI, 'train', '--model', modelDir, '--gpus', '8', '--group-size', '0', '--out', join(root, 'bad')]).done;
     expect(r.code).not.toBe(0);

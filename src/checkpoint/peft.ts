@@ -1,4 +1,4 @@
-// LoRA adapters in Hugging Face PEFT format (SPEC §5), which is also our own on-disk format:
+// LoRA adapters in Hugging Face PEFT format (docs/method.md, "Adapters"), which is also our own on-disk format:
 //   adapter_config.json        {peft_type: "LORA", r, lora_alpha, target_modules, base_model_name_or_path, ...}
 //   adapter_model.safetensors  base_model.model.<module>.lora_A.weight [r, in], .lora_B.weight [out, r]
 // so `PeftModel.from_pretrained`, vLLM and our trainer all read the same folder.

@@ -1,4 +1,4 @@
-// The safetensors format, read and written by hand (no maintained npm library exists; SPEC §8).
+// The safetensors format, read and written by hand (no maintained npm library exists).
 // Layout: u64-LE header length N, N bytes of JSON {name: {dtype, shape, data_offsets: [a, b]}, __metadata__},
 // then the raw little-endian data; offsets are relative to the end of the header.
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
@@ -203,7 +203,7 @@ export class SafetensorsFile {
     return buf;
   }
 
-  /** One floating-point tensor converted to f32 (tfjs has no f16/bf16, SPEC §8). */
+  /** One floating-point tensor converted to f32 (tfjs has no f16/bf16 tensors). */
   readFloat32(name: string): Float32Array {
     const e = this.entry(name);
     if (!FLOAT_DTYPES.has(e.dtype)) throw new SafetensorsError(this.path, `tensor '${name}': dtype ${e.dtype} is not a float type`);

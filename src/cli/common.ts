@@ -38,3 +38,26 @@ export function parseIdList(flag: string, value: string): number[] {
   }
   return ids;
 }
+
+/**
+ * Options given more than once that are not list options, each as "--name was given N times". yargs would turn a
+ * repeated option into a list, or add repeated numbers together, so a repeat is refused naming the flag.
+ * `listOptions` are the options declared as arrays (any spelling); `--no-x` counts as `--x`.
+ */
+export function repeatedScalarFlags(argv: readonly string[], listOptions: readonly string[]): string[] {
+  const camel = (s: string): string => s.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+  const lists = new Set(listOptions.map(camel));
+  const counts = new Map<string, { flag: string; n: number }>();
+  for (const a of argv) {
+    if (a === '--') break;
+    const m = /^--(?:no-)?([A-Za-z0-9][A-Za-z0-9-]*)(?:=|$)/.exec(a);
+    if (!m) continue;
+    const name = m[1] as string;
+    const key = camel(name);
+    if (lists.has(key)) continue;
+    const c = counts.get(key) ?? { flag: `--${name}`, n: 0 };
+    c.n++;
+    counts.set(key, c);
+  }
+  return [...counts.values()].filter((c) => c.n > 1).map((c) => `${c.flag} was given ${c.n} times`);
+}

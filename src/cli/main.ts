@@ -1,5 +1,6 @@
 // The `sesa-train` command line: parses, validates, dispatches. Each command lives in its own module.
 import yargs, { type CommandModule } from 'yargs';
+import { repeatedScalarFlags } from './common.js';
 
 // Each entry is a module exporting `command: CommandModule<object, ItsArgs>`. Keep this list in help order.
 // Each module's args type differs and yargs' types are invariant in it, so the list holds them as `unknown`
@@ -34,6 +35,14 @@ export async function main(argv: string[]): Promise<void> {
       process.exit(2);
     });
   for (const load of COMMAND_MODULES) parser = parser.command((await load()).command as unknown as CommandModule);
+  // A repeated option that takes one value is an error naming it (yargs would make a list or a sum of it).
+  const withCommands = parser;
+  parser = parser.middleware(() => {
+    // getOptions is public in yargs but missing from its type declarations.
+    const declared = (withCommands as unknown as { getOptions(): { array: string[] } }).getOptions();
+    const repeated = repeatedScalarFlags(argv, declared.array);
+    if (repeated.length > 0) throw new Error(`${repeated.join('; ')}: it takes one value, give it once`);
+  });
   try {
     await parser.parseAsync();
   } catch (err) {

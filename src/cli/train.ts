@@ -5,24 +5,29 @@ import { extname } from 'node:path';
 import { SingleBar } from 'cli-progress';
 import type { Argv, CommandModule } from 'yargs';
 import { parse as parseYaml } from 'yaml';
-import { EMBEDDED_DEFAULTS, parseConfigObject, TRAIN_DEFAULTS, type TrainConfig } from '../selfplay/config.js';
+import {
+  EMBEDDED_DEFAULTS,
+  flagName,
+  flagValue,
+  groupTitleOf,
+  keyOf,
+  parseConfigObject,
+  RECIPE_PRESETS,
+  type RecipeName,
+  SETTING_KEYS,
+  type SettingKey,
+  TRAIN_DEFAULTS,
+  type TrainConfig,
+  yargsOption,
+} from '../selfplay/config.js';
 import type { StepMetrics } from '../selfplay/step.js';
 import { train, type TrainSummary } from '../selfplay/trainer.js';
 import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
-
-/** Flag → config key, for the flags that map one to one (yargs also gives camelCase keys). */
-const FLAG_KEYS: Array<keyof TrainConfig> = [
-  'model', 'gpus', 'backend', 'corpus', 'retrieverUrl', 'seeds', 'steps', 'seedsPerStep', 'proposalsPerSeed', 'groupSize',
-  'maxTurns', 'maxNewTokens', 'maxResponseTokens', 'temperature', 'lr', 'warmupSteps', 'loraR', 'loraAlpha', 'klCoef',
-  'clipLow', 'clipHigh', 'lambda', 'invalidReward', 'priming', 'frontier', 'distill', 'embedder', 'e5Model', 'judgeUrl',
-  'judgeModel', 'distillerUrl', 'distillerModel', 'apiKeyEnv', 'microBatchSize', 'out', 'saveEvery', 'seed',
-];
 
 interface TrainArgs {
   [key: string]: unknown;
   config?: string;
   resume?: string;
-  skills?: string;
   json: boolean;
 }
 
@@ -38,26 +43,28 @@ function readConfigFile(file: string): Partial<TrainConfig> {
   return parseConfigObject(raw, file);
 }
 
-/** defaults ← embedded defaults (tiny model only) ← config file ← flags given on the command line. */
+/**
+ * defaults ← embedded defaults (tiny model only) ← the recipe's fixed values ← config file ← flags given on
+ * the command line. `fromFlags` holds only what was typed (for --resume).
+ */
 export function resolveTrainConfig(args: TrainArgs, given: ReadonlySet<string>): { config: TrainConfig; fromFlags: Partial<TrainConfig> } {
   const fromFile = args.config ? readConfigFile(args.config) : {};
   const fromFlags: Record<string, unknown> = {};
-  for (const key of FLAG_KEYS) if (given.has(key) && args[key] !== undefined) fromFlags[key] = args[key];
-  if (args.skills !== undefined && given.has('skills')) {
-    if (args.skills !== 'on' && args.skills !== 'off') throw new Error(`--skills must be on or off, got '${args.skills}'`);
-    fromFlags.skills = args.skills === 'on';
-  }
-  const model = (fromFlags.model as string | undefined) ?? fromFile.model ?? TRAIN_DEFAULTS.model;
-  const config = { ...TRAIN_DEFAULTS, ...(model === TINY_DEFAULT_NAME ? EMBEDDED_DEFAULTS : {}), ...fromFile, ...(fromFlags as Partial<TrainConfig>) };
-  return { config, fromFlags: fromFlags as Partial<TrainConfig> };
+  for (const key of SETTING_KEYS) if (given.has(key) && args[key] !== undefined) fromFlags[key] = flagValue(key as SettingKey, args[key]);
+  const typed = fromFlags as Partial<TrainConfig>;
+  const model = typed.model ?? fromFile.model ?? TRAIN_DEFAULTS.model;
+  const recipe: RecipeName = typed.recipe ?? fromFile.recipe ?? TRAIN_DEFAULTS.recipe;
+  const config = { ...TRAIN_DEFAULTS, ...(model === TINY_DEFAULT_NAME ? EMBEDDED_DEFAULTS : {}), ...RECIPE_PRESETS[recipe], ...fromFile, ...typed };
+  return { config, fromFlags: typed };
 }
 
 /** Which options the user actually typed (yargs fills defaults in, so look at the raw argv). */
-function givenKeys(argv: readonly string[]): Set<string> {
+export function givenKeys(argv: readonly string[]): Set<string> {
   const keys = new Set<string>();
   for (const a of argv) {
+    if (a === '--') break;
     const m = /^--(?:no-)?([a-z0-9-]+)/.exec(a);
-    if (m) keys.add((m[1] as string).replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase()));
+    if (m) keys.add(keyOf(m[1] as string));
   }
   return keys;
 }
@@ -75,6 +82,14 @@ function stepLine(m: StepMetrics): string {
 }
 
 function summaryText(s: TrainSummary, tiny: boolean): string {
+  if (s.finished) {
+    return [
+      '',
+      `run folder: ${s.runDir}`,
+      `the run is finished: all ${s.lastStep} steps are done, nothing was trained${s.changed ? ` (config.json updated: ${s.changed.map((c) => `--${flagName(c.key)}`).join(', ')})` : ''}`,
+      `to train further: --resume ${s.runDir} --steps N with N > ${s.lastStep}`,
+    ].join('\n');
+  }
   const first = s.metrics[0];
   const last = s.metrics[s.metrics.length - 1];
   const lines = [
@@ -103,51 +118,19 @@ function summaryText(s: TrainSummary, tiny: boolean): string {
 export const command: CommandModule<object, TrainArgs> = {
   command: ['train', '$0'],
   describe: 'SESA self-play training (the default command; with no arguments: the embedded tiny demo)',
-  builder: (y: Argv) =>
-    y
-      .option('model', { type: 'string', describe: `model folder or name (qwen3-4b, ...); default: the embedded '${TINY_DEFAULT_NAME}' model` })
-      .option('gpus', { type: 'number', describe: `devices (default ${TRAIN_DEFAULTS.gpus}; more needs the multi-worker trainer)` })
-      .option('backend', { choices: ['auto', 'tensorflow', 'wasm', 'cpu'], describe: 'tensor backend (default auto)' })
-      .option('corpus', { type: 'string', describe: "JSONL corpus ({id,contents} or {id,title,text}) or 'demo'" })
-      .option('retriever-url', { type: 'string', describe: 'Search-R1-compatible retrieval server (replaces the local index)' })
-      .option('seeds', { type: 'string', describe: 'answer seeds, JSONL of {"answer","hops"} (default: the demo corpus seeds)' })
-      .option('steps', { type: 'number', describe: `training steps (default ${TRAIN_DEFAULTS.steps}; demo ${EMBEDDED_DEFAULTS.steps})` })
-      .option('seeds-per-step', { type: 'number', describe: `answer seeds per step (default ${TRAIN_DEFAULTS.seedsPerStep})` })
-      .option('proposals-per-seed', { type: 'number', describe: `n_p, proposer rollouts per seed (default ${TRAIN_DEFAULTS.proposalsPerSeed})` })
-      .option('group-size', { type: 'number', describe: `G, solver rollouts per question (default ${TRAIN_DEFAULTS.groupSize})` })
-      .option('max-turns', { type: 'number', describe: `turns per rollout (default ${TRAIN_DEFAULTS.maxTurns})` })
-      .option('max-new-tokens', { type: 'number', describe: `new tokens per turn (default ${TRAIN_DEFAULTS.maxNewTokens})` })
-      .option('max-response-tokens', { type: 'number', describe: `tokens per rollout incl. tool output (default ${TRAIN_DEFAULTS.maxResponseTokens})` })
-      .option('temperature', { type: 'number', describe: `rollout temperature (default ${TRAIN_DEFAULTS.temperature})` })
-      .option('lr', { type: 'number', describe: `LoRA learning rate (default ${TRAIN_DEFAULTS.lr})` })
-      .option('warmup-steps', { type: 'number', describe: `learning-rate warmup (default ${TRAIN_DEFAULTS.warmupSteps})` })
-      .option('lora-r', { type: 'number', describe: `LoRA rank (default ${TRAIN_DEFAULTS.loraR})` })
-      .option('lora-alpha', { type: 'number', describe: `LoRA alpha (default ${TRAIN_DEFAULTS.loraAlpha})` })
-      .option('kl-coef', { type: 'number', describe: `k3 KL coefficient (default ${TRAIN_DEFAULTS.klCoef})` })
-      .option('clip-low', { type: 'number', describe: `ε_low (default ${TRAIN_DEFAULTS.clipLow})` })
-      .option('clip-high', { type: 'number', describe: `ε_high (default ${TRAIN_DEFAULTS.clipHigh})` })
-      .option('lambda', { type: 'number', describe: `λ, the frontier penalty at p̂ ∈ {0,1} (default ${TRAIN_DEFAULTS.lambda})` })
-      .option('invalid-reward', { type: 'number', describe: `r_invalid (default ${TRAIN_DEFAULTS.invalidReward})` })
-      .option('skills', { type: 'string', choices: ['on', 'off'], describe: 'the skill bank (off = the SSP baseline; default on)' })
-      .option('priming', { type: 'boolean', describe: 'start the bank from the seed cards (--no-priming: empty)' })
-      .option('frontier', { type: 'boolean', describe: 'frontier reward shaping (--no-frontier: reward 1 − p̂)' })
-      .option('distill', { type: 'boolean', describe: 'failure distillation into new cards (--no-distill: off)' })
-      .option('embedder', { choices: ['e5', 'lexical'], describe: 'skill embedder (default e5; demo lexical)' })
-      .option('e5-model', { type: 'string', describe: `E5 model folder or name (default ${TRAIN_DEFAULTS.e5Model})` })
-      .option('judge-url', { type: 'string', describe: 'OpenAI-compatible endpoint for the judge (default: the in-process base model)' })
-      .option('judge-model', { type: 'string', describe: 'model name at --judge-url' })
-      .option('distiller-url', { type: 'string', describe: 'OpenAI-compatible endpoint for the distiller (default: the in-process base model)' })
-      .option('distiller-model', { type: 'string', describe: 'model name at --distiller-url' })
-      .option('api-key-env', { type: 'string', describe: `environment variable with the endpoints' API key (default ${TRAIN_DEFAULTS.apiKeyEnv})` })
-      .option('micro-batch-size', { type: 'number', describe: `sequences per GRPO forward/backward (default ${TRAIN_DEFAULTS.microBatchSize})` })
-      .option('out', { type: 'string', describe: `run folder (default ${TRAIN_DEFAULTS.out}; demo ${EMBEDDED_DEFAULTS.out})` })
-      .option('resume', { type: 'string', describe: 'continue the run in this folder from its last checkpoint' })
-      .option('save-every', { type: 'number', describe: `checkpoint every N steps (default ${TRAIN_DEFAULTS.saveEvery})` })
+  builder: (y: Argv) => {
+    let b = y.usage('$0 [train] [options]\n\nSESA self-play training. Every setting below can also be given in a --config file (JSON or YAML, same names).');
+    for (const key of SETTING_KEYS) b = b.option(flagName(key), { ...yargsOption(key), group: `${groupTitleOf(key)}:` });
+    return b
+      .option('resume', { type: 'string', describe: 'continue the run in this folder from its last checkpoint (flags given with it change its config.json, or are refused where unsound)' })
       .option('config', { type: 'string', describe: 'settings file (JSON or YAML); flags override it' })
-      .option('seed', { type: 'number', describe: `run seed (default ${TRAIN_DEFAULTS.seed})` })
-      .option('json', { type: 'boolean', default: false, describe: 'print one JSON summary at the end' }) as unknown as Argv<TrainArgs>,
+      .option('json', { type: 'boolean', default: false, describe: 'print one JSON summary at the end' }) as unknown as Argv<TrainArgs>;
+  },
   handler: async (args) => {
     const given = givenKeys(process.argv.slice(2));
+    if (args.resume !== undefined && args.config !== undefined) {
+      throw new Error(`--config with --resume: a resumed run keeps its own ${args.resume}/config.json; give the settings to change as flags`);
+    }
     const { config, fromFlags } = resolveTrainConfig(args, given);
     const human = !args.json;
     const tty = human && process.stderr.isTTY === true;

@@ -7,7 +7,7 @@
 //   by n retrievals along `supporting_ids`;
 // - namesakes (two people, towns or works with the same name, told apart by occupation, province or kind)
 //   and near-names ("Upper X"/"Lower X") make retrieval and disambiguation matter, as in real multi-hop QA.
-// Outputs are the corpus rows (wiki-18 format), answer seeds with hop counts for the proposer (SPEC §2),
+// Outputs are the corpus rows (wiki-18 format), answer seeds with hop counts for the proposer (docs/method.md, "One step"),
 // and held-out FlashRAG QA pairs whose answers are disjoint from the seeds'.
 import { join } from 'node:path';
 import { writeFileAtomic, writeJsonAtomic } from '../checkpoint/atomic.js';

@@ -1,4 +1,4 @@
-// LoRA adapters on the frozen base (SPEC §4): for a targeted projection W, the adapted output is
+// LoRA adapters on the frozen base (docs/method.md, "Adapters"): for a targeted projection W, the adapted output is
 //   y = x·W + (α/r) · (x·A)·B,   A: [in, r] (Kaiming-uniform), B: [r, out] (zeros, so a fresh adapter is the base).
 // Several named adapters (proposer, solver) share one base model; the forward takes one of them or none.
 // Only A and B are tf.Variables, so gradients and optimizer state exist for adapter weights alone.
@@ -15,7 +15,7 @@ export interface LoraConfig {
   targets: ProjectionName[];
 }
 
-/** SPEC §4 defaults. */
+/** The defaults of docs/method.md, "Adapters". */
 export const LORA_DEFAULTS: LoraConfig = { r: 16, alpha: 32, dropout: 0, targets: [...PROJECTIONS] };
 
 /** Input and output width of each projection. */

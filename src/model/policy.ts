@@ -26,7 +26,7 @@ export interface Policy {
 }
 
 export interface ModelPolicyOptions {
-  /** Qwen3's `enable_thinking`; SPEC §3: off by default. */
+  /** Qwen3's `enable_thinking`; docs/method.md, "Rollouts": off by default. */
   enableThinking?: boolean;
 }
 

@@ -11,10 +11,10 @@
 //   h = RMSNorm(h);  logits = h·W_lm  (W_lm = embedᵀ when tied)
 //
 // Projection weights are held as [in, out] (transposed from Hugging Face's [out, in] once at load) so every
-// matMul takes the fast non-transposed path (SPEC §8). Base weights are plain tensors, never variables: no
-// gradient or optimizer state can exist for them, unless the model is loaded `trainable` for full-weight
-// fine-tuning (docs/sft.md): then every weight is a tf.Variable, the projections take trainable matMuls, and a
-// tied head is the embedding's transpose formed on each use (so both uses train the one table).
+// matMul takes the fast non-transposed path (docs/method.md, "The tensor stack"). Base weights are plain tensors,
+// never variables: no gradient or optimizer state can exist for them, unless the model is loaded `trainable` for
+// full-weight fine-tuning (docs/sft.md): then every weight is a tf.Variable, the projections take trainable
+// matMuls, and a tied head is the embedding's transpose formed on each use (so both uses train the one table).
 // Positions and masks are built on the JS side from the ids.
 import { tf } from '../tensor/backend.js';
 import { linearFrozen, matMulTrainable } from '../tensor/ops.js';

@@ -1,5 +1,5 @@
 // The in-process model as a TextGenerator (src/llm/types.ts), for the roles that only need text: the judge
-// and the distiller run on the base model with adapters off by default (SPEC §2).
+// and the distiller run on the base model with adapters off by default (docs/method.md, "One step").
 import type { ChatMessage, CompleteOptions, TextGenerator } from '../llm/types.js';
 import type { Policy } from './policy.js';
 

@@ -1,4 +1,4 @@
-// The GRPO loss (SPEC §4; the formulas follow verl's `compute_policy_loss_vanilla`, `kl_penalty('low_var_kl')`
+// The GRPO loss (docs/method.md, "GRPO"; the formulas follow verl's `compute_policy_loss_vanilla`, `kl_penalty('low_var_kl')`
 // and `agg_loss`).
 //
 // Per generated token t of sequence b, with A_b the sequence's advantage (constant), m_bt the token mask
@@ -11,7 +11,7 @@
 //   ℓ      = ℓ_pg + β·k3                                                    (β = klCoef, 0.01)
 //
 // Aggregation over the batch (Z = the normalizer, see `LossNormalizer`; sums are over b, t with weight m_bt):
-//   'token-mean'           loss = Σ m·ℓ / Z.tokens                                   (SPEC §4 default)
+//   'token-mean'           loss = Σ m·ℓ / Z.tokens                                   (the default)
 //   'seq-mean-token-mean'  loss = Σ_b (Σ_t m·ℓ / Σ_t m) / Z.sequences
 //   'seq-sum-norm'         loss = Σ m·ℓ / (Z.sequences · maxLen)                      (Dr. GRPO: a fixed length)
 // verl's 'seq-mean-token-sum-norm' divides by the horizon only (Σ m·ℓ / T); we also divide by the number of

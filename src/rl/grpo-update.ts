@@ -1,4 +1,6 @@
-// One GRPO update of one LoRA adapter (SPEC §4) from a batch of sampled sequences:
+// One GRPO update of one LoRA adapter (docs/method.md, "GRPO") from a batch of sampled sequences:
+//   0. every log-prob is taken under softmax(logits / T), T = the temperature the sequence was sampled at
+//      (carried with it), as verl and TRL do: the importance ratio then compares like with like;
 //   1. reference log-probs (adapters off) for the KL term, without a tape;
 //   2. per micro-batch: forward with the adapter, gather the hidden states that predict response tokens,
 //      fused chunked log-probs (kernels/token-logprob.ts), the GRPO loss with the WHOLE batch's normalizer,
@@ -24,6 +26,11 @@ export interface TrainingSequence {
   oldLogprobs: number[];
   /** The sequence's advantage (broadcast to its tokens). */
   advantage: number;
+  /**
+   * The temperature T whose softmax(logits / T) gave `oldLogprobs` (1 for greedy or untempered sampling).
+   * The update divides the logits by the same T, so the first on-policy ratio is exactly 1.
+   */
+  samplingTemperature: number;
 }
 
 export interface GrpoUpdateConfig extends GrpoLossConfig {
@@ -62,6 +69,8 @@ interface MicroBatchLayout {
   mask: Float32Array;
   oldLogprobs: Float32Array;
   advantages: Float32Array;
+  /** [B × R] 1 / T of each slot's sequence (the logits are divided by its sampling temperature). */
+  invTemperature: Float32Array;
   B: number;
   R: number;
 }
@@ -78,8 +87,13 @@ export function layoutMicroBatch(seqs: readonly TrainingSequence[], padId: numbe
   const mask = new Float32Array(B * R);
   const oldLogprobs = new Float32Array(B * R);
   const advantages = new Float32Array(B);
+  const invTemperature = new Float32Array(B * R);
   seqs.forEach((s, b) => {
     if (s.promptIds.length === 0) throw new Error('GRPO: a sequence has an empty prompt');
+    if (!(s.samplingTemperature > 0) || !Number.isFinite(s.samplingTemperature)) {
+      throw new Error(`GRPO: sequence ${b} has sampling temperature ${String(s.samplingTemperature)}; it must be a positive number (1 for greedy sampling)`);
+    }
+    invTemperature.fill(1 / s.samplingTemperature, b * R, (b + 1) * R);
     if (s.responseMask.length !== s.responseIds.length || s.oldLogprobs.length !== s.responseIds.length) {
       throw new Error(`GRPO: sequence ${b} has ${s.responseIds.length} response tokens but ${s.responseMask.length} mask values and ${s.oldLogprobs.length} log-probs`);
     }
@@ -101,17 +115,19 @@ export function layoutMicroBatch(seqs: readonly TrainingSequence[], padId: numbe
       }
     }
   });
-  return { ids, attention, hiddenRows, targets, mask, oldLogprobs, advantages, B, R };
+  return { ids, attention, hiddenRows, targets, mask, oldLogprobs, advantages, invTemperature, B, R };
 }
 
 /**
  * log π of every response slot [B, R] under `adapter` (or the base when undefined), on the tape if recording,
- * and the entropy of each slot's distribution [B, R] (a constant for metrics).
+ * and the entropy of each slot's distribution [B, R] (a constant for metrics). Both are of softmax(logits / T):
+ * logits / T = (h / T)·W, so each selected hidden state is scaled by its sequence's 1 / T before the head.
  */
 function responseLogProbs(model: CausalLM, layout: MicroBatchLayout, adapter: LoraAdapter | undefined, chunkSize: number | undefined): { logProbs: tf.Tensor2D; entropy: tf.Tensor2D } {
   const hidden = model.forward(layout.ids, { attentionMask: layout.attention, ...(adapter ? { adapter } : {}) });
   const flat = tf.reshape(hidden, [-1, model.config.hiddenSize]) as tf.Tensor2D;
-  const selected = tf.gather(flat, tf.tensor1d(layout.hiddenRows, 'int32')) as tf.Tensor2D;
+  const gathered = tf.gather(flat, tf.tensor1d(layout.hiddenRows, 'int32')) as tf.Tensor2D;
+  const selected = tf.mul(gathered, tf.tensor2d(layout.invTemperature, [layout.invTemperature.length, 1])) as tf.Tensor2D;
   const { logProbs, entropy } = tokenLogProbsWithEntropy(selected, model.outputHead, tf.tensor1d(layout.targets, 'int32'), {
     ...(chunkSize ? { chunkSize } : {}),
     // The backward multiplies by Wᵀ: a persistent one, so that nothing is transposed or repacked per chunk.
@@ -208,6 +224,18 @@ export async function grpoGradients(
   } finally {
     adapter.training = false;
   }
+}
+
+/**
+ * log π of every response token of `seqs` as the update computes it (under `adapter`, or the base when
+ * undefined), one array per sequence; positions with mask 0 hold the value too. For checks and diagnostics.
+ */
+export async function updateLogProbs(model: CausalLM, adapter: LoraAdapter | undefined, seqs: readonly TrainingSequence[], cfg: Pick<GrpoUpdateConfig, 'padTokenId' | 'logitsChunkSize'> = {}): Promise<number[][]> {
+  const layout = layoutMicroBatch(seqs, cfg.padTokenId ?? 0);
+  const { logProbs, entropy } = tf.tidy(() => responseLogProbs(model, layout, adapter, cfg.logitsChunkSize));
+  const values = (await logProbs.data()) as Float32Array;
+  tf.dispose([logProbs, entropy]);
+  return seqs.map((s, b) => Array.from(values.subarray(b * layout.R, b * layout.R + s.responseIds.length)));
 }
 
 /** One optimizer step of GRPO: gradients (above), then AdamW with clipping and the lr schedule. */

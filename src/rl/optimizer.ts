@@ -1,4 +1,4 @@
-// AdamW over a named map of tf.Variables (SPEC §4: weight decay 0.01, warmup, global-norm clipping at 1.0),
+// AdamW over a named map of tf.Variables (docs/method.md, "GRPO": weight decay 0.01, warmup, global-norm clipping at 1.0),
 // with exportable state so that a resumed run continues bit-for-bit.
 //
 // The update is PyTorch's `torch.optim.AdamW` (decoupled weight decay), for step t = 1, 2, …:
@@ -15,7 +15,7 @@ import { tf } from '../tensor/backend.js';
 export type LrScheduleKind = 'constant' | 'cosine';
 
 export interface LrSchedule {
-  /** Peak learning rate (SPEC §4: LoRA default 1e-5). */
+  /** Peak learning rate (docs/method.md, "GRPO": LoRA default 1e-5). */
   lr: number;
   /** Linear warmup length in steps (default 0): step t ≤ warmup uses lr·t/warmup. */
   warmupSteps?: number;

@@ -1,4 +1,4 @@
-// Reading a JSONL passage corpus (SPEC §5). Two row formats are accepted:
+// Reading a JSONL passage corpus (docs/method.md, "Search"). Two row formats are accepted:
 //   wiki-18 (what Search-R1's retrieval server indexes): {"id", "contents": "\"Title\"\ntext"}
 //   plain:                                              {"id", "title", "text"}
 // The file is streamed (corpora run to gigabytes) and every bad row is reported as `file:line: why`, since

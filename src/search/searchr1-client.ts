@@ -1,4 +1,4 @@
-// A client for a Search-R1-compatible retrieval server (`--retriever-url`, SPEC §5):
+// A client for a Search-R1-compatible retrieval server (`--retriever-url`, docs/method.md, "Search"):
 //   POST /retrieve {"queries": [...], "topk": k, "return_scores": true}
 //   → {"result": [[{"document": {"id", "contents": "\"Title\"\ntext"}, "score": s}, ...], ...]}
 // All pending queries of a rollout batch go in one request (split only above `maxBatchSize`), since the

@@ -1,4 +1,4 @@
-// The search tool's one interface (see notes/architecture.md): `search(queries, k) → passages`, with two
+// The search tool's one interface: `search(queries, k) → passages`, with two
 // implementations, the local BM25 index (bm25-index.ts) and the Search-R1 retrieval-server client
 // (searchr1-client.ts). The rollout engine only sees this file.
 
@@ -20,7 +20,7 @@ export interface Searcher {
   describe(): string;
 }
 
-/** Passages shown to the policy per `<search>` call (SPEC §3). */
+/** Passages shown to the policy per `<search>` call (docs/method.md, "Search"). */
 export const SEARCH_TOP_K = 3;
 
 /**

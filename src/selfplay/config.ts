@@ -1,189 +1,178 @@
-// The trainer's configuration: every value with its default in one place. SPEC numbers are cited; values the
-// papers leave open are ours and marked so. The CLI, config files and the run folder all use this type.
+// The trainer's configuration, derived from one declarative table per group (./config/*.ts).
+//
+// TO ADD A SETTING: add one entry to the group table it belongs to (./config/run.ts, rollout.ts, search.ts,
+// grpo.ts, lora.ts, proposer.ts, skills.ts, judge.ts), built with the helpers of ./config/setting.ts
+// (`int`, `num`, `str`, `bool`, `onOff`, `choice`, `list`, `optionalStr`, `optionalNum`): key, default, demo
+// default if it differs, help text with the paper's symbol, check, and whether --resume may change it. The
+// TrainConfig type, the `train` flags and --help, config-file parsing (JSON/YAML, kebab-case or camelCase
+// keys), validation, the resume rules and the README option table (`npx tsx scripts/options-table.ts
+// --write`) all follow from that entry. A rule that ties two settings together goes into CROSS_CHECKS below.
+// Then read the value from the TrainConfig where it is used (src/selfplay/trainer.ts builds everything),
+// regenerate the README table, and give the setting a non-default value in test/train-settings.test.ts
+// (EVERY_SETTING: the round-trip test requires one per setting).
+import { GRPO_SETTINGS } from './config/grpo.js';
+import { JUDGE_SETTINGS } from './config/judge.js';
+import { LORA_SETTINGS } from './config/lora.js';
+import { PROPOSER_SETTINGS } from './config/proposer.js';
+import { ROLLOUT_SETTINGS } from './config/rollout.js';
+import { MAX_SUPPORTED_GPUS, RECIPES, type RecipeName, RUN_SETTINGS } from './config/run.js';
+import { SEARCH_SETTINGS } from './config/search.js';
+import type { AnySetting, ConfigOf } from './config/setting.js';
+import { SKILLS_SETTINGS } from './config/skills.js';
 
-export type EmbedderName = 'e5' | 'lexical';
-export type BackendOption = 'auto' | 'tensorflow' | 'wasm' | 'cpu';
+export { MAX_SUPPORTED_GPUS, RECIPES, type RecipeName };
 
-export interface TrainConfig {
-  /** A model folder or registry name; 'tiny' = the embedded tiny random Qwen3. */
-  model: string;
-  gpus: number;
-  backend: BackendOption;
-  /** A JSONL corpus path, or 'demo' for the embedded synthetic encyclopedia. */
-  corpus: string;
-  /** A Search-R1-compatible retrieval server; when set, it replaces the local index. */
-  retrieverUrl?: string;
-  /** Answer seeds (JSONL of {answer, hops}); default: the demo corpus's seeds. */
-  seeds?: string;
-  steps: number;
-  seedsPerStep: number;
-  /** n_p: proposals per seed (SPEC §2 step 1, ours: 4). */
-  proposalsPerSeed: number;
-  /** G: solver rollouts per valid question (SPEC §2 step 3: 5). */
-  groupSize: number;
-  /** SPEC §3: 10. */
-  maxTurns: number;
-  /** New tokens per turn. Ours: 512. */
-  maxNewTokens: number;
-  /** Response tokens per rollout, tool output included. Ours: 4096. */
-  maxResponseTokens: number;
-  /** Rollout temperature (SPEC §4: 1.0). */
-  temperature: number;
-  /** LoRA learning rate (SPEC §4: 1e-5). */
-  lr: number;
-  warmupSteps: number;
-  weightDecay: number;
-  maxGradNorm: number;
-  /** SPEC §4: rank 16, alpha 32. */
-  loraR: number;
-  loraAlpha: number;
-  /** SPEC §4: 0.01. */
-  klCoef: number;
-  /** SPEC §4: ε_low 0.2, ε_high 0.28. */
-  clipLow: number;
-  clipHigh: number;
-  /** SPEC §2 step 5: λ = 0.5 (ours). */
-  lambda: number;
-  /** SPEC §2 step 2: r_invalid = −1. */
-  invalidReward: number;
-  /** off = the SSP baseline (no skill bank at all). */
-  skills: boolean;
-  /** Start the bank from the seed cards (SPEC §2 memory priming). */
-  priming: boolean;
-  /** Frontier reward 4p̂(1−p̂) with −λ at the endpoints; off: 1 − p̂. */
-  frontier: boolean;
-  /** Failure distillation into new cards (SPEC §2 step 9). */
-  distill: boolean;
-  embedder: EmbedderName;
-  e5Model: string;
-  judgeUrl?: string;
-  judgeModel?: string;
-  distillerUrl?: string;
-  distillerModel?: string;
-  /** Environment variable holding the API key of the judge/distiller endpoints. */
-  apiKeyEnv: string;
-  /** Sequences per forward/backward pass in GRPO (gradients accumulate over them). */
-  microBatchSize: number;
-  /** Qwen3 thinking in the chat template (SPEC §3: off). */
-  enableThinking: boolean;
-  out: string;
-  saveEvery: number;
-  seed: number;
+/** The groups in the order --help and the README show them. */
+export const SETTING_GROUPS = {
+  run: RUN_SETTINGS,
+  rollout: ROLLOUT_SETTINGS,
+  search: SEARCH_SETTINGS,
+  proposer: PROPOSER_SETTINGS,
+  grpo: GRPO_SETTINGS,
+  lora: LORA_SETTINGS,
+  skills: SKILLS_SETTINGS,
+  judge: JUDGE_SETTINGS,
+};
+
+export const GROUP_TITLES: Record<keyof typeof SETTING_GROUPS, string> = {
+  run: 'Run',
+  rollout: 'Rollout',
+  search: 'Search',
+  proposer: 'Proposer (validity and reward)',
+  grpo: 'GRPO and optimizer',
+  lora: 'LoRA',
+  skills: 'Skill bank',
+  judge: 'Judge and distiller',
+};
+
+export const SETTINGS = {
+  ...RUN_SETTINGS,
+  ...ROLLOUT_SETTINGS,
+  ...SEARCH_SETTINGS,
+  ...PROPOSER_SETTINGS,
+  ...GRPO_SETTINGS,
+  ...LORA_SETTINGS,
+  ...SKILLS_SETTINGS,
+  ...JUDGE_SETTINGS,
+};
+
+export type SettingKey = keyof typeof SETTINGS;
+export type TrainConfig = ConfigOf<typeof SETTINGS>;
+export type EmbedderName = TrainConfig['embedder'];
+export type BackendOption = TrainConfig['backend'];
+
+const TABLE = SETTINGS as unknown as Record<string, AnySetting>;
+export const SETTING_KEYS = Object.keys(SETTINGS) as SettingKey[];
+
+function copy<T>(v: T): T {
+  return Array.isArray(v) ? ([...v] as T) : v;
 }
 
-/** Defaults for a real model (`--model`): SPEC §2-§4, and ours where marked in the type above. */
-export const TRAIN_DEFAULTS: TrainConfig = {
-  model: 'tiny',
-  gpus: 1,
-  backend: 'auto',
-  corpus: 'demo',
-  steps: 200,
-  seedsPerStep: 8,
-  proposalsPerSeed: 4,
-  groupSize: 5,
-  maxTurns: 10,
-  maxNewTokens: 512,
-  maxResponseTokens: 4096,
-  temperature: 1.0,
-  lr: 1e-5,
-  warmupSteps: 10,
-  weightDecay: 0.01,
-  maxGradNorm: 1.0,
-  loraR: 16,
-  loraAlpha: 32,
-  klCoef: 0.01,
-  clipLow: 0.2,
-  clipHigh: 0.28,
-  lambda: 0.5,
-  invalidReward: -1,
-  skills: true,
-  priming: true,
-  frontier: true,
-  distill: true,
-  embedder: 'e5',
-  e5Model: 'intfloat/e5-base-v2',
-  apiKeyEnv: 'OPENAI_API_KEY',
-  microBatchSize: 4,
-  enableThinking: false,
-  out: 'runs/sesa',
-  saveEvery: 10,
-  seed: 0,
-};
+/** Defaults for a real model (`--model`). Optional settings that are unset by default are absent. */
+export const TRAIN_DEFAULTS: TrainConfig = Object.fromEntries(
+  Object.entries(TABLE)
+    .filter(([, s]) => s.default !== undefined)
+    .map(([k, s]) => [k, copy(s.default)]),
+) as TrainConfig;
 
 /**
  * The embedded default (`sesa-train` with no arguments): the tiny random model, the synthetic corpus and the
  * lexical embedder, sized to finish a few steps on a CPU in minutes.
  */
-export const EMBEDDED_DEFAULTS: Partial<TrainConfig> = {
-  model: 'tiny',
-  corpus: 'demo',
-  embedder: 'lexical',
-  steps: 3,
-  seedsPerStep: 2,
-  proposalsPerSeed: 2,
-  groupSize: 3,
-  maxTurns: 3,
-  maxNewTokens: 40,
-  maxResponseTokens: 256,
-  lr: 1e-3,
-  warmupSteps: 0,
-  microBatchSize: 8,
-  out: 'runs/demo',
-  saveEvery: 1,
+export const EMBEDDED_DEFAULTS: Partial<TrainConfig> = Object.fromEntries(
+  Object.entries(TABLE)
+    .filter(([, s]) => s.demo !== undefined)
+    .map(([k, s]) => [k, copy(s.demo)]),
+) as Partial<TrainConfig>;
+
+/**
+ * What a recipe fixes (docs/method.md, "Recipes"). They are layered over the defaults; a config file or a
+ * flag that contradicts them is refused (see CROSS_CHECKS).
+ */
+export const RECIPE_PRESETS: Record<RecipeName, Partial<TrainConfig>> = {
+  sesa: {},
+  ssp: { skills: false, frontier: false, proposalsPerSeed: 1, invalidReward: 0, rejectRepeatedQueries: true },
 };
 
-/** Multi-worker training is a later issue: until then more than one GPU is refused plainly. */
-export const MAX_SUPPORTED_GPUS = 1;
-
-type Check = (c: TrainConfig) => string | undefined;
-
-const positiveInt = (k: keyof TrainConfig): Check => (c) => (Number.isInteger(c[k]) && (c[k] as number) > 0 ? undefined : `--${flagName(k)} must be a positive integer, got ${String(c[k])}`);
-const nonNegative = (k: keyof TrainConfig): Check => (c) => (typeof c[k] === 'number' && (c[k] as number) >= 0 && Number.isFinite(c[k]) ? undefined : `--${flagName(k)} must be a number ≥ 0, got ${String(c[k])}`);
-const positive = (k: keyof TrainConfig): Check => (c) => (typeof c[k] === 'number' && (c[k] as number) > 0 && Number.isFinite(c[k]) ? undefined : `--${flagName(k)} must be a positive number, got ${String(c[k])}`);
+const RECIPE_REASONS: Partial<Record<SettingKey, string>> = {
+  skills: 'SSP has no skill bank',
+  frontier: 'the SSP proposer reward is 1 − p̂',
+  proposalsPerSeed: 'SSP proposes once per seed',
+  invalidReward: 'SSP has no format penalty',
+  rejectRepeatedQueries: 'SSP rejects a proposal that repeats a query',
+};
 
 /** camelCase key → --kebab-case flag. */
 export function flagName(key: string): string {
   return key.replace(/[A-Z]/g, (m) => `-${m.toLowerCase()}`);
 }
 
-const CHECKS: Check[] = [
-  positiveInt('steps'),
-  positiveInt('seedsPerStep'),
-  positiveInt('proposalsPerSeed'),
-  positiveInt('groupSize'),
-  positiveInt('maxTurns'),
-  positiveInt('maxNewTokens'),
-  positiveInt('maxResponseTokens'),
-  positiveInt('loraR'),
-  positiveInt('microBatchSize'),
-  positiveInt('saveEvery'),
-  positiveInt('gpus'),
-  nonNegative('temperature'),
-  positive('lr'),
-  nonNegative('warmupSteps'),
-  nonNegative('weightDecay'),
-  positive('maxGradNorm'),
-  positive('loraAlpha'),
-  nonNegative('klCoef'),
-  nonNegative('lambda'),
-  (c) => (c.clipLow > 0 && c.clipLow < 1 ? undefined : `--clip-low must be in (0, 1), got ${c.clipLow}`),
-  (c) => (c.clipHigh > 0 ? undefined : `--clip-high must be positive, got ${c.clipHigh}`),
-  (c) => (Number.isFinite(c.invalidReward) ? undefined : `--invalid-reward must be a number, got ${c.invalidReward}`),
-  (c) => (Number.isInteger(c.seed) && c.seed >= 0 ? undefined : `--seed must be a non-negative integer, got ${c.seed}`),
-  (c) => (['e5', 'lexical'].includes(c.embedder) ? undefined : `--embedder must be e5 or lexical, got ${c.embedder}`),
-  (c) => (['auto', 'tensorflow', 'wasm', 'cpu'].includes(c.backend) ? undefined : `--backend must be auto, tensorflow, wasm or cpu, got ${c.backend}`),
-  (c) =>
-    c.gpus <= MAX_SUPPORTED_GPUS
-      ? undefined
-      : `--gpus ${c.gpus}: multi-GPU training needs the multi-worker trainer, which does not exist yet; run with --gpus 1 (one process, one device)`,
+/** --kebab-case or camelCase → camelCase key. */
+export function keyOf(name: string): string {
+  return name.replace(/-([a-z0-9])/g, (_, ch: string) => ch.toUpperCase());
+}
+
+/** A value as --help and the README show it. */
+export function showValue(v: unknown): string {
+  if (v === undefined) return 'unset';
+  if (Array.isArray(v)) return v.join(',');
+  if (typeof v === 'boolean') return v ? 'on' : 'off';
+  return String(v);
+}
+
+type CrossCheck = (c: TrainConfig) => string | undefined;
+
+/** The smallest reply budget that leaves a thinking judge room for a short <think> block and its verdict. */
+const THINKING_JUDGE_MIN_TOKENS = 256;
+
+/** Rules that tie settings together; each names the flags and the reason. */
+const CROSS_CHECKS: CrossCheck[] = [
   (c) => (c.maxResponseTokens >= c.maxNewTokens ? undefined : `--max-response-tokens (${c.maxResponseTokens}) must be ≥ --max-new-tokens (${c.maxNewTokens})`),
   (c) => (c.groupSize >= 2 || !c.frontier ? undefined : '--group-size must be ≥ 2 for the frontier reward (p̂ needs a group)'),
-  (c) => (c.out.trim().length > 0 ? undefined : '--out must name a folder'),
+  (c) =>
+    c.temperature > 0
+      ? undefined
+      : '--temperature 0 samples greedily: the G rollouts of a group would be identical and GRPO would get no signal (use a temperature > 0)',
+  (c) => (c.questionMinChars <= c.questionMaxChars ? undefined : `--question-min-chars (${c.questionMinChars}) must be ≤ --question-max-chars (${c.questionMaxChars})`),
+  (c) => (c.lrSchedule === 'cosine' || c.minLrRatio === 0 ? undefined : `--min-lr-ratio ${c.minLrRatio} applies only to --lr-schedule cosine`),
+  (c) => (c.lrSchedule !== 'cosine' || c.steps > c.warmupSteps ? undefined : `--lr-schedule cosine needs --steps (${c.steps}) > --warmup-steps (${c.warmupSteps})`),
+  (c) =>
+    !c.enableThinking || c.judgeUrl !== undefined || Math.min(c.judgeMaxTokens, c.ragMaxTokens) >= THINKING_JUDGE_MIN_TOKENS
+      ? undefined
+      : `--enable-thinking makes the in-process judge think before it answers: --judge-max-tokens (${c.judgeMaxTokens}) and --rag-max-tokens (${c.ragMaxTokens}) must be ≥ ${THINKING_JUDGE_MIN_TOKENS} to leave room for the verdict`,
+  (c) => (c.judgeModel === undefined || c.judgeUrl !== undefined ? undefined : '--judge-model names a model at --judge-url, which is not set'),
+  (c) => (c.distillerModel === undefined || c.distillerUrl !== undefined ? undefined : '--distiller-model names a model at --distiller-url, which is not set'),
+  (c) => (c.retrieverUrl === undefined || c.corpus === 'demo' ? undefined : `--retriever-url replaces the local index, so --corpus ${c.corpus} would be unused: give one of them`),
+  (c) => (c.retrieverUrl === undefined || c.seeds !== undefined ? undefined : '--retriever-url needs --seeds FILE (answer seeds: JSONL of {"answer","hops"}); a local --corpus supplies its own'),
+  ...(Object.keys(RECIPE_PRESETS.ssp) as SettingKey[]).map(
+    (k): CrossCheck =>
+      (c) => {
+        if (c.recipe !== 'ssp') return undefined;
+        const want = RECIPE_PRESETS.ssp[k];
+        return c[k] === want ? undefined : `--recipe ssp runs with --${flagName(k)} ${showValue(want)} (${RECIPE_REASONS[k]}); got ${showValue(c[k])}`;
+      },
+  ),
 ];
 
 /** All problems with a config, each naming its flag; empty when valid. */
 export function configProblems(c: TrainConfig): string[] {
-  return CHECKS.map((check) => check(c)).filter((m): m is string => m !== undefined);
+  const problems: string[] = [];
+  const values = c as unknown as Record<string, unknown>;
+  for (const [k, s] of Object.entries(TABLE)) {
+    const v = values[k];
+    if (v === undefined) {
+      if (!s.optional) problems.push(`--${flagName(k)} is missing`);
+      continue;
+    }
+    const p = s.check?.(v);
+    if (p) problems.push(k === 'gpus' && Number.isInteger(v) && (v as number) > 0 ? `--gpus ${String(v)}: ${p}` : `--${flagName(k)} ${p}`);
+  }
+  if (problems.length > 0) return problems;
+  for (const check of CROSS_CHECKS) {
+    const p = check(c);
+    if (p) problems.push(p);
+  }
+  return problems;
 }
 
 export function validateConfig(c: TrainConfig): TrainConfig {
@@ -192,19 +181,139 @@ export function validateConfig(c: TrainConfig): TrainConfig {
   return c;
 }
 
-const KNOWN_KEYS = new Set(Object.keys(TRAIN_DEFAULTS).concat(['retrieverUrl', 'seeds', 'judgeUrl', 'judgeModel', 'distillerUrl', 'distillerModel']));
+/** Converts one value from a config file (or config.json) to the setting's type; `where` names it in errors. */
+function fileValue(key: string, s: AnySetting, v: unknown, where: string): unknown {
+  const bad = (want: string): Error => new Error(`${where}: setting '${key}' must be ${want}, got ${JSON.stringify(v)}`);
+  if (v === null && s.optional) return undefined;
+  switch (s.kind) {
+    case 'int':
+    case 'number':
+      if (typeof v !== 'number') throw bad('a number');
+      return v;
+    case 'string':
+    case 'choice':
+      if (typeof v !== 'string') throw bad('a string');
+      return v;
+    case 'boolean':
+      if (typeof v !== 'boolean') throw bad('true or false');
+      return v;
+    case 'on-off':
+      if (typeof v === 'boolean') return v;
+      if (v === 'on' || v === 'off') return v === 'on';
+      throw bad('on, off, true or false');
+    case 'list':
+      if (typeof v === 'string') return v.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
+      if (Array.isArray(v) && v.every((x) => typeof x === 'string')) return [...v];
+      throw bad('a list of strings');
+  }
+}
 
-/** Checks a parsed config file's keys and value types against TrainConfig; `file` names it in errors. */
+/**
+ * Checks a parsed config file's keys and value types against the settings table (kebab-case or camelCase
+ * keys); `file` names it in errors. Values are checked for range later, by validateConfig.
+ */
 export function parseConfigObject(raw: unknown, file: string): Partial<TrainConfig> {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error(`${file}: a config file must hold an object of settings`);
   const out: Record<string, unknown> = {};
-  for (const [k0, v] of Object.entries(raw)) {
-    const k = k0.replace(/-([a-z])/g, (_, ch: string) => ch.toUpperCase());
-    if (!KNOWN_KEYS.has(k)) throw new Error(`${file}: unknown setting '${k0}' (known: ${[...KNOWN_KEYS].join(', ')})`);
-    const def = (TRAIN_DEFAULTS as unknown as Record<string, unknown>)[k];
-    if (def !== undefined && typeof def !== typeof v) throw new Error(`${file}: setting '${k0}' must be a ${typeof def}, got ${JSON.stringify(v)}`);
-    if (def === undefined && typeof v !== 'string') throw new Error(`${file}: setting '${k0}' must be a string, got ${JSON.stringify(v)}`);
-    out[k] = v;
+  for (const [name, v] of Object.entries(raw)) {
+    const k = keyOf(name);
+    const s = TABLE[k];
+    if (!s) throw new Error(`${file}: unknown setting '${name}' (known: ${SETTING_KEYS.map(flagName).join(', ')})`);
+    const value = fileValue(name, s, v, file);
+    if (value !== undefined) out[k] = value;
   }
   return out as Partial<TrainConfig>;
+}
+
+/** Converts one command-line value (already typed by yargs) to the setting's type. */
+export function flagValue(key: SettingKey, v: unknown): unknown {
+  const s = TABLE[key] as AnySetting;
+  if (s.kind === 'on-off') {
+    if (v === 'on' || v === true) return true;
+    if (v === 'off' || v === false) return false;
+    throw new Error(`--${flagName(key)} must be on or off, got '${String(v)}'`);
+  }
+  if (s.kind === 'list' && typeof v === 'string') return v.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
+  return v;
+}
+
+/** The yargs option of a setting: its type, choices and a help line that shows the defaults. */
+export function yargsOption(key: SettingKey): { type: 'number' | 'string' | 'boolean'; choices?: string[]; describe: string } {
+  const s = TABLE[key] as AnySetting;
+  const defaults = s.demo !== undefined ? `default ${showValue(s.default)}; demo ${showValue(s.demo)}` : `default ${showValue(s.default)}`;
+  const describe = `${s.help} [${defaults}]`;
+  switch (s.kind) {
+    case 'int':
+    case 'number':
+      return { type: 'number', describe };
+    case 'boolean':
+      return { type: 'boolean', describe };
+    case 'on-off':
+      return { type: 'string', choices: ['on', 'off'], describe };
+    case 'choice':
+      return { type: 'string', choices: [...(s.choices ?? [])], describe };
+    case 'list':
+      return { type: 'string', describe: `${describe} (comma-separated: ${(s.choices ?? []).join(', ')})` };
+    default:
+      return { type: 'string', describe };
+  }
+}
+
+/** The README's option table: one section per group, one row per setting. */
+export function settingsMarkdown(): string {
+  const cell = (s: string): string => s.replace(/\|/g, '\\|');
+  const out: string[] = [];
+  for (const [group, table] of Object.entries(SETTING_GROUPS) as Array<[keyof typeof SETTING_GROUPS, Record<string, AnySetting>]>) {
+    out.push(`**${GROUP_TITLES[group]}**`, '', '| flag | default | demo | on --resume | what it sets |', '|---|---|---|---|---|');
+    for (const [k, s] of Object.entries(table)) {
+      const flag = s.kind === 'boolean' ? `--[no-]${flagName(k)}` : s.kind === 'on-off' ? `--${flagName(k)} on\\|off` : s.kind === 'choice' ? `--${flagName(k)} ${(s.choices ?? []).join('\\|')}` : `--${flagName(k)}`;
+      const resume = s.resume.kind === 'change' ? 'may change' : 'fixed';
+      out.push(`| \`${flag}\` | ${cell(showValue(s.default))} | ${s.demo !== undefined ? cell(showValue(s.demo)) : ''} | ${resume} | ${cell(s.help)} |`);
+    }
+    out.push('');
+  }
+  return out.join('\n');
+}
+
+export interface ResumeChange {
+  key: SettingKey;
+  from: unknown;
+  to: unknown;
+}
+
+/**
+ * What `--resume` does with settings given on its command line: each new value is a change to write to the
+ * run's config.json and log, or a refusal that names the flag and why. `checkpointStep` is the step the run
+ * resumes from: --steps may not go below it.
+ */
+export function resumeChanges(saved: TrainConfig, requested: Partial<TrainConfig>, checkpointStep: number): { changes: ResumeChange[]; refused: string[] } {
+  const changes: ResumeChange[] = [];
+  const refused: string[] = [];
+  const savedValues = saved as unknown as Record<string, unknown>;
+  for (const [k, to] of Object.entries(requested) as Array<[SettingKey, unknown]>) {
+    const from = savedValues[k];
+    if (JSON.stringify(from) === JSON.stringify(to)) continue;
+    const s = TABLE[k] as AnySetting;
+    if (s.resume.kind === 'refuse') {
+      refused.push(`--${flagName(k)} cannot change on --resume (the run has ${showValue(from)}): ${s.resume.reason}`);
+      continue;
+    }
+    if (k === 'steps' && typeof to === 'number' && to < checkpointStep) {
+      refused.push(`--steps ${to} is below the step the run resumes from (${checkpointStep}): a run cannot be shortened to before its last checkpoint`);
+      continue;
+    }
+    changes.push({ key: k, from, to });
+  }
+  return { changes, refused };
+}
+
+/** A config.json read back: a missing setting takes its default (a run written before it existed). */
+export function parseSavedConfig(raw: unknown, file: string): TrainConfig {
+  return { ...TRAIN_DEFAULTS, ...parseConfigObject(raw, file) };
+}
+
+/** The title of the group a setting belongs to (for --help). */
+export function groupTitleOf(key: SettingKey): string {
+  for (const [group, table] of Object.entries(SETTING_GROUPS) as Array<[keyof typeof SETTING_GROUPS, object]>) if (key in table) return GROUP_TITLES[group];
+  throw new Error(`unknown setting ${key}`);
 }

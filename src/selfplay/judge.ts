@@ -1,6 +1,7 @@
-// Judging an answer (SPEC §2 step 4): normalized exact match with any gold answer, else a model-based
-// semantic match that must reply Correct or Wrong (as a whole word: "Incorrect" does not count).
+// Judging an answer (docs/method.md, "Judging answers"): normalized exact match with any gold answer, else a
+// model-based semantic match whose whole reply must be Correct or Wrong.
 import type { TextGenerator } from '../llm/types.js';
+import { TRAIN_DEFAULTS } from './config.js';
 import { semanticJudgeMessages } from './prompts.js';
 
 /**
@@ -22,13 +23,20 @@ export function exactMatch(prediction: string, golds: readonly string[]): boolea
 }
 
 /**
- * The verdict in a judge reply: the first of the whole words "correct", "wrong" or "incorrect" (any case),
- * with "not correct" read as wrong; undefined if none. "Incorrect" never counts as correct (SPEC §2 step 4).
+ * The verdict in a judge reply: `<think>…</think>` blocks are removed (an unclosed one runs to the end), and
+ * what is left, trimmed, must be exactly "Correct" or "Wrong" in any case with at most one trailing period.
+ * Anything else ("Incorrect", "not correct", a sentence that contains either word) is undefined: unparsed,
+ * which the judge counts and reads as Wrong (docs/method.md, "Judging answers").
  */
 export function parseVerdict(reply: string): boolean | undefined {
-  const m = /\b(not\s+correct|incorrect|correct|wrong)\b/i.exec(reply);
+  const text = reply
+    .replace(/<think>[\s\S]*?<\/think>/gi, '')
+    .replace(/<think>[\s\S]*$/i, '')
+    .trim()
+    .toLowerCase();
+  const m = /^(correct|wrong)\.?$/.exec(text);
   if (!m) return undefined;
-  return (m[1] as string).toLowerCase() === 'correct';
+  return m[1] === 'correct';
 }
 
 export type JudgeMethod = 'exact' | 'semantic' | 'no-answer';
@@ -42,13 +50,17 @@ export class AnswerJudge {
   /** Replies that were neither Correct nor Wrong (counted as Wrong). */
   unparsedReplies = 0;
 
-  constructor(private readonly semantic: TextGenerator | undefined) {}
+  /** `maxTokens`: the semantic judge's reply budget (room for a thinking block when the judge thinks). */
+  constructor(
+    private readonly semantic: TextGenerator | undefined,
+    private readonly maxTokens: number = TRAIN_DEFAULTS.judgeMaxTokens,
+  ) {}
 
   async judge(question: string, golds: readonly string[], prediction: string | undefined): Promise<Judgement> {
     if (prediction === undefined || prediction.trim() === '') return { correct: false, method: 'no-answer' };
     if (exactMatch(prediction, golds)) return { correct: true, method: 'exact' };
     if (!this.semantic) return { correct: false, method: 'exact' };
-    const reply = await this.semantic.complete(semanticJudgeMessages(question, golds, prediction), { maxTokens: 8, temperature: 0 });
+    const reply = await this.semantic.complete(semanticJudgeMessages(question, golds, prediction), { maxTokens: this.maxTokens, temperature: 0 });
     const verdict = parseVerdict(reply);
     if (verdict === undefined) this.unparsedReplies++;
     return { correct: verdict === true, method: 'semantic' };

@@ -1,4 +1,4 @@
-// The prompts of the roles, in our own wording (SPEC §2, §3). The proposer's prompt never has a place for
+// The prompts of the roles, in our own wording (docs/method.md, "One step" and "Rollouts"). The proposer's prompt never has a place for
 // skills: only the solver's does.
 import type { ChatMessage } from '../llm/types.js';
 import type { Passage } from '../search/types.js';
@@ -9,7 +9,7 @@ export const SEARCH_PROTOCOL =
   'will appear between <information> and </information>. You may search as many times as you need. ' +
   'Reason briefly between <think> and </think> before each step.';
 
-/** Proposer: reverse question construction from a target answer and a hop count (SPEC §2 step 1). */
+/** Proposer: reverse question construction from a target answer and a hop count (docs/method.md, "One step"). */
 export function proposerMessages(answer: string, hops: number): ChatMessage[] {
   const hopText = hops === 1 ? 'one search step' : `${hops} chained search steps`;
   return [
@@ -40,7 +40,7 @@ export function solverMessages(question: string, skillGuidance?: string): ChatMe
   ];
 }
 
-/** Judge, RAG validity check (SPEC §2 step 2): answer from the given documents only. */
+/** Judge, RAG validity check (docs/method.md, "Validating questions"): answer from the given documents only. */
 export function ragCheckMessages(question: string, documents: Passage[]): ChatMessage[] {
   return [
     {
@@ -53,7 +53,7 @@ export function ragCheckMessages(question: string, documents: Passage[]): ChatMe
   ];
 }
 
-/** Judge, semantic match (SPEC §2 step 4): reply exactly Correct or Wrong. */
+/** Judge, semantic match (docs/method.md, "Judging answers"): reply exactly Correct or Wrong. */
 export function semanticJudgeMessages(question: string, goldAnswers: readonly string[], prediction: string): ChatMessage[] {
   return [
     {

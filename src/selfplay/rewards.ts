@@ -1,7 +1,8 @@
-// Rewards (SPEC §2 steps 4-5).
+// Rewards (docs/method.md, "Rewards").
+import { TRAIN_DEFAULTS } from './config.js';
 
 export interface ProposerRewardConfig {
-  /** λ: the penalty when the solver group is all right or all wrong (SPEC §2: default 0.5). */
+  /** λ: the penalty when the solver group is all right or all wrong. */
   lambda: number;
   /** r_invalid: reward of an invalid question (default −1). */
   invalidReward: number;
@@ -9,7 +10,8 @@ export interface ProposerRewardConfig {
   frontier: boolean;
 }
 
-export const PROPOSER_REWARD_DEFAULTS: ProposerRewardConfig = { lambda: 0.5, invalidReward: -1, frontier: true };
+/** The defaults of the configuration table. */
+export const PROPOSER_REWARD_DEFAULTS: ProposerRewardConfig = { lambda: TRAIN_DEFAULTS.lambda, invalidReward: TRAIN_DEFAULTS.invalidReward, frontier: TRAIN_DEFAULTS.frontier };
 
 /** p̂ = (1/G) Σ 1{r_s > 0}. */
 export function successRate(solverRewards: readonly number[]): number {

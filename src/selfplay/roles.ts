@@ -49,7 +49,7 @@ export class SolverRole {
   ) {}
 
   /**
-   * `groupSize` rollouts per question (SPEC §2 step 3), each prompt prefixed with the top-k skills retrieved
+   * `groupSize` rollouts per question (docs/method.md, "One step"), each prompt prefixed with the top-k skills retrieved
    * for its question. All retrievals of the call use one bank version.
    */
   async solve(questions: readonly string[], groupSize: number, seed: number): Promise<SolveGroup[]> {

@@ -1,4 +1,4 @@
-// The rollout engine (SPEC §3): batched multi-turn generation with a search tool.
+// The rollout engine (docs/method.md, "Rollouts"): batched multi-turn generation with a search tool.
 //
 // Each turn, every unfinished rollout generates until `</search>`, its final tag (`</answer>` for the solver,
 // `</question>` for the proposer), EOS or its token budget. All searches of the turn go to the searcher in one
@@ -12,15 +12,18 @@ import { renderResults } from '../search/types.js';
 
 export type FinalTag = 'answer' | 'question';
 
+/** Turn t of a rollout batch samples with seed `seed · TURN_SEED_STRIDE + t` (a prime, so batches do not collide). */
+export const TURN_SEED_STRIDE = 1009;
+
 export interface RolloutConfig {
-  /** SPEC §3: at most 10 turns. */
+  /** Generations per rollout (docs/method.md, "Rollouts"). */
   maxTurns: number;
   /** New tokens per turn. */
   maxTokensPerTurn: number;
   /** Response tokens per rollout (generated plus tool output). */
   maxResponseTokens: number;
   temperature: number;
-  /** Passages per query (SPEC §3: 3). */
+  /** Passages per query (docs/method.md, "Search"). */
   passagesPerQuery: number;
   finalTag: FinalTag;
   seed: number;
@@ -43,6 +46,8 @@ export interface Rollout {
   responseMask: number[];
   /** Sampling log-prob of each generated token; 0 at tool-output positions. */
   logprobs: number[];
+  /** The T of softmax(logits / T) that `logprobs` are under (the sampler reports greedy tokens under T = 1). */
+  samplingTemperature: number;
   queries: string[];
   /** Retrieved passages, one list per query. */
   retrieved: Passage[][];
@@ -83,7 +88,7 @@ interface Live {
 export async function runRollouts(policy: Policy, searcher: Searcher, requests: RolloutRequest[], config: RolloutConfig): Promise<Rollout[]> {
   const stopStrings = ['</search>', `</${config.finalTag}>`];
   const live: Live[] = requests.map((r) => ({
-    rollout: { id: r.id, promptIds: r.promptIds, responseIds: [], responseMask: [], logprobs: [], queries: [], retrieved: [], outcome: 'max-turns', turns: 0, invalidActions: 0, text: '' },
+    rollout: { id: r.id, promptIds: r.promptIds, responseIds: [], responseMask: [], logprobs: [], samplingTemperature: config.temperature > 0 ? config.temperature : 1, queries: [], retrieved: [], outcome: 'max-turns', turns: 0, invalidActions: 0, text: '' },
     done: false,
   }));
   const append = (r: Rollout, ids: number[], logprobs: number[] | undefined): void => {
@@ -99,7 +104,7 @@ export async function runRollouts(policy: Policy, searcher: Searcher, requests: 
     const maxNewTokens = Math.max(...budgets);
     const generations: Generation[] = await policy.generate(
       active.map((l) => [...l.rollout.promptIds, ...l.rollout.responseIds]),
-      { maxNewTokens, temperature: config.temperature, seed: config.seed * 1009 + turn, stopStrings },
+      { maxNewTokens, temperature: config.temperature, seed: config.seed * TURN_SEED_STRIDE + turn, stopStrings },
     );
 
     const searches: Array<{ live: Live; query: string }> = [];

@@ -1,4 +1,4 @@
-// The run folder (issue 5 §7):
+// The run folder (docs/method.md, "The run folder, checkpoints and resume"):
 //   config.json            the resolved configuration
 //   metrics.jsonl          one line per step
 //   skills.json            the live skill bank (owned by the SkillBank, committed every step)

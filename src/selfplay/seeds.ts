@@ -1,4 +1,4 @@
-// Answer seeds for the proposer (SPEC §2 step 1): a target answer and a hop count. From a JSONL file, or
+// Answer seeds for the proposer (docs/method.md, "One step"): a target answer and a hop count. From a JSONL file, or
 // derived from a corpus when none is given.
 import { existsSync, readFileSync } from 'node:fs';
 import type { Passage } from '../search/types.js';
@@ -30,6 +30,9 @@ export function readSeedsFile(file: string): AnswerSeed[] {
   return seeds;
 }
 
+/** A passage title longer than this many words is not used as an answer seed. */
+export const MAX_SEED_TITLE_WORDS = 8;
+
 /**
  * Seeds from a corpus's own entities: each distinct passage title of at most 8 words is an answer, with hop
  * counts 1, 2, 3 in turn (ours: the papers draw seeds from QA data, which an arbitrary corpus lacks).
@@ -40,7 +43,7 @@ export function seedsFromPassages(passages: readonly Passage[]): AnswerSeed[] {
   for (const p of passages) {
     const title = p.title.trim();
     const key = title.toLowerCase();
-    if (title === '' || seen.has(key) || title.split(/\s+/).length > 8) continue;
+    if (title === '' || seen.has(key) || title.split(/\s+/).length > MAX_SEED_TITLE_WORDS) continue;
     seen.add(key);
     seeds.push({ answer: title, hops: 1 + (seeds.length % 3) });
   }

@@ -1,10 +1,10 @@
-// One SESA training step, in the order of SPEC §2:
+// One SESA training step, in the order of docs/method.md ("One step"):
 //   propose → validate (rules, then the RAG check) → retrieve skills + solve → judge → rewards → skill utility
 //   → failure queue → GRPO updates (solver, proposer) → consolidation, committed at the step boundary → metrics.
 // Every arrow is a call to a role or an interface; the records that flow are plain data.
 import type { TextGenerator } from '../llm/types.js';
 import type { Passage } from '../search/types.js';
-import type { CommitReport, Outcome } from '../skills/bank.js';
+import type { CommitReport, Outcome, SkillBank } from '../skills/bank.js';
 import { Rng } from '../util/rng.js';
 import { AnswerJudge } from './judge.js';
 import { ragCheckMessages } from './prompts.js';
@@ -12,14 +12,25 @@ import { type ProposerRewardConfig, proposerReward, solverReward, successRate } 
 import type { AnswerSeed, ProposerRole, SolverRole } from './roles.js';
 import { lastTagContent, type Rollout } from './rollout.js';
 import type { PolicyUpdater, RoleUpdateMetrics, RolloutGroup } from './updater.js';
-import { checkQuestion, type InvalidReason } from './validate.js';
+import { checkQuestion, type InvalidReason, type QuestionRules } from './validate.js';
+
+/**
+ * What the step does with the skill memory: record each rollout's outcome for its cards, queue failures, run
+ * consolidation and commit at the step boundary. (Retrieval for the solver's prompts is the solver role's.)
+ */
+export type SkillMemory = Pick<
+  SkillBank,
+  'recordOutcome' | 'enqueueFailure' | 'startConsolidation' | 'commit' | 'readyChange' | 'pendingFailures' | 'cards' | 'version'
+>;
 
 export interface StepDeps {
   proposer: ProposerRole;
   solver: SolverRole;
-  /** Exact match first, then its semantic model (SPEC §2 step 4). */
+  /** The solver's skill memory; undefined = no skills (the SSP recipe or --skills off). */
+  skills: SkillMemory | undefined;
+  /** Exact match first, then its semantic model (docs/method.md, "Judging answers"). */
   judge: AnswerJudge;
-  /** Answers a question from given passages, for the RAG validity check (SPEC §2 step 2). */
+  /** Answers a question from given passages, for the RAG validity check (docs/method.md, "Validating questions"). */
   ragJudge: TextGenerator;
   updater: PolicyUpdater;
   /** The distiller of failure records into cards; undefined = no distillation (ablation). */
@@ -33,8 +44,14 @@ export interface StepSettings {
   reward: ProposerRewardConfig;
   /** The run seed: every random choice of step s derives from (seed, s), so a resumed run replays exactly. */
   seed: number;
-  /** Passages of other rollouts mixed into the RAG check (SPEC §2 step 2: 4 blocks). */
+  /** Blocks of passages of other seeds' rollouts mixed into the RAG check. */
   ragDistractorBlocks: number;
+  /** The RAG check's answer budget (tokens). */
+  ragMaxTokens: number;
+  /** The rule checks of a question. */
+  rules: QuestionRules;
+  /** Characters of retrieved evidence kept in a failure record. */
+  failureEvidenceChars: number;
 }
 
 /** What happened to one proposal. */
@@ -76,6 +93,9 @@ export interface StepMetrics {
   failuresQueued: number;
   consolidation?: { started: boolean; committed?: Pick<CommitReport, 'admitted' | 'evicted' | 'invalid' | 'consumed'> & { duplicates: number } };
   judgeUnparsed: number;
+  /** RAG checks run, and how many of them got fewer distractor blocks than asked (too few other seeds). */
+  ragChecks: number;
+  ragChecksShortOfDistractors: number;
   seconds: Record<'propose' | 'validate' | 'solve' | 'judge' | 'update' | 'consolidate' | 'total', number>;
 }
 
@@ -113,7 +133,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   };
   const rng = Rng.derive(settings.seed, step);
   const rolloutSeed = (): number => rng.nextU32() & 0x7fffffff;
-  const bank = deps.solver.bank;
+  const bank = deps.skills;
   const unparsedBefore = deps.judge.unparsedReplies;
 
   // 1. Propose: n_p proposals per seed.
@@ -124,24 +144,30 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
 
   // 2. Extract and validate: the rule checks, then the RAG check on the survivors.
   const proposals: ProposalRecord[] = [];
+  let ragChecks = 0;
+  let ragShort = 0;
   const flat = proposed.flatMap((group, seedIndex) => group.map((rollout) => ({ rollout, seedIndex })));
   for (const { rollout, seedIndex } of flat) {
     const seed = seeds[seedIndex] as AnswerSeed;
-    const check = checkQuestion(rollout, seed.answer);
+    const check = checkQuestion(rollout, seed.answer, seed.aliases ?? [], settings.rules);
     proposals.push({ seedIndex, answer: seed.answer, hops: seed.hops, ...(check.question !== undefined ? { question: check.question } : {}), ...(check.invalid ? { invalid: check.invalid } : {}), reward: 0 });
   }
   for (let i = 0; i < flat.length; i++) {
     const p = proposals[i] as ProposalRecord;
     if (p.invalid || p.question === undefined) continue;
     const own = allPassages((flat[i] as { rollout: Rollout }).rollout);
-    const others = flat.map((f, j) => ({ j, passages: allPassages(f.rollout) })).filter((o) => o.j !== i && o.passages.length > 0);
+    // Distractors come only from other seeds' rollouts: a sibling proposal for the same answer would carry
+    // the answer's own evidence and make the check easier than it should be.
+    const others = flat.map((f) => ({ seedIndex: f.seedIndex, passages: allPassages(f.rollout) })).filter((o) => o.seedIndex !== p.seedIndex && o.passages.length > 0);
     const blocks: Passage[][] = [own];
     for (let k = 0; k < settings.ragDistractorBlocks && others.length > 0; k++) blocks.push(others.splice(rng.int(others.length), 1)[0]?.passages ?? []);
+    ragChecks++;
+    if (blocks.length - 1 < settings.ragDistractorBlocks) ragShort++;
     for (let k = blocks.length - 1; k > 0; k--) {
       const j = rng.int(k + 1);
       [blocks[k], blocks[j]] = [blocks[j] as Passage[], blocks[k] as Passage[]];
     }
-    const reply = await deps.ragJudge.complete(ragCheckMessages(p.question, blocks.flat()), { maxTokens: 64, temperature: 0 });
+    const reply = await deps.ragJudge.complete(ragCheckMessages(p.question, blocks.flat()), { maxTokens: settings.ragMaxTokens, temperature: 0 });
     const answer = lastTagContent(reply, 'answer') ?? reply.trim();
     const golds = [p.answer, ...((seeds[p.seedIndex] as AnswerSeed).aliases ?? [])];
     const verdict = await deps.judge.judge(p.question, golds, answer);
@@ -189,7 +215,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
           const evidence = allPassages(r)
             .map((d) => `${d.title}: ${d.text}`)
             .join('\n')
-            .slice(0, 2000);
+            .slice(0, settings.failureEvidenceChars);
           bank.enqueueFailure({ question: group.question, target: p.answer, evidence, prediction: r.final ?? '', retrievedSkillIds: group.skillIds }, step);
           failuresQueued++;
         });
@@ -248,6 +274,8 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     failuresQueued,
     ...(consolidation ? { consolidation } : {}),
     judgeUnparsed: deps.judge.unparsedReplies - unparsedBefore,
+    ragChecks,
+    ragChecksShortOfDistractors: ragShort,
     seconds,
   };
   return { metrics, proposals };

@@ -25,12 +25,13 @@ import { E5Embedder } from '../skills/e5.js';
 import type { Embedder } from '../skills/embedder.js';
 import { LexicalEmbedder } from '../skills/lexical.js';
 import { type BackendInfo, initBackend } from '../tensor/backend.js';
-import { type TrainConfig, validateConfig } from './config.js';
+import { parseSavedConfig, resumeChanges, showValue, flagName, type TrainConfig, validateConfig } from './config.js';
 import { AnswerJudge } from './judge.js';
 import { type AnswerSeed, ProposerRole, SolverRole } from './roles.js';
 import { readSeedsFile, seedsFromPassages } from './seeds.js';
 import { RunFolder } from './run-folder.js';
 import { type StepMetrics, sesaStep } from './step.js';
+import { rolloutSettingsOf, stepSettingsOf } from './step-settings.js';
 import { GrpoPolicyUpdater, type Role, type TrainedRole } from './updater.js';
 
 export interface TrainHooks {
@@ -53,6 +54,10 @@ export interface TrainSummary {
   metrics: StepMetrics[];
   lastCheckpoint?: string;
   bank?: { cardsAtStart: number; cardsAtEnd: number; versionAtEnd: number };
+  /** A resumed run whose steps were all done already: nothing was trained. */
+  finished?: boolean;
+  /** Settings changed by flags given with --resume (written to config.json). */
+  changed?: Array<{ key: string; from: unknown; to: unknown }>;
 }
 
 /** The demo corpus is fixed (seed 0) whatever the run seed, so every demo run searches the same encyclopedia. */
@@ -91,16 +96,28 @@ async function buildEmbedder(config: TrainConfig): Promise<Embedder> {
   return config.embedder === 'lexical' ? new LexicalEmbedder() : E5Embedder.load({ model: config.e5Model });
 }
 
-/** An adapter with its parameters and a fresh AdamW (SPEC §4 settings from the config). */
+/** An adapter with its parameters and a fresh AdamW (docs/method.md, "GRPO": the optimizer settings). */
 function trainedRole(config: TrainConfig, adapter: LoraAdapter): TrainedRole {
   const params = Object.fromEntries(adapter.variables());
-  const optimizer = new AdamW(params, { lr: config.lr, warmupSteps: config.warmupSteps, weightDecay: config.weightDecay, maxGradNorm: config.maxGradNorm, schedule: 'constant' });
+  const optimizer = new AdamW(params, {
+    lr: config.lr,
+    warmupSteps: config.warmupSteps,
+    weightDecay: config.weightDecay,
+    maxGradNorm: config.maxGradNorm,
+    schedule: config.lrSchedule,
+    totalSteps: config.steps,
+    minLrRatio: config.minLrRatio,
+    beta1: config.adamBeta1,
+    beta2: config.adamBeta2,
+    eps: config.adamEps,
+  });
   return { adapter, optimizer, params };
 }
 
 /**
- * Runs training. `resumeDir` continues a run from its last complete checkpoint (its saved config is used; a
- * larger `steps` in `overrides` extends it).
+ * Runs training. `resumeDir` continues a run from its last complete checkpoint with its saved config;
+ * `overrides` (the flags given with --resume) change it where that is sound, are written to config.json and
+ * logged, and are refused otherwise (see resumeChanges in ./config.ts).
  */
 export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks, resumeDir?: string, overrides: Partial<TrainConfig> = {}): Promise<TrainSummary> {
   let run: RunFolder | undefined;
@@ -110,11 +127,27 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
     hooks.log(line);
   };
   let config: TrainConfig;
+  let changed: TrainSummary['changed'];
+  // The checkpoint a resumed run continues from (its newest complete one), if any.
+  let ckpt: ReturnType<RunFolder['latestCheckpoint']>;
   if (resumeDir !== undefined) {
     const opened = RunFolder.open(resumeDir);
     run = opened.run;
-    config = validateConfig({ ...opened.config, ...overrides });
-    if (overrides.steps !== undefined) writeFileAtomic(run.configPath, `${JSON.stringify(config, null, 2)}\n`);
+    const saved = validateConfig(parseSavedConfig(opened.config, run.configPath));
+    ckpt = run.latestCheckpoint();
+    const latest = ckpt;
+    const { changes, refused } = resumeChanges(saved, overrides, latest?.step ?? 0);
+    if (refused.length > 0) throw new Error(`--resume ${resumeDir}: ${refused.join('; ')}`);
+    config = validateConfig({ ...saved, ...Object.fromEntries(changes.map((c) => [c.key, c.to])) });
+    if (changes.length > 0) {
+      writeFileAtomic(run.configPath, `${JSON.stringify(config, null, 2)}\n`);
+      changed = changes;
+      for (const c of changes) log(`config change on resume: --${flagName(c.key)} ${showValue(c.from)} → ${showValue(c.to)} (written to ${run.configPath})`);
+    }
+    if (latest && latest.step >= config.steps) {
+      log(`${run.dir} is finished: all ${config.steps} steps are done (last checkpoint step ${latest.step}); to train further, resume with --steps N (N > ${config.steps})`);
+      return { runDir: run.dir, model: config.model, firstStep: latest.step + 1, lastStep: latest.step, stoppedEarly: false, resumedFrom: latest.step, metrics: [], lastCheckpoint: latest.dir, finished: true, ...(changed ? { changed } : {}) };
+    }
   } else {
     if (!configIn) throw new Error('train: no configuration');
     config = validateConfig(configIn);
@@ -133,7 +166,6 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
   if (!seeds) throw new Error('--seeds FILE is required with --retriever-url (answer seeds: JSONL of {"answer","hops"}); a local --corpus supplies its own');
 
   // Where to start: the last complete checkpoint of a resumed run, else step 1.
-  const ckpt = resumeDir !== undefined ? run.latestCheckpoint() : undefined;
   const firstStep = ckpt ? ckpt.step + 1 : 1;
   if (resumeDir !== undefined) {
     run.truncateMetricsAfter(ckpt?.step ?? 0);
@@ -142,7 +174,7 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
     log(ckpt ? `resuming ${run.dir} from checkpoint step ${ckpt.step}` : `resuming ${run.dir}: no complete checkpoint, starting over`);
   }
 
-  const loraConfig = { r: config.loraR, alpha: config.loraAlpha, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] as LoraAdapter['config']['targets'] };
+  const loraConfig = { r: config.loraR, alpha: config.loraAlpha, dropout: config.loraDropout, targets: config.loraTargets };
   const adapters: Record<Role, LoraAdapter> = ckpt
     ? { proposer: loadPeftAdapter(join(ckpt.dir, 'proposer'), 'proposer', model.config), solver: loadPeftAdapter(join(ckpt.dir, 'solver'), 'solver', model.config) }
     : {
@@ -152,7 +184,22 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
   const roles: Record<Role, TrainedRole> = { proposer: trainedRole(config, adapters.proposer), solver: trainedRole(config, adapters.solver) };
   if (ckpt) for (const r of ['proposer', 'solver'] as const) roles[r].optimizer.importState(loadOptimizerState(join(ckpt.dir, r)));
 
-  const bank = config.skills ? await SkillBank.open(run.bankPath, { embedder: await buildEmbedder(config), seeds: config.priming }) : undefined;
+  const bankConfig = {
+    topK: config.skillsTopK,
+    queueCapacity: config.queueCapacity,
+    consolidateEvery: config.consolidateEvery,
+    minPending: config.consolidateMinPending,
+    maxSelected: config.consolidateMaxSelected,
+    evictMinRetrieved: config.evictMinRetrieved,
+    maxCards: config.maxCards,
+    renderTokenBudget: config.renderTokenBudget,
+    distillEvidenceChars: config.distillEvidenceChars,
+    distillConcurrency: config.distillConcurrency,
+    distillMaxTokens: config.distillMaxTokens,
+  };
+  const bank = config.skills
+    ? await SkillBank.open(run.bankPath, { embedder: await buildEmbedder(config), seeds: config.priming, config: bankConfig, ...(config.dedupThreshold !== undefined ? { dedupThreshold: config.dedupThreshold } : {}) })
+    : undefined;
   const cardsAtStart = bank?.cards.length ?? 0;
 
   const policyOptions = { enableThinking: config.enableThinking };
@@ -160,34 +207,37 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
   const inProcess = new PolicyTextGenerator(base);
   const judgeText: TextGenerator = textGeneratorFor('judge', { url: config.judgeUrl, model: config.judgeModel, keyEnv: config.apiKeyEnv }, inProcess);
   const distiller = config.skills && config.distill ? textGeneratorFor('distiller', { url: config.distillerUrl, model: config.distillerModel, keyEnv: config.apiKeyEnv }, inProcess) : undefined;
-  const rolloutSettings = {
-    maxTurns: config.maxTurns,
-    maxTokensPerTurn: config.maxNewTokens,
-    maxResponseTokens: config.maxResponseTokens,
-    temperature: config.temperature,
-    passagesPerQuery: 3,
-  };
+  const rolloutSettings = rolloutSettingsOf(config);
   const deps = {
     proposer: new ProposerRole(new ModelPolicy('proposer', model, tokenizer, adapters.proposer, policyOptions), searcher, rolloutSettings),
     solver: new SolverRole(new ModelPolicy('solver', model, tokenizer, adapters.solver, policyOptions), searcher, bank, rolloutSettings),
-    judge: new AnswerJudge(judgeText),
+    judge: new AnswerJudge(judgeText, config.judgeMaxTokens),
     ragJudge: judgeText,
-    updater: new GrpoPolicyUpdater(model, roles, { microBatchSize: config.microBatchSize, klCoef: config.klCoef, clipLow: config.clipLow, clipHigh: config.clipHigh, padTokenId: tokenizer.padTokenId }),
+    skills: bank,
+    updater: new GrpoPolicyUpdater(
+      model,
+      roles,
+      {
+        microBatchSize: config.microBatchSize,
+        klCoef: config.klCoef,
+        clipLow: config.clipLow,
+        clipHigh: config.clipHigh,
+        dualClip: config.dualClip === 0 ? null : config.dualClip,
+        aggregation: config.lossAggregation,
+        maxLen: config.maxResponseTokens,
+        padTokenId: tokenizer.padTokenId,
+      },
+      { mode: config.advantage, eps: config.advantageEps },
+    ),
     ...(distiller ? { distiller } : {}),
   };
-  const settings = {
-    seedsPerStep: config.seedsPerStep,
-    proposalsPerSeed: config.proposalsPerSeed,
-    groupSize: config.groupSize,
-    reward: { lambda: config.lambda, invalidReward: config.invalidReward, frontier: config.frontier },
-    seed: config.seed,
-    ragDistractorBlocks: 4,
-  };
+  const settings = stepSettingsOf(config);
 
   hooks.onStart?.({ runDir: run.dir, firstStep, lastStep: config.steps, backend, modelDir, ...(ckpt ? { resumedFrom: ckpt.step } : {}) });
   const metrics: StepMetrics[] = [];
   let lastCheckpoint: string | undefined;
   let stoppedEarly = false;
+  let warnedShortRag = false;
   const saveCheckpoint = async (step: number): Promise<void> => {
     lastCheckpoint = await run.writeCheckpoint(step, { step, seed: config.seed, ...(bank ? { bankVersion: bank.version } : {}), savedAt: new Date().toISOString() }, async (dir) => {
       for (const r of ['proposer', 'solver'] as const) {
@@ -209,6 +259,15 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
         `step ${step}: valid ${result.metrics.validQuestions}/${result.metrics.proposals}, solver accuracy ${result.metrics.solverAccuracy.toFixed(3)}, ` +
           `proposer reward ${result.metrics.proposerMeanReward.toFixed(3)}${bank ? `, bank ${bank.cards.length} cards v${bank.version}` : ''}, ${result.metrics.seconds.total.toFixed(1)} s`,
       );
+      const short = result.metrics.ragChecksShortOfDistractors;
+      if (short > 0 && !warnedShortRag) {
+        warnedShortRag = true;
+        log(
+          `warning: step ${step}: ${short} of ${result.metrics.ragChecks} RAG checks got fewer than ${config.ragDistractorBlocks} distractor blocks ` +
+            `(too few rollouts of other seeds retrieved passages; raise --seeds-per-step or lower --rag-distractor-blocks). ` +
+            'Counted per step in metrics.jsonl as ragChecksShortOfDistractors; this warning is shown once.',
+        );
+      }
       hooks.onStepEnd?.(result.metrics);
       const stop = hooks.shouldStop?.() ?? false;
       if (step % config.saveEvery === 0 || step === config.steps || stop) await saveCheckpoint(step);
@@ -237,5 +296,6 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
     metrics,
     ...(lastCheckpoint ? { lastCheckpoint } : {}),
     ...(bank ? { bank: { cardsAtStart, cardsAtEnd: bank.cards.length, versionAtEnd: bank.version } } : {}),
+    ...(changed ? { changed } : {}),
   };
 }

@@ -1,6 +1,6 @@
 // Turning judged rollout groups into GRPO updates of one role's adapter. The step sees only the interface;
 // the GRPO implementation lives here and tests substitute a recording double.
-import { groupAdvantages } from '../../kernels/group-advantage.js';
+import { type GroupAdvantageOptions, groupAdvantages } from '../../kernels/group-advantage.js';
 import type { LoraAdapter } from '../model/lora.js';
 import type { CausalLM } from '../model/qwen3.js';
 import { type GrpoUpdateConfig, type GrpoUpdateMetrics, grpoUpdate, type TrainingSequence } from '../rl/grpo-update.js';
@@ -24,14 +24,20 @@ export interface PolicyUpdater {
   update(role: Role, groups: readonly RolloutGroup[]): Promise<RoleUpdateMetrics | undefined>;
 }
 
-/** Group-normalized advantages (SPEC §4) through the custom kernel, one group size at a time. */
-export async function advantagesOf(groups: readonly RolloutGroup[]): Promise<number[][]> {
+/** What the advantage kernel is asked for: the mode and the std epsilon (docs/method.md, "GRPO"). */
+export type AdvantageSettings = Pick<GroupAdvantageOptions, 'mode' | 'eps'>;
+
+/**
+ * Group-normalized advantages (docs/method.md, "GRPO") through the custom kernel, one group size at a time.
+ * A group of one gets A = R.
+ */
+export async function advantagesOf(groups: readonly RolloutGroup[], settings: AdvantageSettings = {}): Promise<number[][]> {
   const out: number[][] = groups.map(() => []);
   const bySize = new Map<number, number[]>();
   groups.forEach((g, i) => bySize.set(g.rewards.length, [...(bySize.get(g.rewards.length) ?? []), i]));
   for (const [size, idx] of bySize) {
     const rewards = idx.flatMap((i) => (groups[i] as RolloutGroup).rewards);
-    const t = tf.tidy(() => groupAdvantages(tf.tensor2d(rewards, [idx.length, size]), { mode: 'grpo' }));
+    const t = tf.tidy(() => groupAdvantages(tf.tensor2d(rewards, [idx.length, size]), { mode: settings.mode ?? 'grpo', ...(settings.eps !== undefined ? { eps: settings.eps } : {}) }));
     const values = Array.from(await t.data());
     t.dispose();
     idx.forEach((gi, k) => {
@@ -52,15 +58,16 @@ export class GrpoPolicyUpdater implements PolicyUpdater {
     private readonly model: CausalLM,
     private readonly roles: Record<Role, TrainedRole>,
     private readonly config: GrpoUpdateConfig,
+    private readonly advantage: AdvantageSettings = {},
   ) {}
 
   async update(role: Role, groups: readonly RolloutGroup[]): Promise<RoleUpdateMetrics | undefined> {
-    const advantages = await advantagesOf(groups);
+    const advantages = await advantagesOf(groups, this.advantage);
     const seqs: TrainingSequence[] = [];
     groups.forEach((g, gi) =>
       g.rollouts.forEach((r, ri) => {
         if (r.responseIds.length === 0) return;
-        seqs.push({ promptIds: r.promptIds, responseIds: r.responseIds, responseMask: r.responseMask, oldLogprobs: r.logprobs, advantage: (advantages[gi] as number[])[ri] as number });
+        seqs.push({ promptIds: r.promptIds, responseIds: r.responseIds, responseMask: r.responseMask, oldLogprobs: r.logprobs, advantage: (advantages[gi] as number[])[ri] as number, samplingTemperature: r.samplingTemperature });
       }),
     );
     if (seqs.length === 0) return undefined;

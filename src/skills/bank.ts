@@ -1,6 +1,6 @@
 // The skill bank: cards, utility stats and the failure queue in one JSON file that this object owns.
 //
-// Life cycle (SPEC §2 steps 3, 6, 7, 9; notes/architecture.md):
+// Life cycle (docs/method.md, "The skill bank"):
 //   retrieve()          read-only top-k by cosine; the card set changes only in commit(), so every
 //                       retrieval between two commits sees one bank version
 //   recordOutcome()     utility counts (step 6), in memory until the next commit
@@ -318,7 +318,7 @@ export class SkillBank {
     return qv.map((q) => topKScored(cards, index.scores(q), k));
   }
 
-  /** The compact solver-prompt block for retrieved cards (SPEC §2 step 3). */
+  /** The compact solver-prompt block for retrieved cards (docs/method.md, "The skill bank"). */
   render(cards: ReadonlyArray<SkillCard | Retrieval>, opts: { tokenBudget?: number; countTokens?: TokenCounter } = {}): Rendered {
     const list = cards.map((c) => ('card' in c ? c.card : c));
     return renderCards(list, { tokenBudget: opts.tokenBudget ?? this.config.renderTokenBudget, ...(opts.countTokens ? { countTokens: opts.countTokens } : {}) });
@@ -327,7 +327,7 @@ export class SkillBank {
   // ---- utility and failures (between commits; persisted at the next commit) ---------------------------
 
   /**
-   * SPEC §2 step 6, for one rollout: every retrieved card gets retrieved += 1; a correct answer adds
+   * docs/method.md, "The skill bank", for one rollout: every retrieved card gets retrieved += 1; a correct answer adds
    * helpful, a well-formed wrong one adds hurt, a malformed one nothing. Returns ids no longer in the bank.
    */
   recordOutcome(skillIds: readonly string[], outcome: Outcome): string[] {
@@ -345,7 +345,7 @@ export class SkillBank {
     return unknown;
   }
 
-  /** SPEC §2 step 7: the caller passes only informative frontier failures (0 < p̂ < 1, well-formed, wrong). */
+  /** docs/method.md, "The skill bank": the caller passes only informative frontier failures (0 < p̂ < 1, well-formed, wrong). */
   enqueueFailure(f: FailureInput, step: number): { key: string; dropped?: string } {
     const r = this.queue.add(f, step);
     if (r.dropped !== undefined) this.data.counters.queueDropped += 1;
@@ -600,7 +600,7 @@ function serialize(d: BankFile): BankFile {
   return structuredClone(d);
 }
 
-/** Top-k by score, ties broken by id (SPEC §2 step 3: deterministic for a bank version). */
+/** Top-k by score, ties broken by id (docs/method.md, "The skill bank": deterministic for a bank version). */
 export function topKScored(cards: readonly SkillCard[], scores: Float32Array, k: number): Retrieval[] {
   const better = (a: number, b: number): boolean => {
     const sa = scores[a] as number;

@@ -1,4 +1,4 @@
-// The skill card of SPEC §2: s = (u, c, a, z, m) = description, triggers, avoid, queries, stats, plus id,
+// The skill card (docs/method.md, "The skill bank"): s = (u, c, a, z, m) = description, triggers, avoid, queries, stats, plus id,
 // category, source, createdStep and bankVersion. Validation names the exact field that is wrong, because
 // cards come from files people edit and from LLM output.
 import { createHash } from 'node:crypto';
@@ -7,7 +7,7 @@ export type SkillSource = 'seed' | 'mined' | 'distilled';
 export const SKILL_SOURCES: readonly SkillSource[] = ['seed', 'mined', 'distilled'];
 
 export interface SkillStats {
-  /** Times the card was in a rollout's retrieved set (SPEC §2 step 6). */
+  /** Times the card was in a rollout's retrieved set (docs/method.md, "The skill bank"). */
   retrieved: number;
   /** Rollouts with the card retrieved that answered correctly. */
   helpful: number;
@@ -65,7 +65,7 @@ export class SkillSchemaError extends Error {
   }
 }
 
-/** The text a card is embedded as (SPEC §2: description + triggers; the embedder adds `query: `). */
+/** The text a card is embedded as (docs/method.md, "The skill bank": description + triggers; the embedder adds `query: `). */
 export function cardEmbeddingText(card: Pick<CardContent, 'description' | 'triggers'>): string {
   return `${card.description} ${card.triggers.join(', ')}`.trim();
 }

@@ -1,12 +1,12 @@
-// Every number of the skill bank in one place, with the SPEC §2 defaults (steps 3, 6, 7, 9). The values the
+// Every number of the skill bank in one place, with the defaults of docs/method.md ("The skill bank"). The values the
 // paper does not give are marked "ours".
 
 export interface SkillBankConfig {
-  /** Cards retrieved per question (SPEC §2 step 3). */
+  /** Cards retrieved per question (docs/method.md, "The skill bank"). */
   topK: number;
-  /** Failure-queue capacity (SPEC §2 step 7). */
+  /** Failure-queue capacity (docs/method.md, "The skill bank"). */
   queueCapacity: number;
-  /** Consolidate every N steps (SPEC §2 step 9)... */
+  /** Consolidate every N steps (docs/method.md, "The skill bank")... */
   consolidateEvery: number;
   /** ...when at least this many failure records are pending... */
   minPending: number;
@@ -14,7 +14,7 @@ export interface SkillBankConfig {
   maxSelected: number;
   /** Eviction: a non-seed card retrieved at least this many times with helpful − hurt < 0 goes. */
   evictMinRetrieved: number;
-  /** Bank cap; over it, the lowest-scoring non-seed cards go (SPEC §2 step 9). */
+  /** Bank cap; over it, the lowest-scoring non-seed cards go (docs/method.md, "The skill bank"). */
   maxCards: number;
   /** Token budget for the rendered cards in the solver prompt (ours). */
   renderTokenBudget: number;
@@ -42,7 +42,7 @@ export const DEFAULT_SKILL_BANK_CONFIG: Readonly<SkillBankConfig> = Object.freez
 
 /**
  * Dedup (admission) thresholds per embedder: a candidate is admitted only if its cosine to every bank card
- * and every card admitted in the same round is ≤ this (SPEC §2 step 9). 0.93 is the paper's value for
+ * and every card admitted in the same round is ≤ this (docs/method.md, "The skill bank"). 0.93 is the paper's value for
  * E5-base-v2. The lexical one is ours, calibrated in test/skills-units.test.ts: light rewordings of a
  * card score above it, distinct seed cards well below.
  */

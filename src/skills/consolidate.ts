@@ -1,4 +1,4 @@
-// Consolidation (SPEC §2 step 9): the schedule, the distillation prompt, robust parsing of the distiller's
+// Consolidation (docs/method.md, "The skill bank"): the schedule, the distillation prompt, robust parsing of the distiller's
 // JSON, admission by cosine against the bank and the same round, and maintenance (eviction and the cap).
 // The pieces are pure functions; bank.ts runs them as one asynchronous job and commits the result.
 import type { ChatMessage, TextGenerator } from '../llm/types.js';
@@ -10,7 +10,7 @@ import { VectorIndex, dot } from './embedder.js';
 import type { FailureRecord } from './queue.js';
 import { renderCards } from './render.js';
 
-/** SPEC §2 step 9: every `consolidateEvery` steps, when at least `minPending` records wait. */
+/** docs/method.md, "The skill bank": every `consolidateEvery` steps, when at least `minPending` records wait. */
 export function consolidationDue(step: number, pending: number, cfg: SkillBankConfig): boolean {
   return step > 0 && step % cfg.consolidateEvery === 0 && pending >= cfg.minPending;
 }
@@ -127,7 +127,7 @@ function normList(v: unknown): unknown {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Admission (SPEC §2 step 9, paper eq. 10): max cosine against bank ∪ admitted-this-round ≤ threshold.
+// Admission (docs/method.md, "The skill bank"; paper eq. 10): max cosine against bank ∪ admitted-this-round ≤ threshold.
 
 export interface Candidate {
   /** The failure record it came from. */
@@ -178,7 +178,7 @@ export function admit(
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Maintenance (SPEC §2 step 9): evict negative-utility non-seed cards, then enforce the cap.
+// Maintenance (docs/method.md, "The skill bank"): evict negative-utility non-seed cards, then enforce the cap.
 
 export interface Eviction {
   id: string;

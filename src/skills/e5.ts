@@ -1,5 +1,5 @@
 // The e5 embedder: @huggingface/transformers feature extraction on onnxruntime-node, with the E5
-// conventions (SPEC §2, data/SOURCES.md): `query: ` / `passage: ` prefixes, mean pooling of
+// conventions (docs/method.md, "The skill bank"): `query: ` / `passage: ` prefixes, mean pooling of
 // last_hidden_state over the attention mask, L2 normalization (so cosine = dot product).
 // Offline by default: remote downloads happen only when `allowRemote` is set explicitly.
 import { existsSync, readFileSync, statSync } from 'node:fs';

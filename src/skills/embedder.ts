@@ -1,4 +1,4 @@
-// The Embedder interface (notes/architecture.md): texts in, unit vectors out, so cosine = dot product.
+// The Embedder interface: texts in, unit vectors out, so cosine = dot product.
 // Two implementations: e5 (a transformer through onnxruntime) and lexical (hashed n-grams, no model).
 
 export type EmbedKind = 'query' | 'passage';
@@ -9,7 +9,7 @@ export interface EmbedderInfo {
   /** Identifies the model: the e5 folder or Hugging Face name, or the lexical scheme and its size. */
   model: string;
   dim: number;
-  /** Admission cosine threshold (SPEC §2 step 9) for this embedder. */
+  /** Admission cosine threshold (docs/method.md, "The skill bank") for this embedder. */
   dedupThreshold: number;
 }
 

@@ -1,4 +1,4 @@
-// The skill bank's public surface (SPEC §2 steps 3, 6, 7, 9): what the trainer and the CLI import.
+// The skill bank's public surface (docs/method.md, "The skill bank"): what the trainer and the CLI import.
 export { SkillBank, BankFileError, readBankFile, bankStats, cardsFromJsonl, cardsToJsonl, topKScored } from './bank.js';
 export type { BankFile, BankStats, BankCounters, CommitReport, ConsolidationJob, OpenOptions, Outcome, Retrieval } from './bank.js';
 export type { CardContent, SkillCard, SkillSource, SkillStats } from './card.js';

@@ -1,4 +1,4 @@
-// The pending failure queue (SPEC §2 step 7): informative frontier failures, at most `capacity` records,
+// The pending failure queue (docs/method.md, "The skill bank"): informative frontier failures, at most `capacity` records,
 // one record per question with a repeat count. Selection for consolidation (step 9) puts repeated failures
 // and failures despite retrieved skills first.
 
@@ -29,7 +29,7 @@ export function priorityTier(r: FailureRecord): number {
 }
 
 /**
- * Selection order (ours where SPEC §2 step 9 is silent): tier desc, then count desc, then oldest first
+ * Selection order (ours where the paper is silent; docs/method.md, "The skill bank"): tier desc, then count desc, then oldest first
  * (firstStep asc), then key, so the same queue always selects the same records.
  */
 export function selectionOrder(a: FailureRecord, b: FailureRecord): number {

@@ -1,4 +1,4 @@
-// The compact rendering of retrieved cards for the solver prompt (SPEC §2 step 3), within a token budget.
+// The compact rendering of retrieved cards for the solver prompt (docs/method.md, "The skill bank"), within a token budget.
 // Tokens are counted by a function the caller passes (the policy's tokenizer), or approximated as
 // characters / 4. Over budget, detail is shed from the lowest-ranked card upward (query templates, then
 // anti-patterns and triggers), then whole cards from the end; the best card is kept, truncated if need be.

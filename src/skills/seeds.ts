@@ -1,4 +1,4 @@
-// The project's own hand-written seed cards for search question answering (SPEC §2 "memory priming").
+// The project's own hand-written seed cards for search question answering (docs/method.md, "The skill bank": memory priming).
 // Written for this project; loaded into every new bank unless asked not to, marked `seed`, never evicted.
 import type { CardContent, SkillCard } from './card.js';
 import { emptyStats, validateContent } from './card.js';

@@ -1,7 +1,7 @@
 // A tiny random BERT-like encoder with the E5 interface (inputs input_ids, attention_mask,
 // token_type_ids; output last_hidden_state), written as an ONNX model folder that
-// @huggingface/transformers loads like a real E5 export. No E5 weights exist on these machines
-// (data/SOURCES.md); this model lets tests and demos exercise the whole e5 path offline.
+// @huggingface/transformers loads like a real E5 export. Where no E5 weights are at hand, this model lets
+// tests and demos exercise the whole e5 path offline.
 //
 // The graph is more than a lookup, so that pooling is meaningful and the attention mask matters inside
 // the model as it does in BERT:

@@ -2,7 +2,7 @@
 //
 // - `tensorflow`: @tensorflow/tfjs-node-gpu (CUDA) or @tensorflow/tfjs-node, optional peer dependencies that
 //   are imported only when installed (their install downloads libtensorflow, impossible on some machines).
-// - `wasm`: @tensorflow/tfjs-backend-wasm (XNNPACK, SIMD), with the workarounds of SPEC §8 in ./wasm-fixes.ts.
+// - `wasm`: @tensorflow/tfjs-backend-wasm (XNNPACK, SIMD), with the workarounds of docs/method.md, "The tensor stack", in ./wasm-fixes.ts.
 // - `cpu`: the pure-JS reference backend (slow, but exact and always present).
 // - `auto`: the fastest that is available, in that order, and it says which it picked.
 import * as tf from '@tensorflow/tfjs';
@@ -58,7 +58,7 @@ async function loadTensorflowBinding(): Promise<string | undefined> {
 async function activate(name: BackendName): Promise<void> {
   const ok = await tf.setBackend(name);
   await tf.ready();
-  // tfjs falls back to another backend when initialisation fails; never accept that silently (SPEC §8).
+  // tfjs falls back to another backend when initialisation fails; never accept that silently (docs/method.md, "The tensor stack").
   if (!ok || tf.getBackend() !== name) {
     throw new Error(`tfjs backend '${name}' failed to initialise (active backend is '${tf.getBackend()}')`);
   }

@@ -1,4 +1,4 @@
-// Gradients tfjs lacks on every backend (SPEC §8): comparison ops on the tape throw "gradient function not
+// Gradients tfjs lacks on every backend (docs/method.md, "The tensor stack"): comparison ops on the tape throw "gradient function not
 // found" even though their gradient is zero everywhere. Registering zeros lets masks be computed from
 // differentiated tensors (for example the clipped-ratio indicator in GRPO).
 import * as tf from '@tensorflow/tfjs';

@@ -7,7 +7,7 @@ type Inputs = Array<tf.Tensor | tf.GradSaveFunc>;
  * `x @ w` for a frozen weight `w` stored as [in, out] (transposed from Hugging Face's [out, in] at load time,
  * so the forward takes XNNPACK's fast non-transposed 2-D path). The gradient flows to `x` only (base weights
  * are never trained) and is computed as `dy @ transpose(w)` with an explicit transpose, because matMul with a
- * transposed operand is ~7× slower on wasm (SPEC §8).
+ * transposed operand is ~7× slower on wasm (docs/method.md, "The tensor stack").
  */
 export function linearFrozen(x: tf.Tensor2D, w: tf.Tensor2D): tf.Tensor2D {
   const f = tf.customGrad((...inputs: Inputs) => {

@@ -1,4 +1,4 @@
-// The workarounds the wasm backend needs (SPEC §8, notes/stack-measurements.md §2, §9), all in one place.
+// The workarounds the wasm backend needs (docs/method.md, "The tensor stack"), all in one place.
 //
 // 1. `UnsortedSegmentSum` is not registered for wasm, so the gradient of `gather` (embedding lookups) fails.
 //    We register a typed-array implementation.

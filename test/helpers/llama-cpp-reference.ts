@@ -1,5 +1,5 @@
 // llama.cpp (via node-llama-cpp) as an independent reference for our forward pass.
-// Settings that make it exact enough to compare at 1e-4 in log-prob (notes/stack-measurements.md §6.1):
+// Settings that make it exact enough to compare at 1e-4 in log-prob:
 // F32 KV cache (the default F16 cache alone costs ~5e-3) and flash attention off; temperature 0 so that the
 // probability map covers the full vocabulary, unnormalized by any sampler truncation.
 import { availableParallelism } from 'node:os';

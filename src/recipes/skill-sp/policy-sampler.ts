@@ -25,6 +25,8 @@ export class PolicySampler implements TextSampler {
           responseIds: g.ids,
           responseMask: g.ids.map(() => 1),
           logprobs: g.logprobs,
+          // The update scores tokens under the temperature they were sampled at (1 for greedy).
+          samplingTemperature: opts.temperature > 0 ? opts.temperature : 1,
           queries: [],
           retrieved: [],
           outcome: g.finishReason === 'eos' || g.finishReason === 'stop' ? 'eos' : 'budget',

@@ -1,0 +1,39 @@
+// The run group: what to train, how long, where the run folder is, and the recipe (docs/method.md, "Recipes").
+import { choice, fixedForRun, int, str } from './setting.js';
+
+/** Multi-worker training does not exist yet: more than one GPU is refused plainly. */
+export const MAX_SUPPORTED_GPUS = 1;
+
+export const RECIPES = ['sesa', 'ssp'] as const;
+export type RecipeName = (typeof RECIPES)[number];
+
+export const RUN_SETTINGS = {
+  recipe: choice(RECIPES, 'sesa', {
+    help: 'sesa: self-play with the skill bank and frontier reward; ssp: the Search Self-Play baseline (no skills, reward 1 − p̂, n_p = 1, r_invalid = 0)',
+    resume: fixedForRun('the recipe decides what the run trains; start a new run for another recipe'),
+  }),
+  model: str('tiny', {
+    help: "base model: a Hugging Face folder or a registry name (qwen3-4b, ...); 'tiny' = the embedded tiny random Qwen3",
+    resume: fixedForRun('the adapters and optimizer state of the run belong to its base model'),
+  }),
+  backend: choice(['auto', 'tensorflow', 'wasm', 'cpu'], 'auto', { help: 'tensor backend (auto picks the fastest available and says which)' }),
+  gpus: int(1, {
+    help: 'devices (one process, one device; more needs the multi-worker trainer)',
+    check: (v) => (v <= MAX_SUPPORTED_GPUS ? undefined : 'multi-GPU training needs the multi-worker trainer, which does not exist yet; run with --gpus 1 (one process, one device)'),
+  }),
+  steps: int(200, { demo: 3, help: 'training steps (on --resume: a larger value extends the run)' }),
+  seedsPerStep: int(8, { demo: 2, help: 'answer seeds per step' }),
+  proposalsPerSeed: int(4, { demo: 2, help: 'n_p, proposer rollouts per seed (the proposer GRPO group)' }),
+  groupSize: int(5, { demo: 3, help: 'G, solver rollouts per valid question (the solver GRPO group; p̂ is its success rate)' }),
+  out: str('runs/sesa', {
+    demo: 'runs/demo',
+    help: 'run folder (config.json, metrics.jsonl, skills.json, train.log, checkpoints/)',
+    resume: fixedForRun('--resume names the run folder itself'),
+  }),
+  saveEvery: int(10, { demo: 1, help: 'write a checkpoint every N steps (and at the last step)' }),
+  seed: int(0, {
+    min: 0,
+    help: 'run seed: every random choice of step s derives from (seed, s)',
+    resume: fixedForRun('a resumed run replays the random choices of the original seed; a new seed is a new run'),
+  }),
+};

@@ -1,0 +1,18 @@
+// The search group: the corpus or retrieval server, the answer seeds, and what a search returns
+// (docs/method.md, "Search" and "Validating questions").
+import { fixedForRun, int, optionalStr, str } from './setting.js';
+
+export const SEARCH_SETTINGS = {
+  corpus: str('demo', {
+    help: "JSONL corpus ({id,contents} or {id,title,text}), or 'demo' for the embedded synthetic encyclopedia",
+    resume: fixedForRun('the answer seeds and questions of the run come from its corpus'),
+  }),
+  retrieverUrl: optionalStr({ help: 'a Search-R1-compatible retrieval server; when set it replaces the local index' }),
+  seeds: optionalStr({
+    help: 'answer seeds, JSONL of {"answer","hops","aliases"?}; unset: seeds derived from the corpus',
+    resume: fixedForRun('a resumed run replays its seed draws from the same pool'),
+  }),
+  passagesPerQuery: int(3, { help: 'k, passages a search returns (each rendered as "Doc i (Title: …) text")' }),
+  ragDistractorBlocks: int(4, { min: 0, help: "blocks of other seeds' passages mixed into the RAG validity check" }),
+  ragMaxTokens: int(64, { help: "the RAG check's answer budget (tokens)" }),
+};

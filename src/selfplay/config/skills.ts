@@ -1,0 +1,33 @@
+// The skills group: the solver's skill bank (docs/method.md, "The skill bank").
+import { DEFAULT_SKILL_BANK_CONFIG } from '../../skills/config.js';
+import { bool, choice, fixedForRun, int, onOff, optionalNum, str } from './setting.js';
+
+const B = DEFAULT_SKILL_BANK_CONFIG;
+
+export const SKILLS_SETTINGS = {
+  skills: onOff(true, {
+    help: 'the skill bank (off: no bank at all; --recipe ssp turns it off)',
+    resume: fixedForRun('the run was trained with this skill path; start a new run for another'),
+  }),
+  priming: bool(true, { help: 'start the bank from the seed cards (memory priming); --no-priming: empty' }),
+  distill: bool(true, { help: 'failure distillation into new cards; --no-distill: off' }),
+  embedder: choice(['e5', 'lexical'], 'e5', {
+    demo: 'lexical',
+    help: 'skill embedder for retrieval and dedup',
+    resume: fixedForRun("the bank's card embeddings were made by this embedder"),
+  }),
+  e5Model: str('intfloat/e5-base-v2', { help: 'E5 model folder or name', resume: fixedForRun("the bank's card embeddings were made by this model") }),
+  skillsTopK: int(B.topK, { help: 'k, skill cards retrieved per question' }),
+  queueCapacity: int(B.queueCapacity, { help: 'failure queue capacity (records)' }),
+  consolidateEvery: int(B.consolidateEvery, { help: 'consolidate every N steps ...' }),
+  consolidateMinPending: int(B.minPending, { help: '... when at least this many failure records are pending ...' }),
+  consolidateMaxSelected: int(B.maxSelected, { help: '... distilling at most this many' }),
+  dedupThreshold: optionalNum({ min: -1, max: 1, help: 'admit a new card only if its cosine to every card is ≤ this; unset: 0.93 with e5, 0.8 lexical' }),
+  evictMinRetrieved: int(B.evictMinRetrieved, { min: 0, help: 'evict a non-seed card retrieved at least this often with helpful − hurt < 0' }),
+  maxCards: int(B.maxCards, { help: 'bank cap; over it the lowest-scoring non-seed cards go' }),
+  renderTokenBudget: int(B.renderTokenBudget, { help: 'tokens of rendered cards in the solver prompt' }),
+  failureEvidenceChars: int(2000, { help: 'characters of retrieved evidence kept in a failure record' }),
+  distillEvidenceChars: int(B.distillEvidenceChars, { help: 'characters of evidence put into a distillation prompt' }),
+  distillConcurrency: int(B.distillConcurrency, { help: 'distiller calls in flight at once' }),
+  distillMaxTokens: int(B.distillMaxTokens, { help: "the distiller's reply budget (tokens)" }),
+};
