@@ -152,6 +152,9 @@ export function renderReport(input: ReportInput): { html: string; chartIds: stri
     body.push(kpis(run));
     body.push('<h2>Learning</h2>');
     body.push(charts.training.map(chartSection).join(''));
+    if (run.steps.length > 0 && !charts.training.some((c) => c.id === 'p-hat-heatmap')) {
+      body.push('<p class="empty" data-empty="p-hat-heatmap">No valid question in this run yet, so there is no solver success rate p̂ to map.</p>');
+    }
     body.push('<h2>GRPO updates</h2>');
     body.push(charts.update.length > 0 ? `<div class="grid">${charts.update.map(chartSection).join('')}</div>` : '<p class="empty">No update metrics recorded.</p>');
     body.push('<h2>Skill bank</h2>');
