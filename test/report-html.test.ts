@@ -131,7 +131,7 @@ describe('reading run and eval folders', () => {
     const table = /<table data-table="eval-comparison">(.*?)<\/table>/s.exec(html)?.[1] ?? '';
     expect(table.match(/<tr>/g)).toHaveLength(3);
     expect(table).toContain('<b>sesa-on</b>');
-    expect(table).toContain('40.0% · 50.0%');
-    expect(table).toContain('<b>30.0% · 45.0%</b>');
+    expect(table).toContain('<b>40.0</b> <span class="sub">50.0</span>');
+    expect(table).toContain('<b>30.0</b> <span class="sub">45.0</span>');
   });
 });
