@@ -48,7 +48,7 @@ function run(over: Partial<RunData> = {}): RunData {
       { kind: 'eval', step: 3, skills: 'on', em: 0.3, f1: 0.4, questions: 5 },
       { kind: 'eval', step: 3, skills: 'off', em: 0.2, f1: 0.3, questions: 5 },
     ],
-    cards: [card('good', 10, 8, 1), card('bad', 9, 1, 7, 'Always answer <b>"yes"</b> & stop'), card('unused', 0, 0, 0), card('meh', 4, 2, 2)],
+    cards: [card('good', 10, 8, 1), card('bad', 9, 1, 7, 'Always answer <b>"yes"</b> & stop'), card('unused', 0, 0, 0), card('meh', 4, 2, 2), card('slightly', 5, 1, 2)],
     ...over,
   };
 }
@@ -83,7 +83,11 @@ describe('renderReport', () => {
     const hurtful = html.slice(html.indexOf('Most hurtful'));
     expect(helpful.indexOf('>good<')).toBeGreaterThan(0);
     expect(helpful).not.toContain('>unused<');
-    expect(hurtful.indexOf('>bad<')).toBeLessThan(hurtful.indexOf('>meh<'));
+    // By net effect: worst first; a card that helped as often as it hurt is on neither list.
+    expect(hurtful.indexOf('>bad<')).toBeGreaterThan(0);
+    expect(hurtful.indexOf('>bad<')).toBeLessThan(hurtful.indexOf('>slightly<'));
+    expect(html).not.toContain('>meh<');
+    expect(hurtful).not.toContain('>good<');
     expect(html).toContain('Always answer &lt;b&gt;&quot;yes&quot;&lt;/b&gt; &amp; stop');
     expect(html).not.toContain('<b>"yes"</b>');
   });
