@@ -97,6 +97,7 @@ export async function evaluateSolver(solver: SolverUnderTest, questions: readonl
   for (let start = 0; start < questions.length; start += settings.batchSize) {
     if (hooks.shouldStop?.()) break;
     const batch = questions.slice(start, start + settings.batchSize);
+    // Group size 1, seed 0: greedy decoding ignores the seed.
     const groups = await role.solve(
       batch.map((q) => q.question),
       1,
