@@ -111,6 +111,9 @@ const EVERY_SETTING: Record<string, unknown> = {
   'judge-max-tokens': 16,
   'distiller-url': 'http://127.0.0.1:8002/v1',
   'distiller-model': 'distiller',
+  'eval-every': 5,
+  'eval-data': 'demo',
+  'eval-limit': 40,
   'api-key-env': 'MY_KEY',
 };
 

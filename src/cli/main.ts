@@ -11,6 +11,8 @@ const COMMAND_MODULES: Array<() => Promise<AnyCommandModule>> = [
   () => import('./sft.js'),
   () => import('./ctx2skill.js'),
   () => import('./skill-sp.js'),
+  () => import('./eval.js'),
+  () => import('./report.js'),
   () => import('./generate.js'),
   () => import('./score.js'),
   () => import('./make-tiny.js'),

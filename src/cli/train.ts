@@ -101,6 +101,12 @@ function summaryText(s: TrainSummary, tiny: boolean): string {
     lines.push(`solver accuracy: ${first.solverAccuracy.toFixed(3)} (step ${first.step}) → ${last.solverAccuracy.toFixed(3)} (step ${last.step})`);
     lines.push(`valid questions: ${(first.validityRate * 100).toFixed(0)}% → ${(last.validityRate * 100).toFixed(0)}%`);
   }
+  for (const h of s.heldOut ?? []) {
+    lines.push(
+      `held-out EM, skills ${h.skills}: ${(100 * h.first.em).toFixed(1)}% (step ${h.first.step}) → ${(100 * h.last.em).toFixed(1)}% (step ${h.last.step}); ` +
+        `F1 ${(100 * h.first.f1).toFixed(1)}% → ${(100 * h.last.f1).toFixed(1)}%`,
+    );
+  }
   if (s.bank) lines.push(`skill bank: ${s.bank.cardsAtStart} → ${s.bank.cardsAtEnd} cards (version ${s.bank.versionAtEnd})`);
   if (s.lastCheckpoint) lines.push(`last checkpoint: ${s.lastCheckpoint}`);
   lines.push(`metrics: ${s.runDir}/metrics.jsonl`);

@@ -10,6 +10,7 @@
 // Then read the value from the TrainConfig where it is used (src/selfplay/trainer.ts builds everything),
 // regenerate the README table, and give the setting a non-default value in test/train-settings.test.ts
 // (EVERY_SETTING: the round-trip test requires one per setting).
+import { EVAL_SETTINGS } from './config/eval.js';
 import { GRPO_SETTINGS } from './config/grpo.js';
 import { JUDGE_SETTINGS } from './config/judge.js';
 import { LORA_SETTINGS } from './config/lora.js';
@@ -32,6 +33,7 @@ export const SETTING_GROUPS = {
   lora: LORA_SETTINGS,
   skills: SKILLS_SETTINGS,
   judge: JUDGE_SETTINGS,
+  eval: EVAL_SETTINGS,
 };
 
 export const GROUP_TITLES: Record<keyof typeof SETTING_GROUPS, string> = {
@@ -43,6 +45,7 @@ export const GROUP_TITLES: Record<keyof typeof SETTING_GROUPS, string> = {
   lora: 'LoRA',
   skills: 'Skill bank',
   judge: 'Judge and distiller',
+  eval: 'Held-out evaluation',
 };
 
 export const SETTINGS = {
@@ -54,6 +57,7 @@ export const SETTINGS = {
   ...LORA_SETTINGS,
   ...SKILLS_SETTINGS,
   ...JUDGE_SETTINGS,
+  ...EVAL_SETTINGS,
 };
 
 export type SettingKey = keyof typeof SETTINGS;
@@ -143,6 +147,7 @@ const CROSS_CHECKS: CrossCheck[] = [
   (c) => (c.judgeModel === undefined || c.judgeUrl !== undefined ? undefined : '--judge-model names a model at --judge-url, which is not set'),
   (c) => (c.distillerModel === undefined || c.distillerUrl !== undefined ? undefined : '--distiller-model names a model at --distiller-url, which is not set'),
   (c) => (c.retrieverUrl === undefined || c.corpus === 'demo' ? undefined : `--retriever-url replaces the local index, so --corpus ${c.corpus} would be unused: give one of them`),
+  (c) => (c.evalEvery === 0 || (c.evalData !== undefined && c.evalData !== '') ? undefined : '--eval-every needs --eval-data (a FlashRAG JSONL file, a benchmark name or demo)'),
   (c) => (c.retrieverUrl === undefined || c.seeds !== undefined ? undefined : '--retriever-url needs --seeds FILE (answer seeds: JSONL of {"answer","hops"}); a local --corpus supplies its own'),
   ...(Object.keys(RECIPE_PRESETS.ssp) as SettingKey[]).map(
     (k): CrossCheck =>
