@@ -20,7 +20,7 @@ import { Bm25Index } from '../search/bm25-index.js';
 import { loadCorpus, parseContents } from '../search/corpus.js';
 import { SearchR1Client } from '../search/searchr1-client.js';
 import type { Searcher } from '../search/types.js';
-import { SkillBank } from '../skills/bank.js';
+import { readBankFile, SkillBank } from '../skills/bank.js';
 import { E5Embedder } from '../skills/e5.js';
 import type { Embedder } from '../skills/embedder.js';
 import { LexicalEmbedder } from '../skills/lexical.js';
@@ -109,18 +109,71 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
     run?.log(line);
     hooks.log(line);
   };
+  const warn = (line: string): void => log(`warning: ${line}`);
   let config: TrainConfig;
   if (resumeDir !== undefined) {
-    const opened = RunFolder.open(resumeDir);
+    const opened = RunFolder.open(resumeDir, warn);
     run = opened.run;
-    config = validateConfig({ ...opened.config, ...overrides });
+    try {
+      config = validateConfig({ ...opened.config, ...overrides });
+    } catch (err) {
+      run.release();
+      throw err;
+    }
     if (overrides.steps !== undefined) writeFileAtomic(run.configPath, `${JSON.stringify(config, null, 2)}\n`);
   } else {
     if (!configIn) throw new Error('train: no configuration');
     config = validateConfig(configIn);
-    run = RunFolder.create(config.out, config);
+    run = RunFolder.create(config.out, config, warn);
   }
+  const progress = { started: false };
+  try {
+    return await trainInRun(run, config, hooks, log, progress, resumeDir);
+  } catch (err) {
+    // A fatal error goes to train.log too; a new run that failed before its first step leaves nothing that
+    // would block the same command.
+    run.log(`fatal: ${(err as Error).message}`);
+    if (!progress.started && resumeDir === undefined) run.discardUnstarted();
+    throw err;
+  } finally {
+    run.release();
+  }
+}
 
+/** A checkpoint's adapters with their optimizer state, and its bank file, read and checked in memory. */
+interface RestoredPayload {
+  roles: Record<Role, TrainedRole>;
+  bankBytes?: Buffer;
+}
+
+function loadCheckpointPayload(dir: string, config: TrainConfig, model: CausalLM): RestoredPayload {
+  const roles: Partial<Record<Role, TrainedRole>> = {};
+  try {
+    for (const r of ['proposer', 'solver'] as const) {
+      roles[r] = trainedRole(config, loadPeftAdapter(join(dir, r), r, model.config));
+      try {
+        roles[r].optimizer.importState(loadOptimizerState(join(dir, r)));
+      } catch (err) {
+        throw new Error(`${join(dir, r)}: optimizer state does not fit the adapter (${(err as Error).message})`);
+      }
+    }
+    let bankBytes: Buffer | undefined;
+    if (config.skills) {
+      const bankFile = join(dir, 'skills.json');
+      readBankFile(bankFile); // validates; throws naming the checkpoint's file
+      bankBytes = readFileSync(bankFile);
+    }
+    return { roles: roles as Record<Role, TrainedRole>, ...(bankBytes ? { bankBytes } : {}) };
+  } catch (err) {
+    for (const t of Object.values(roles)) {
+      t.optimizer.dispose();
+      t.adapter.dispose();
+    }
+    throw err;
+  }
+}
+
+async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks, log: (line: string) => void, progress: { started: boolean }, resumeDir?: string): Promise<TrainSummary> {
   const backend = await initBackend(config.backend);
   log(`backend: ${backend.name} (${backend.provider}; ${backend.reason})`);
   const modelDir = config.model === TINY_DEFAULT_NAME ? ensureTinyDefaultModel(log) : (await resolveModel(config.model)).dir;
@@ -132,25 +185,27 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
   const seeds = config.seeds ? readSeedsFile(config.seeds) : corpusSeeds;
   if (!seeds) throw new Error('--seeds FILE is required with --retriever-url (answer seeds: JSONL of {"answer","hops"}); a local --corpus supplies its own');
 
-  // Where to start: the last complete checkpoint of a resumed run, else step 1.
-  const ckpt = resumeDir !== undefined ? run.latestCheckpoint() : undefined;
+  // Where to start: the newest checkpoint of a resumed run whose every file is whole and loads, else step 1.
+  // Nothing in the run folder is written before that checkpoint has been read and checked in full.
+  const restored = resumeDir !== undefined ? await run.restoreLatest(async (c) => loadCheckpointPayload(c.dir, config, model)) : undefined;
+  const ckpt = restored?.checkpoint;
   const firstStep = ckpt ? ckpt.step + 1 : 1;
   if (resumeDir !== undefined) {
+    for (const s of restored?.skipped ?? []) log(`warning: checkpoint step ${s.step} is not usable, skipped: ${s.reason}`);
     run.truncateMetricsAfter(ckpt?.step ?? 0);
-    if (ckpt) writeFileAtomic(run.bankPath, readFileSync(join(ckpt.dir, 'skills.json')));
+    if (ckpt?.loaded.bankBytes) writeFileAtomic(run.bankPath, ckpt.loaded.bankBytes);
     else rmSync(run.bankPath, { force: true });
-    log(ckpt ? `resuming ${run.dir} from checkpoint step ${ckpt.step}` : `resuming ${run.dir}: no complete checkpoint, starting over`);
+    log(ckpt ? `resuming ${run.dir} from checkpoint step ${ckpt.step}` : `resuming ${run.dir}: no checkpoint yet, starting over`);
   }
 
   const loraConfig = { r: config.loraR, alpha: config.loraAlpha, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] as LoraAdapter['config']['targets'] };
-  const adapters: Record<Role, LoraAdapter> = ckpt
-    ? { proposer: loadPeftAdapter(join(ckpt.dir, 'proposer'), 'proposer', model.config), solver: loadPeftAdapter(join(ckpt.dir, 'solver'), 'solver', model.config) }
+  const roles: Record<Role, TrainedRole> = ckpt
+    ? ckpt.loaded.roles
     : {
-        proposer: LoraAdapter.create('proposer', model.config, loraConfig, { seed: config.seed * 2 + 1 }),
-        solver: LoraAdapter.create('solver', model.config, loraConfig, { seed: config.seed * 2 + 2 }),
+        proposer: trainedRole(config, LoraAdapter.create('proposer', model.config, loraConfig, { seed: config.seed * 2 + 1 })),
+        solver: trainedRole(config, LoraAdapter.create('solver', model.config, loraConfig, { seed: config.seed * 2 + 2 })),
       };
-  const roles: Record<Role, TrainedRole> = { proposer: trainedRole(config, adapters.proposer), solver: trainedRole(config, adapters.solver) };
-  if (ckpt) for (const r of ['proposer', 'solver'] as const) roles[r].optimizer.importState(loadOptimizerState(join(ckpt.dir, r)));
+  const adapters: Record<Role, LoraAdapter> = { proposer: roles.proposer.adapter, solver: roles.solver.adapter };
 
   const bank = config.skills ? await SkillBank.open(run.bankPath, { embedder: await buildEmbedder(config), seeds: config.priming }) : undefined;
   const cardsAtStart = bank?.cards.length ?? 0;
@@ -199,6 +254,7 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
     log(`checkpoint: ${lastCheckpoint}`);
   };
 
+  progress.started = true;
   try {
     for (let step = firstStep; step <= config.steps; step++) {
       const result = await sesaStep(step, seeds, deps, settings);
