@@ -16,6 +16,7 @@ const FLAG_KEYS: Array<keyof TrainConfig> = [
   'maxTurns', 'maxNewTokens', 'maxResponseTokens', 'temperature', 'lr', 'warmupSteps', 'loraR', 'loraAlpha', 'klCoef',
   'clipLow', 'clipHigh', 'lambda', 'invalidReward', 'priming', 'frontier', 'distill', 'embedder', 'e5Model', 'judgeUrl',
   'judgeModel', 'distillerUrl', 'distillerModel', 'apiKeyEnv', 'microBatchSize', 'out', 'saveEvery', 'seed',
+  'judgeTimeout', 'judgeRetries', 'distillerTimeout', 'distillerRetries', 'retrieverTimeout', 'retrieverRetries', 'stopAfterFailedSteps',
 ];
 
 interface TrainArgs {
@@ -139,6 +140,13 @@ export const command: CommandModule<object, TrainArgs> = {
       .option('distiller-url', { type: 'string', describe: 'OpenAI-compatible endpoint for the distiller (default: the in-process base model)' })
       .option('distiller-model', { type: 'string', describe: 'model name at --distiller-url' })
       .option('api-key-env', { type: 'string', describe: `environment variable with the endpoints' API key (default ${TRAIN_DEFAULTS.apiKeyEnv})` })
+      .option('judge-timeout', { type: 'number', describe: `seconds per judge request attempt (default ${TRAIN_DEFAULTS.judgeTimeout})` })
+      .option('judge-retries', { type: 'number', describe: `retries of a failed judge request (default ${TRAIN_DEFAULTS.judgeRetries})` })
+      .option('distiller-timeout', { type: 'number', describe: `seconds per distiller request attempt (default ${TRAIN_DEFAULTS.distillerTimeout})` })
+      .option('distiller-retries', { type: 'number', describe: `retries of a failed distiller request (default ${TRAIN_DEFAULTS.distillerRetries})` })
+      .option('retriever-timeout', { type: 'number', describe: `seconds per retrieval-server request attempt (default ${TRAIN_DEFAULTS.retrieverTimeout})` })
+      .option('retriever-retries', { type: 'number', describe: `retries of a failed retrieval request (default ${TRAIN_DEFAULTS.retrieverRetries})` })
+      .option('stop-after-failed-steps', { type: 'number', describe: `stop when the judge or distiller fails on every call for this many steps in a row (default ${TRAIN_DEFAULTS.stopAfterFailedSteps})` })
       .option('micro-batch-size', { type: 'number', describe: `sequences per GRPO forward/backward (default ${TRAIN_DEFAULTS.microBatchSize})` })
       .option('out', { type: 'string', describe: `run folder (default ${TRAIN_DEFAULTS.out}; demo ${EMBEDDED_DEFAULTS.out})` })
       .option('resume', { type: 'string', describe: 'continue the run in this folder from its last checkpoint' })

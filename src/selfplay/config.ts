@@ -60,8 +60,19 @@ export interface TrainConfig {
   judgeModel?: string;
   distillerUrl?: string;
   distillerModel?: string;
-  /** Environment variable holding the API key of the judge/distiller endpoints. */
+  /** Environment variable holding the API key of the judge/distiller endpoints ('' = no key). */
   apiKeyEnv: string;
+  /** Seconds per judge request attempt, and retries of a failed one (5xx, timeouts). Ours. */
+  judgeTimeout: number;
+  judgeRetries: number;
+  /** The same for the distiller endpoint. Ours. */
+  distillerTimeout: number;
+  distillerRetries: number;
+  /** Seconds per retrieval-server request attempt, and retries of a failed one. Ours. */
+  retrieverTimeout: number;
+  retrieverRetries: number;
+  /** Stop the run when a role (judge, distiller) fails on every call for this many consecutive steps. Ours: 3. */
+  stopAfterFailedSteps: number;
   /** Sequences per forward/backward pass in GRPO (gradients accumulate over them). */
   microBatchSize: number;
   /** Qwen3 thinking in the chat template (SPEC §3: off). */
@@ -103,6 +114,13 @@ export const TRAIN_DEFAULTS: TrainConfig = {
   embedder: 'e5',
   e5Model: 'intfloat/e5-base-v2',
   apiKeyEnv: 'OPENAI_API_KEY',
+  judgeTimeout: 120,
+  judgeRetries: 3,
+  distillerTimeout: 120,
+  distillerRetries: 3,
+  retrieverTimeout: 60,
+  retrieverRetries: 3,
+  stopAfterFailedSteps: 3,
   microBatchSize: 4,
   enableThinking: false,
   out: 'runs/sesa',
@@ -146,7 +164,32 @@ export function flagName(key: string): string {
   return key.replace(/[A-Z]/g, (m) => `-${m.toLowerCase()}`);
 }
 
+const nonNegativeInt = (k: keyof TrainConfig): Check => (c) => (Number.isInteger(c[k]) && (c[k] as number) >= 0 ? undefined : `--${flagName(k)} must be a non-negative integer, got ${String(c[k])}`);
+
+/** An endpoint URL setting must be http(s) and parse. */
+const endpointUrl = (k: 'judgeUrl' | 'distillerUrl' | 'retrieverUrl'): Check => (c) => {
+  const v = c[k];
+  if (v === undefined) return undefined;
+  let u: URL;
+  try {
+    u = new URL(v);
+  } catch {
+    return `--${flagName(k)} ${JSON.stringify(v)} is not a URL (expected http://host:port/...)`;
+  }
+  return u.protocol === 'http:' || u.protocol === 'https:' ? undefined : `--${flagName(k)} ${v} must be an http:// or https:// URL`;
+};
+
 const CHECKS: Check[] = [
+  endpointUrl('judgeUrl'),
+  endpointUrl('distillerUrl'),
+  endpointUrl('retrieverUrl'),
+  positive('judgeTimeout'),
+  positive('distillerTimeout'),
+  positive('retrieverTimeout'),
+  nonNegativeInt('judgeRetries'),
+  nonNegativeInt('distillerRetries'),
+  nonNegativeInt('retrieverRetries'),
+  positiveInt('stopAfterFailedSteps'),
   positiveInt('steps'),
   positiveInt('seedsPerStep'),
   positiveInt('proposalsPerSeed'),

@@ -26,7 +26,10 @@ import type { Embedder } from '../skills/embedder.js';
 import { LexicalEmbedder } from '../skills/lexical.js';
 import { type BackendInfo, initBackend } from '../tensor/backend.js';
 import { type TrainConfig, validateConfig } from './config.js';
-import { AnswerJudge } from './judge.js';
+import { probeChat, probeRetriever } from './endpoints.js';
+import { AnswerJudge, parseVerdict } from './judge.js';
+import { CountingSearcher, CountingTextGenerator, RoleFailureError, RoleHealth } from './role-health.js';
+import { lastTagContent } from './rollout.js';
 import { type AnswerSeed, ProposerRole, SolverRole } from './roles.js';
 import { readSeedsFile, seedsFromPassages } from './seeds.js';
 import { RunFolder } from './run-folder.js';
@@ -66,7 +69,14 @@ interface Searchable {
 async function buildSearch(config: TrainConfig, log: (l: string) => void): Promise<Searchable> {
   if (config.retrieverUrl) {
     log(`search: Search-R1 retrieval server at ${config.retrieverUrl}`);
-    return { searcher: new SearchR1Client({ url: config.retrieverUrl, onRetry: (i) => log(`retriever retry ${i.attempt} in ${i.delayMs} ms: ${i.reason}`) }) };
+    return {
+      searcher: new SearchR1Client({
+        url: config.retrieverUrl,
+        timeoutMs: config.retrieverTimeout * 1000,
+        attempts: config.retrieverRetries + 1,
+        onRetry: (i) => log(`retriever retry ${i.attempt} in ${i.delayMs} ms: ${i.reason}`),
+      }),
+    };
   }
   if (config.corpus === 'demo') {
     const synth = generateSyntheticCorpus({ seed: DEMO_CORPUS_SEED });
@@ -81,6 +91,9 @@ async function buildSearch(config: TrainConfig, log: (l: string) => void): Promi
     return { searcher: await Bm25Index.fromPassages(passages, { warn: log }, 'demo corpus'), seeds };
   }
   const corpus = await loadCorpus(config.corpus);
+  const withText = corpus.passages.filter((p) => p.text.trim().length > 0).length;
+  if (withText === 0) log(`warning: ${config.corpus}: every passage has empty text; searches will find titles at most`);
+  else if (withText < corpus.passages.length / 2) log(`warning: ${config.corpus}: ${corpus.passages.length - withText} of ${corpus.passages.length} passages have empty text`);
   const index = await Bm25Index.fromPassages(corpus.passages, { warn: log }, config.corpus);
   log(`search: ${index.describe()}`);
   // Without --seeds, the corpus's own entities (passage titles) are the answers to build questions for.
@@ -181,7 +194,13 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const tokenizer = await loadTokenizer(modelDir);
   log(`model: ${modelDir} (${model.config.architecture}, ${(model.parameterCount() / 1e6).toFixed(1)}M parameters)`);
 
-  const { searcher, seeds: corpusSeeds } = await buildSearch(config, log);
+  const built = await buildSearch(config, log);
+  const corpusSeeds = built.seeds;
+  if (config.retrieverUrl) {
+    const w = await probeRetriever(built.searcher, { flag: '--retriever-url', url: config.retrieverUrl });
+    if (w) log(`warning: ${w}`);
+  }
+  const searcher = new CountingSearcher(built.searcher);
   const seeds = config.seeds ? readSeedsFile(config.seeds) : corpusSeeds;
   if (!seeds) throw new Error('--seeds FILE is required with --retriever-url (answer seeds: JSONL of {"answer","hops"}); a local --corpus supplies its own');
 
@@ -213,8 +232,26 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const policyOptions = { enableThinking: config.enableThinking };
   const base = new ModelPolicy('base', model, tokenizer, undefined, policyOptions);
   const inProcess = new PolicyTextGenerator(base);
-  const judgeText: TextGenerator = textGeneratorFor('judge', { url: config.judgeUrl, model: config.judgeModel, keyEnv: config.apiKeyEnv }, inProcess);
-  const distiller = config.skills && config.distill ? textGeneratorFor('distiller', { url: config.distillerUrl, model: config.distillerModel, keyEnv: config.apiKeyEnv }, inProcess) : undefined;
+  const endpoint = (role: 'judge' | 'distiller'): TextGenerator => {
+    const url = role === 'judge' ? config.judgeUrl : config.distillerUrl;
+    return textGeneratorFor(
+      role,
+      {
+        url,
+        model: role === 'judge' ? config.judgeModel : config.distillerModel,
+        keyEnv: config.apiKeyEnv,
+        timeoutS: role === 'judge' ? config.judgeTimeout : config.distillerTimeout,
+        retries: role === 'judge' ? config.judgeRetries : config.distillerRetries,
+        onRetry: (i) => log(`${role} retry ${i.attempt} in ${i.delayMs} ms: ${i.reason}`),
+      },
+      inProcess,
+    );
+  };
+  // A judge reply is usable when it holds a verdict (semantic match) or an <answer> (the RAG check).
+  const judgeText = new CountingTextGenerator(endpoint('judge'), (reply) => parseVerdict(reply) !== undefined || lastTagContent(reply, 'answer') !== undefined);
+  const distiller = config.skills && config.distill ? new CountingTextGenerator(endpoint('distiller')) : undefined;
+  if (config.judgeUrl) await probeChat(judgeText.inner, { flag: '--judge-url', url: config.judgeUrl });
+  if (distiller && config.distillerUrl) await probeChat(distiller.inner, { flag: '--distiller-url', url: config.distillerUrl });
   const rolloutSettings = {
     maxTurns: config.maxTurns,
     maxTokensPerTurn: config.maxNewTokens,
@@ -225,7 +262,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const deps = {
     proposer: new ProposerRole(new ModelPolicy('proposer', model, tokenizer, adapters.proposer, policyOptions), searcher, rolloutSettings),
     solver: new SolverRole(new ModelPolicy('solver', model, tokenizer, adapters.solver, policyOptions), searcher, bank, rolloutSettings),
-    judge: new AnswerJudge(judgeText),
+    judge: new AnswerJudge(judgeText as TextGenerator),
     ragJudge: judgeText,
     updater: new GrpoPolicyUpdater(model, roles, { microBatchSize: config.microBatchSize, klCoef: config.klCoef, clipLow: config.clipLow, clipHigh: config.clipHigh, padTokenId: tokenizer.padTokenId }),
     ...(distiller ? { distiller } : {}),
@@ -254,17 +291,41 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     log(`checkpoint: ${lastCheckpoint}`);
   };
 
+  const health = new RoleHealth(config.stopAfterFailedSteps);
   progress.started = true;
   try {
     for (let step = firstStep; step <= config.steps; step++) {
+      const invalidBefore = bank?.counters.invalid ?? 0;
       const result = await sesaStep(step, seeds, deps, settings);
-      run.appendMetrics(result.metrics);
+      // Calls of the roles that answer over the network or in process, and empty searches, this step.
+      const judgeCalls = judgeText.take();
+      const distillerCalls = distiller?.take();
+      if (distillerCalls) distillerCalls.unusable = (bank?.counters.invalid ?? 0) - invalidBefore;
+      const searches = searcher.take();
+      run.appendMetrics({ ...result.metrics, calls: { judge: judgeCalls, ...(distillerCalls ? { distiller: distillerCalls } : {}) }, searches });
       metrics.push(result.metrics);
       // The run log gets a line per step; the caller shows steps through onStepEnd.
       run.log(
         `step ${step}: valid ${result.metrics.validQuestions}/${result.metrics.proposals}, solver accuracy ${result.metrics.solverAccuracy.toFixed(3)}, ` +
           `proposer reward ${result.metrics.proposerMeanReward.toFixed(3)}${bank ? `, bank ${bank.cards.length} cards v${bank.version}` : ''}, ${result.metrics.seconds.total.toFixed(1)} s`,
       );
+      if (bank?.lastConsolidationError) log(`warning: step ${step}: consolidation failed as a whole (its records stay queued): ${bank.lastConsolidationError.message}`);
+      try {
+        const warnings = health.check(
+          step,
+          [
+            { role: 'judge', counts: judgeCalls, unusableIsFailure: config.judgeUrl !== undefined, ...(config.judgeUrl ? { flag: `--judge-url ${config.judgeUrl}` } : {}) },
+            ...(distillerCalls ? [{ role: 'distiller', counts: distillerCalls, unusableIsFailure: config.distillerUrl !== undefined, ...(config.distillerUrl ? { flag: `--distiller-url ${config.distillerUrl}` } : {}) }] : []),
+          ],
+          searches,
+        );
+        for (const w of warnings) log(`warning: ${w}`);
+      } catch (err) {
+        if (!(err instanceof RoleFailureError)) throw err;
+        // Keep the step's work: checkpoint it, then stop.
+        await saveCheckpoint(step);
+        throw new RoleFailureError(`${err.message}. Checkpoint step ${step} was written; continue with --resume ${run.dir}`);
+      }
       hooks.onStepEnd?.(result.metrics);
       const stop = hooks.shouldStop?.() ?? false;
       if (step % config.saveEvery === 0 || step === config.steps || stop) await saveCheckpoint(step);
