@@ -4,6 +4,8 @@
 // with a clear error. Searches that return nothing are counted and warned about the same way.
 import type { ChatMessage, CompleteOptions, TextGenerator } from '../llm/types.js';
 import type { Passage, Searcher } from '../search/types.js';
+import { parseVerdict } from './judge.js';
+import { lastTagContent } from './rollout.js';
 
 export interface CallCounts {
   calls: number;
@@ -136,5 +138,77 @@ export class RoleHealth {
       warnings.push(`step ${step}: search: ${search.empty} of ${search.queries} searches returned no passages`);
     }
     return warnings;
+  }
+}
+
+/** The bank's side of the distiller's work: replies dropped as invalid, and a job that failed as a whole. */
+export interface DistillerBankView {
+  readonly counters: { readonly invalid: number };
+  readonly lastConsolidationError: Error | null;
+}
+
+export interface RoleWatchOptions {
+  judge: TextGenerator;
+  /** Set when the judge is an endpoint (--judge-url); unusable replies then count toward the stop. */
+  judgeUrl?: string;
+  distiller?: TextGenerator;
+  distillerUrl?: string;
+  searcher: Searcher;
+  bank?: DistillerBankView;
+  /** Consecutive all-failed steps of one role that stop the run. */
+  stopAfter: number;
+}
+
+export interface StepCalls {
+  calls: { judge: CallCounts; distiller?: CallCounts };
+  searches: SearchCounts;
+  warnings: string[];
+}
+
+/** A judge reply is usable when it holds a verdict (semantic match) or an <answer> (the RAG check). */
+export function usableJudgeReply(reply: string): boolean {
+  return parseVerdict(reply) !== undefined || lastTagContent(reply, 'answer') !== undefined;
+}
+
+/**
+ * The trainer's watch over its roles: hand `judge`, `distiller` and `searcher` to the step in place of the
+ * originals, call beginStep() before and endStep() after each step.
+ */
+export class RoleWatch {
+  readonly judge: CountingTextGenerator;
+  readonly distiller: CountingTextGenerator | undefined;
+  readonly searcher: CountingSearcher;
+  private readonly health: RoleHealth;
+  private invalidBefore = 0;
+
+  constructor(private readonly opts: RoleWatchOptions) {
+    this.judge = new CountingTextGenerator(opts.judge, usableJudgeReply);
+    this.distiller = opts.distiller ? new CountingTextGenerator(opts.distiller) : undefined;
+    this.searcher = new CountingSearcher(opts.searcher);
+    this.health = new RoleHealth(opts.stopAfter);
+  }
+
+  beginStep(): void {
+    this.invalidBefore = this.opts.bank?.counters.invalid ?? 0;
+    this.judge.take();
+    this.distiller?.take();
+    this.searcher.take();
+  }
+
+  /** This step's counts and warnings; throws a RoleFailureError when a role has failed for too long. */
+  endStep(step: number): StepCalls {
+    const judge = this.judge.take();
+    const distiller = this.distiller?.take();
+    if (distiller) distiller.unusable = (this.opts.bank?.counters.invalid ?? 0) - this.invalidBefore;
+    const searches = this.searcher.take();
+    const roles: RoleStep[] = [{ role: 'judge', counts: judge, unusableIsFailure: this.opts.judgeUrl !== undefined, ...(this.opts.judgeUrl ? { flag: `--judge-url ${this.opts.judgeUrl}` } : {}) }];
+    if (distiller) {
+      roles.push({ role: 'distiller', counts: distiller, unusableIsFailure: this.opts.distillerUrl !== undefined, ...(this.opts.distillerUrl ? { flag: `--distiller-url ${this.opts.distillerUrl}` } : {}) });
+    }
+    const warnings: string[] = [];
+    const jobError = this.opts.bank?.lastConsolidationError;
+    if (this.distiller && jobError) warnings.push(`step ${step}: consolidation failed as a whole (its records stay queued): ${jobError.message}`);
+    warnings.push(...this.health.check(step, roles, searches));
+    return { calls: { judge, ...(distiller ? { distiller } : {}) }, searches, warnings };
   }
 }

@@ -27,9 +27,8 @@ import { LexicalEmbedder } from '../skills/lexical.js';
 import { type BackendInfo, initBackend } from '../tensor/backend.js';
 import { type TrainConfig, validateConfig } from './config.js';
 import { probeChat, probeRetriever } from './endpoints.js';
-import { AnswerJudge, parseVerdict } from './judge.js';
-import { CountingSearcher, CountingTextGenerator, RoleFailureError, RoleHealth } from './role-health.js';
-import { lastTagContent } from './rollout.js';
+import { AnswerJudge } from './judge.js';
+import { RoleFailureError, RoleWatch, type StepCalls } from './role-health.js';
 import { type AnswerSeed, ProposerRole, SolverRole } from './roles.js';
 import { readSeedsFile, seedsFromPassages } from './seeds.js';
 import { RunFolder } from './run-folder.js';
@@ -200,7 +199,6 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     const w = await probeRetriever(built.searcher, { flag: '--retriever-url', url: config.retrieverUrl });
     if (w) log(`warning: ${w}`);
   }
-  const searcher = new CountingSearcher(built.searcher);
   const seeds = config.seeds ? readSeedsFile(config.seeds) : corpusSeeds;
   if (!seeds) throw new Error('--seeds FILE is required with --retriever-url (answer seeds: JSONL of {"answer","hops"}); a local --corpus supplies its own');
 
@@ -247,11 +245,23 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
       inProcess,
     );
   };
-  // A judge reply is usable when it holds a verdict (semantic match) or an <answer> (the RAG check).
-  const judgeText = new CountingTextGenerator(endpoint('judge'), (reply) => parseVerdict(reply) !== undefined || lastTagContent(reply, 'answer') !== undefined);
-  const distiller = config.skills && config.distill ? new CountingTextGenerator(endpoint('distiller')) : undefined;
-  if (config.judgeUrl) await probeChat(judgeText.inner, { flag: '--judge-url', url: config.judgeUrl });
-  if (distiller && config.distillerUrl) await probeChat(distiller.inner, { flag: '--distiller-url', url: config.distillerUrl });
+  const judgeEndpoint = endpoint('judge');
+  const distillerEndpoint = config.skills && config.distill ? endpoint('distiller') : undefined;
+  if (config.judgeUrl) await probeChat(judgeEndpoint, { flag: '--judge-url', url: config.judgeUrl });
+  if (distillerEndpoint && config.distillerUrl) await probeChat(distillerEndpoint, { flag: '--distiller-url', url: config.distillerUrl });
+  // Counts every judge and distiller call and every search, per step: failures are warned about, never silent.
+  const watch = new RoleWatch({
+    judge: judgeEndpoint,
+    ...(config.judgeUrl ? { judgeUrl: config.judgeUrl } : {}),
+    ...(distillerEndpoint ? { distiller: distillerEndpoint } : {}),
+    ...(config.distillerUrl ? { distillerUrl: config.distillerUrl } : {}),
+    searcher: built.searcher,
+    ...(bank ? { bank } : {}),
+    stopAfter: config.stopAfterFailedSteps,
+  });
+  const searcher = watch.searcher;
+  const judgeText = watch.judge;
+  const distiller = watch.distiller;
   const rolloutSettings = {
     maxTurns: config.maxTurns,
     maxTokensPerTurn: config.maxNewTokens,
@@ -262,7 +272,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const deps = {
     proposer: new ProposerRole(new ModelPolicy('proposer', model, tokenizer, adapters.proposer, policyOptions), searcher, rolloutSettings),
     solver: new SolverRole(new ModelPolicy('solver', model, tokenizer, adapters.solver, policyOptions), searcher, bank, rolloutSettings),
-    judge: new AnswerJudge(judgeText as TextGenerator),
+    judge: new AnswerJudge(judgeText),
     ragJudge: judgeText,
     updater: new GrpoPolicyUpdater(model, roles, { microBatchSize: config.microBatchSize, klCoef: config.klCoef, clipLow: config.clipLow, clipHigh: config.clipHigh, padTokenId: tokenizer.padTokenId }),
     ...(distiller ? { distiller } : {}),
@@ -291,41 +301,30 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     log(`checkpoint: ${lastCheckpoint}`);
   };
 
-  const health = new RoleHealth(config.stopAfterFailedSteps);
   progress.started = true;
   try {
     for (let step = firstStep; step <= config.steps; step++) {
-      const invalidBefore = bank?.counters.invalid ?? 0;
+      watch.beginStep();
       const result = await sesaStep(step, seeds, deps, settings);
-      // Calls of the roles that answer over the network or in process, and empty searches, this step.
-      const judgeCalls = judgeText.take();
-      const distillerCalls = distiller?.take();
-      if (distillerCalls) distillerCalls.unusable = (bank?.counters.invalid ?? 0) - invalidBefore;
-      const searches = searcher.take();
-      run.appendMetrics({ ...result.metrics, calls: { judge: judgeCalls, ...(distillerCalls ? { distiller: distillerCalls } : {}) }, searches });
+      // Calls of the judge and distiller and empty searches this step (a role failing too long throws).
+      let calls: StepCalls;
+      try {
+        calls = watch.endStep(step);
+      } catch (err) {
+        if (!(err instanceof RoleFailureError)) throw err;
+        // Keep the step's work: record and checkpoint it, then stop.
+        run.appendMetrics(result.metrics);
+        await saveCheckpoint(step);
+        throw new RoleFailureError(`${err.message}. Checkpoint step ${step} was written; continue with --resume ${run.dir}`);
+      }
+      run.appendMetrics({ ...result.metrics, calls: calls.calls, searches: calls.searches });
       metrics.push(result.metrics);
       // The run log gets a line per step; the caller shows steps through onStepEnd.
       run.log(
         `step ${step}: valid ${result.metrics.validQuestions}/${result.metrics.proposals}, solver accuracy ${result.metrics.solverAccuracy.toFixed(3)}, ` +
           `proposer reward ${result.metrics.proposerMeanReward.toFixed(3)}${bank ? `, bank ${bank.cards.length} cards v${bank.version}` : ''}, ${result.metrics.seconds.total.toFixed(1)} s`,
       );
-      if (bank?.lastConsolidationError) log(`warning: step ${step}: consolidation failed as a whole (its records stay queued): ${bank.lastConsolidationError.message}`);
-      try {
-        const warnings = health.check(
-          step,
-          [
-            { role: 'judge', counts: judgeCalls, unusableIsFailure: config.judgeUrl !== undefined, ...(config.judgeUrl ? { flag: `--judge-url ${config.judgeUrl}` } : {}) },
-            ...(distillerCalls ? [{ role: 'distiller', counts: distillerCalls, unusableIsFailure: config.distillerUrl !== undefined, ...(config.distillerUrl ? { flag: `--distiller-url ${config.distillerUrl}` } : {}) }] : []),
-          ],
-          searches,
-        );
-        for (const w of warnings) log(`warning: ${w}`);
-      } catch (err) {
-        if (!(err instanceof RoleFailureError)) throw err;
-        // Keep the step's work: checkpoint it, then stop.
-        await saveCheckpoint(step);
-        throw new RoleFailureError(`${err.message}. Checkpoint step ${step} was written; continue with --resume ${run.dir}`);
-      }
+      for (const w of calls.warnings) log(`warning: ${w}`);
       hooks.onStepEnd?.(result.metrics);
       const stop = hooks.shouldStop?.() ?? false;
       if (step % config.saveEvery === 0 || step === config.steps || stop) await saveCheckpoint(step);
