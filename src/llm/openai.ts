@@ -2,8 +2,8 @@
 // Each attempt has its own timeout (AbortController); 5xx, 408, 429, timeouts and connection errors are
 // retried a bounded number of times with exponential backoff; other 4xx fail at once. Errors name the URL,
 // the model, the status and the start of the reply body (secrets redacted), so a misconfigured endpoint is
-// easy to see. A server on this machine may run without a key: the key variable is then optional.
-import { isLoopbackUrl, redactSecrets } from '../util/redact.js';
+// easy to see.
+import { redactSecrets } from '../util/redact.js';
 import type { ChatMessage, CompleteOptions, TextGenerator } from './types.js';
 
 export interface OpenAIChatConfig {
@@ -76,12 +76,9 @@ export class OpenAIChatClient implements TextGenerator {
     this.sleep = config.sleep ?? defaultSleep;
     if (config.apiKeyEnv === '') this.cfg.apiKeyEnv = undefined; // explicitly no key
     if (this.cfg.apiKeyEnv !== undefined && !process.env[this.cfg.apiKeyEnv]) {
-      if (isLoopbackUrl(this.endpoint)) this.cfg.apiKeyEnv = undefined; // a local server without auth
-      else {
-        throw new Error(
-          `OpenAI-compatible client ${this.endpoint}: environment variable ${this.cfg.apiKeyEnv} (the API key) is not set; set it, or pass --api-key-env '' for a server without auth`,
-        );
-      }
+      throw new Error(
+        `OpenAI-compatible client ${this.endpoint}: environment variable ${this.cfg.apiKeyEnv} (the API key) is not set; set it, or pass --api-key-env '' for a server without auth`,
+      );
     }
     this.onRetry = config.onRetry;
   }

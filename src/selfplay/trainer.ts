@@ -25,6 +25,7 @@ import { E5Embedder } from '../skills/e5.js';
 import type { Embedder } from '../skills/embedder.js';
 import { LexicalEmbedder } from '../skills/lexical.js';
 import { type BackendInfo, initBackend } from '../tensor/backend.js';
+import { isLoopbackUrl } from '../util/loopback.js';
 import { type TrainConfig, validateConfig } from './config.js';
 import { probeChat, probeRetriever } from './endpoints.js';
 import { AnswerJudge } from './judge.js';
@@ -224,20 +225,20 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
       };
   const adapters: Record<Role, LoraAdapter> = { proposer: roles.proposer.adapter, solver: roles.solver.adapter };
 
-  const bank = config.skills ? await SkillBank.open(run.bankPath, { embedder: await buildEmbedder(config), seeds: config.priming }) : undefined;
-  const cardsAtStart = bank?.cards.length ?? 0;
-
   const policyOptions = { enableThinking: config.enableThinking };
   const base = new ModelPolicy('base', model, tokenizer, undefined, policyOptions);
   const inProcess = new PolicyTextGenerator(base);
   const endpoint = (role: 'judge' | 'distiller'): TextGenerator => {
     const url = role === 'judge' ? config.judgeUrl : config.distillerUrl;
+    // A server on this machine commonly runs without auth: with no key in the environment, call it without one.
+    const keyless = url !== undefined && config.apiKeyEnv !== '' && !process.env[config.apiKeyEnv] && isLoopbackUrl(url);
+    if (keyless) log(`${role}: ${url} is on this machine and ${config.apiKeyEnv} is not set; calling it without an API key`);
     return textGeneratorFor(
       role,
       {
         url,
         model: role === 'judge' ? config.judgeModel : config.distillerModel,
-        keyEnv: config.apiKeyEnv,
+        ...(keyless ? {} : { keyEnv: config.apiKeyEnv }),
         timeoutS: role === 'judge' ? config.judgeTimeout : config.distillerTimeout,
         retries: role === 'judge' ? config.judgeRetries : config.distillerRetries,
         onRetry: (i) => log(`${role} retry ${i.attempt} in ${i.delayMs} ms: ${i.reason}`),
@@ -249,6 +250,9 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const distillerEndpoint = config.skills && config.distill ? endpoint('distiller') : undefined;
   if (config.judgeUrl) await probeChat(judgeEndpoint, { flag: '--judge-url', url: config.judgeUrl });
   if (distillerEndpoint && config.distillerUrl) await probeChat(distillerEndpoint, { flag: '--distiller-url', url: config.distillerUrl });
+
+  const bank = config.skills ? await SkillBank.open(run.bankPath, { embedder: await buildEmbedder(config), seeds: config.priming, onStaleLock: (m) => log(`warning: ${m}`) }) : undefined;
+  const cardsAtStart = bank?.cards.length ?? 0;
   // Counts every judge and distiller call and every search, per step: failures are warned about, never silent.
   const watch = new RoleWatch({
     judge: judgeEndpoint,

@@ -64,7 +64,8 @@ function readOwner(path: string): LockOwner | undefined {
   }
 }
 
-const held = new Set<string>();
+/** Lock files this process holds, with how many FileLock objects share each. */
+const held = new Map<string, number>();
 let exitHookInstalled = false;
 
 export class FileLock {
@@ -87,7 +88,7 @@ export class FileLock {
       for (let attempt = 0; attempt < 3; attempt++) {
         try {
           linkSync(tmp, path);
-          held.add(path);
+          held.set(path, 1);
           installExitHook();
           return new FileLock(path);
         } catch (err) {
@@ -99,7 +100,10 @@ export class FileLock {
           throw new LockedError(`${what} is locked by ${path}, which cannot be read; if no other process is using it, delete ${path}`);
         }
         if (owner.host === me.host && owner.pid === process.pid && held.has(path)) {
-          throw new LockedError(`${what} is already open in this process (lock ${path})`, owner);
+          // This process holds it already (e.g. a bank opened twice by one program): share it, counted.
+          held.set(path, (held.get(path) ?? 0) + 1);
+          installExitHook();
+          return new FileLock(path);
         }
         if (owner.host === me.host && ownerGone(owner)) {
           rmSync(path, { force: true });
@@ -118,6 +122,11 @@ export class FileLock {
   release(): void {
     if (this.released) return;
     this.released = true;
+    const count = (held.get(this.path) ?? 0) - 1;
+    if (count > 0) {
+      held.set(this.path, count);
+      return;
+    }
     held.delete(this.path);
     const owner = readOwner(this.path);
     if (owner && owner.pid === process.pid && owner.host === hostname()) {
@@ -135,7 +144,7 @@ function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.on('exit', () => {
-    for (const path of held) {
+    for (const path of held.keys()) {
       const owner = readOwner(path);
       if (owner && owner.pid === process.pid) rmSync(path, { force: true });
     }

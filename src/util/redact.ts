@@ -16,13 +16,3 @@ export function redactSecrets(text: string, secrets: ReadonlyArray<string | unde
   out = out.replace(PATTERNS[2] as RegExp, '[REDACTED]');
   return out;
 }
-
-/** Whether `url` points at this machine (a keyless local server is normal there). */
-export function isLoopbackUrl(url: string): boolean {
-  try {
-    const h = new URL(url).hostname.replace(/^\[|\]$/g, '');
-    return h === 'localhost' || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h);
-  } catch {
-    return false;
-  }
-}

@@ -104,6 +104,7 @@ describe('endpoint probes before step 1', () => {
   it('a keyless local judge works without OPENAI_API_KEY; a key in an error body is redacted', async () => {
     const r = await train(judge(), { OPENAI_API_KEY: undefined });
     expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/judge: http:\/\/127\.0\.0\.1:\d+\/v1 is on this machine and OPENAI_API_KEY is not set; calling it without an API key/);
     const chat = server.requests.filter((q) => q.path.includes('chat/completions'));
     expect(chat.length).toBeGreaterThan(0);
     expect(chat.every((q) => q.authorization === undefined)).toBe(true);
