@@ -9,9 +9,9 @@
 // Every file is written atomically. A checkpoint is written into a temp folder and renamed into place, and
 // its manifest is the last file: a checkpoint is restored only when every file matches its manifest and
 // loads, else the next older one is tried, and the log says which was skipped and why.
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { writeFileAtomic, writeJsonAtomic } from '../checkpoint/atomic.js';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { ensureDir, writeFileAtomic, writeJsonAtomic } from '../checkpoint/atomic.js';
 import { checkManifest, writeManifest } from '../checkpoint/manifest.js';
 import { FileLock } from '../util/lock.js';
 import type { TrainConfig } from './config.js';
@@ -37,31 +37,6 @@ export interface SkippedCheckpoint {
 }
 
 export const LOCK_FILE = '.lock';
-
-/**
- * Creates `dir` and its missing parents one level at a time, so an impossible path (under /proc, under a
- * file, without permission) is an error naming it rather than a retry loop.
- */
-export function ensureDir(dir: string): void {
-  const missing: string[] = [];
-  let d = resolve(dir);
-  while (!existsSync(d)) {
-    missing.unshift(d);
-    const up = dirname(d);
-    if (up === d) break;
-    d = up;
-  }
-  if (existsSync(d) && !statSync(d).isDirectory()) throw new Error(`cannot create ${dir}: ${d} is not a folder`);
-  for (const m of missing) {
-    try {
-      mkdirSync(m);
-    } catch (err) {
-      const e = err as NodeJS.ErrnoException;
-      if (e.code === 'EEXIST' && statSync(m).isDirectory()) continue;
-      throw new Error(`cannot create ${dir}: mkdir ${m} failed (${e.code ?? e.message})`);
-    }
-  }
-}
 
 /** A pid in a temp-file name of ours (`.name.<pid>.<ms>.tmp`, `.step-N.<pid>.tmp`), if any. */
 function tempOwnerPid(name: string): number | undefined {
