@@ -135,7 +135,7 @@ export class RoleHealth {
       }
     }
     if (search && search.queries > 0 && search.empty > search.queries * EMPTY_SEARCH_WARN_FRACTION) {
-      warnings.push(`step ${step}: search: ${search.empty} of ${search.queries} searches returned no passages`);
+      warnings.push(`step ${step}: search: ${search.empty} of ${search.queries} searches returned no passage with text`);
     }
     return warnings;
   }
