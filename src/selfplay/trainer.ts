@@ -24,7 +24,8 @@ import { readBankFile, SkillBank } from '../skills/bank.js';
 import { E5Embedder } from '../skills/e5.js';
 import type { Embedder } from '../skills/embedder.js';
 import { LexicalEmbedder } from '../skills/lexical.js';
-import { type BackendInfo, initBackend } from '../tensor/backend.js';
+import { WASM_HEAP_LIMIT_BYTES } from '../rl/memory-budget.js';
+import { type BackendInfo, initBackend, tf } from '../tensor/backend.js';
 import { isLoopbackUrl } from '../util/loopback.js';
 import { type TrainConfig, validateConfig } from './config.js';
 import { probeChat, probeRetriever } from './endpoints.js';
@@ -193,6 +194,13 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const model = await CausalLM.load(modelDir);
   const tokenizer = await loadTokenizer(modelDir);
   log(`model: ${modelDir} (${model.config.architecture}, ${(model.parameterCount() / 1e6).toFixed(1)}M parameters)`);
+  const maxPositions = model.config.maxPositionEmbeddings;
+  for (const [flag, value] of [['--max-new-tokens', config.maxNewTokens], ['--max-response-tokens', config.maxResponseTokens]] as const) {
+    if (value >= maxPositions) {
+      model.dispose();
+      throw new Error(`${flag} ${value} does not fit the model: ${modelDir} has max_position_embeddings ${maxPositions} for the prompt and the response together`);
+    }
+  }
 
   const built = await buildSearch(config, log);
   const corpusSeeds = built.seeds;
@@ -278,7 +286,13 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     solver: new SolverRole(new ModelPolicy('solver', model, tokenizer, adapters.solver, policyOptions), searcher, bank, rolloutSettings),
     judge: new AnswerJudge(judgeText),
     ragJudge: judgeText,
-    updater: new GrpoPolicyUpdater(model, roles, { microBatchSize: config.microBatchSize, klCoef: config.klCoef, clipLow: config.clipLow, clipHigh: config.clipHigh, padTokenId: tokenizer.padTokenId }),
+    updater: new GrpoPolicyUpdater(
+      model,
+      roles,
+      { microBatchSize: config.microBatchSize, klCoef: config.klCoef, clipLow: config.clipLow, clipHigh: config.clipHigh, padTokenId: tokenizer.padTokenId },
+      // The wasm heap cannot grow past its limit: updates are planned to fit it (split, or refused with numbers).
+      backend.name === 'wasm' ? { limitBytes: WASM_HEAP_LIMIT_BYTES, usedBytes: () => tf.memory().numBytes, onSplit: (m) => log(`warning: ${m}`) } : undefined,
+    ),
     ...(distiller ? { distiller } : {}),
   };
   const settings = {

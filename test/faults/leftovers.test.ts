@@ -1,7 +1,7 @@
 // Files a failed write or start leaves behind, and paths that cannot be written: a write aimed at a folder,
 // or whose final rename fails, leaves no temp file and names the target; an impossible --out (under /proc)
-// is an error, not a hang; a start that fails leaves nothing that blocks the same command; a damaged
-// tokenizer.json is named.
+// is an error, not a hang; a start that fails leaves nothing that blocks the same command; a response budget
+// the model cannot hold and a damaged tokenizer.json are named.
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -75,6 +75,13 @@ describe('the CLI', () => {
     const second = await run(root, args);
     expect(second.stderr).not.toMatch(/already holds a run/);
     expect(second.stderr).toMatch(/no-such-corpus\.jsonl/);
+  });
+
+  it('a response budget beyond the model\'s max_position_embeddings is refused, naming the flag', async () => {
+    const args = trainArgs(model, join(root, 'too-long'), 1).map((a, i, all) => (all[i - 1] === '--max-response-tokens' ? '4096' : a));
+    const r = await run(root, args);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(`--max-response-tokens 4096 does not fit the model: ${model} has max_position_embeddings 2048`);
   });
 
   it('a truncated tokenizer.json is named by score and train', async () => {
