@@ -16,7 +16,7 @@ beforeAll(async () => {
   model = tinyModel(root);
   const base = await run(root, trainArgs(model, join(root, 'base')));
   expect(base.code, base.stderr).toBe(0);
-});
+}, 400_000);
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 function copyOf(name: string): string {
@@ -53,7 +53,7 @@ describe('resume past damaged checkpoints', () => {
     expect(readFileSync(join(dir, 'skills.json')).equals(live)).toBe(true);
     expect(readFileSync(join(dir, 'train.log'), 'utf8')).toMatch(/fatal: .*no usable checkpoint/);
     expect(existsSync(join(dir, '.lock'))).toBe(false);
-  });
+  }, 400_000);
 
   it('a truncated adapter in the newest checkpoint falls back to the one before, saying which and why', async () => {
     const dir = copyOf('bad-adapter');
@@ -72,5 +72,5 @@ describe('resume past damaged checkpoints', () => {
     expect(checkManifest(join(dir, 'checkpoints', 'step-2'))).toEqual({});
     // ... and it reproduces the uninterrupted run's step 2 (same seed).
     expect(metricsOf(dir)).toEqual(metricsOf(join(root, 'base')));
-  });
+  }, 400_000);
 });

@@ -61,7 +61,7 @@ describe('a skill bank with two writers', () => {
     const again = await run(root, [CLI, 'skills', 'import', cardsFile('mine', ['import-card']), '--bank', bank]);
     expect(again.code, again.stderr).toBe(0);
     expect(ids(bank)).toEqual(['holder-card', 'import-card']);
-  });
+  }, 400_000);
 
   it('two imports started together never both succeed with one lost', async () => {
     for (let attempt = 0; attempt < 2; attempt++) {
@@ -78,7 +78,7 @@ describe('a skill bank with two writers', () => {
       expect(want.length).toBeGreaterThan(0);
       expect(ids(bank)).toEqual(want.sort());
     }
-  });
+  }, 400_000);
 });
 
 describe('a run folder with two trainers', () => {
@@ -97,5 +97,5 @@ describe('a run folder with two trainers', () => {
     expect(third.code, third.stderr).toBe(0);
     expect(third.stderr).toContain(`warning: run folder ${out}: took over the stale lock of process ${first.child.pid}`);
     expect(readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n')).toHaveLength(3);
-  });
+  }, 400_000);
 });

@@ -54,20 +54,24 @@ describe('endpoint probes before step 1', () => {
     expect(existsSync(join(r.out, 'config.json'))).toBe(false);
   });
 
-  it('a retriever answering 500, hanging, or nonsense is named at the start', async () => {
+  it('a retriever answering 500 is named at the start', async () => {
     server.retrieve = 'status';
-    let r = await train(retriever());
+    const r = await train(retriever());
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/failed a probe query before step 1: .*HTTP 500.*internal server error.* after 2 attempts/);
+  });
 
+  it('a hanging retriever times out at the start, its retry shown', async () => {
     server.retrieve = 'hang';
-    r = await train(retriever());
+    const r = await train(retriever());
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/retriever retry 1 in \d+ ms: no response within 1000 ms/);
     expect(r.stderr).toMatch(/failed a probe query before step 1: .*no response within 1000 ms after 2 attempts/);
+  });
 
+  it('a retriever answering nonsense is named at the start', async () => {
     server.retrieve = 'nonsense';
-    r = await train(retriever());
+    const r = await train(retriever());
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/failed a probe query before step 1: .*malformed response: body is not JSON/);
   });
@@ -87,28 +91,32 @@ describe('endpoint probes before step 1', () => {
     expect(existsSync(r.out)).toBe(false);
   });
 
-  it('a judge answering 500 or never answering is an error at the start, its retries shown', async () => {
+  it('a judge answering 500 is an error at the start, its retries shown', async () => {
     server.chat = 'status';
-    let r = await train(judge());
+    const r = await train(judge());
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/judge retry 1 in \d+ ms: .*HTTP 500/);
     expect(r.stderr).toMatch(/--judge-url http:\/\/127\.0\.0\.1:\d+\/v1: the endpoint failed a one-token probe before step 1: .*HTTP 500.*gave up after 2 attempts/);
+  });
 
+  it('a judge that never answers times out at the start, its retries shown', async () => {
     server.chat = 'hang';
-    r = await train(judge());
+    const r = await train(judge());
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/judge retry 1 in \d+ ms: .*no reply within 1000 ms/);
     expect(r.stderr).toMatch(/failed a one-token probe before step 1: .*no reply within 1000 ms \(gave up after 2 attempts\)/);
   });
 
-  it('a keyless local judge works without OPENAI_API_KEY; a key in an error body is redacted', async () => {
+  it('a keyless local judge works without OPENAI_API_KEY', async () => {
     const r = await train(judge(), { OPENAI_API_KEY: undefined });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/judge: http:\/\/127\.0\.0\.1:\d+\/v1 is on this machine and OPENAI_API_KEY is not set; calling it without an API key/);
     const chat = server.requests.filter((q) => q.path.includes('chat/completions'));
     expect(chat.length).toBeGreaterThan(0);
     expect(chat.every((q) => q.authorization === undefined)).toBe(true);
+  });
 
+  it('a key in an error body is redacted on the console and in train.log', async () => {
     server.chat = 'status';
     server.status = 401;
     server.statusBody = '{"error": "bad key sk-test-abcdef123456", "authorization": "Bearer sk-test-abcdef123456"}';

@@ -75,7 +75,7 @@ describe('the CLI', () => {
     const second = await run(root, args);
     expect(second.stderr).not.toMatch(/already holds a run/);
     expect(second.stderr).toMatch(/no-such-corpus\.jsonl/);
-  });
+  }, 400_000);
 
   it('a response budget beyond the model\'s max_position_embeddings is refused, naming the flag', async () => {
     const args = trainArgs(model, join(root, 'too-long'), 1).map((a, i, all) => (all[i - 1] === '--max-response-tokens' ? '4096' : a));
@@ -95,5 +95,5 @@ describe('the CLI', () => {
     const train = await run(root, trainArgs(broken, join(root, 'tok-run'), 1));
     expect(train.code).not.toBe(0);
     expect(train.stderr).toContain(`${tok}: not valid JSON`);
-  });
+  }, 400_000);
 });

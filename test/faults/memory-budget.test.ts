@@ -35,10 +35,11 @@ const SHAPE = { numLayers: 2, hiddenSize: 32, numHeads: 4, numKvHeads: 2, headDi
 describe('the micro-batch memory estimate', () => {
   it('counts activations per token, scores per token pair and one logits chunk', () => {
     // Per token per layer: 8·32 + 6·(4 + 2·2)·16 + 6·64 + 7·2·4 = 256 + 768 + 384 + 56 = 1464 floats.
-    // Per layer: B·T·1464 + 4·B·4·T²; logits: 3·128·300. Bytes = 4·(2·perLayer + logits).
+    // Per layer, with the calibration factors 7 and 2: 7·B·T·1464 + 2·4·B·4·T²; logits: 3·128·300.
+    // Bytes = 4·(2 layers · perLayer + logits).
     const B = 3;
     const T = 100;
-    expect(microBatchBytes(SHAPE, B, T, 4)).toBe(4 * (2 * (B * T * 1464 + 16 * B * T * T) + 3 * 128 * 300));
+    expect(microBatchBytes(SHAPE, B, T, 4)).toBe(4 * (2 * (7 * B * T * 1464 + 32 * B * T * T) + 3 * 128 * 300));
   });
 
   it('plans the largest micro-batch size that fits, else refuses with the numbers', () => {
