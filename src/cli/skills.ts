@@ -106,7 +106,7 @@ export async function runSkills(a: SkillsArgs): Promise<SkillsResult> {
       return { value: { cards: d.cards }, human: jsonl.trimEnd(), raw: jsonl };
     }
     case 'search': {
-      const bank = await openBank(a, false);
+      const bank = await openBank(a, false, false);
       try {
         const hits = await bank.retrieve(a.arg as string, a.k);
         const rendered = bank.render(hits);
@@ -146,7 +146,8 @@ export async function runSkills(a: SkillsArgs): Promise<SkillsResult> {
   }
 }
 
-async function openBank(a: SkillsArgs, create: boolean): Promise<SkillBank> {
+/** Opens the bank; `lock` (default) holds its exclusive lock until dispose, for commands that write. */
+async function openBank(a: SkillsArgs, create: boolean, lock = true): Promise<SkillBank> {
   let recorded: BankFile['embedder'] | undefined;
   try {
     recorded = readBankFile(a.bank).embedder;
@@ -163,7 +164,7 @@ async function openBank(a: SkillsArgs, create: boolean): Promise<SkillBank> {
     if (!model) throw new Error('the e5 embedder needs --e5-model FOLDER_OR_NAME');
     embedder = await E5Embedder.load({ model, allowRemote: a.allowDownload });
   }
-  return SkillBank.open(a.bank, { embedder, create, seeds: a.seeds, reembed: a.reembed });
+  return SkillBank.open(a.bank, { embedder, create, seeds: a.seeds, reembed: a.reembed, lock, onStaleLock: (m) => process.stderr.write(`warning: ${m}\n`) });
 }
 
 function sortCards(cards: SkillCard[], by: SkillsArgs['sort']): SkillCard[] {

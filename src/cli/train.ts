@@ -143,8 +143,9 @@ export const command: CommandModule<object, TrainArgs> = {
     let bar: SingleBar | undefined;
     const log = (line: string): void => {
       if (!human) return;
-      if (bar) bar.update({ msg: line.slice(0, 60) });
-      else process.stderr.write(`${line}\n`);
+      // Warnings are printed in full even under the progress bar, which redraws itself on its next update.
+      if (bar && !line.startsWith('warning:')) bar.update({ msg: line.slice(0, 60) });
+      else process.stderr.write(`${bar ? '\n' : ''}${line}\n`);
     };
     let stopRequested = false;
     const onSigint = (): void => {

@@ -10,6 +10,8 @@ export interface EndpointArgs {
   keyEnv?: string;
   timeoutS?: number;
   retries?: number;
+  /** Told about each retry (e.g. for the run log). */
+  onRetry?: (info: { attempt: number; delayMs: number; reason: string }) => void;
 }
 
 /** `--<role>-url`, `--<role>-model`, `--<role>-key-env`, `--<role>-timeout`, `--<role>-retries`. */
@@ -49,5 +51,6 @@ export function textGeneratorFor(role: 'distiller' | 'judge', a: EndpointArgs, i
     ...(a.keyEnv !== undefined ? { apiKeyEnv: a.keyEnv } : {}),
     ...(a.timeoutS !== undefined ? { timeoutMs: Math.round(a.timeoutS * 1000) } : {}),
     ...(a.retries !== undefined ? { maxRetries: a.retries } : {}),
+    ...(a.onRetry ? { onRetry: a.onRetry } : {}),
   });
 }

@@ -1,7 +1,9 @@
 // A client for any OpenAI-compatible chat-completions server (vLLM, llama.cpp server, SGLang, OpenAI...).
 // Each attempt has its own timeout (AbortController); 5xx, 408, 429, timeouts and connection errors are
 // retried a bounded number of times with exponential backoff; other 4xx fail at once. Errors name the URL,
-// the model, the status and the start of the reply body, so a misconfigured endpoint is easy to see.
+// the model, the status and the start of the reply body (secrets redacted), so a misconfigured endpoint is
+// easy to see.
+import { redactSecrets } from '../util/redact.js';
 import type { ChatMessage, CompleteOptions, TextGenerator } from './types.js';
 
 export interface OpenAIChatConfig {
@@ -24,6 +26,8 @@ export interface OpenAIChatConfig {
   fetchImpl?: typeof fetch;
   /** Injected for tests; defaults to setTimeout-based sleep. */
   sleep?: (ms: number) => Promise<void>;
+  /** Told about each retry before its backoff (e.g. for the run log). */
+  onRetry?: (info: { attempt: number; delayMs: number; reason: string }) => void;
 }
 
 export const OPENAI_CHAT_DEFAULTS = {
@@ -57,9 +61,10 @@ const defaultSleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
 export class OpenAIChatClient implements TextGenerator {
   readonly name: string;
   private readonly endpoint: string;
-  private readonly cfg: Required<Omit<OpenAIChatConfig, 'apiKeyEnv' | 'fetchImpl' | 'sleep'>> & Pick<OpenAIChatConfig, 'apiKeyEnv'>;
+  private readonly cfg: Required<Omit<OpenAIChatConfig, 'apiKeyEnv' | 'fetchImpl' | 'sleep' | 'onRetry'>> & Pick<OpenAIChatConfig, 'apiKeyEnv'>;
   private readonly fetchImpl: typeof fetch;
   private readonly sleep: (ms: number) => Promise<void>;
+  private readonly onRetry: OpenAIChatConfig['onRetry'];
 
   constructor(config: OpenAIChatConfig) {
     if (!config.url) throw new Error('OpenAI-compatible client: url is required');
@@ -69,9 +74,13 @@ export class OpenAIChatClient implements TextGenerator {
     this.name = `openai:${this.endpoint} ${config.model}`;
     this.fetchImpl = config.fetchImpl ?? fetch;
     this.sleep = config.sleep ?? defaultSleep;
-    if (config.apiKeyEnv !== undefined && !process.env[config.apiKeyEnv]) {
-      throw new Error(`OpenAI-compatible client: environment variable ${config.apiKeyEnv} (the API key) is not set`);
+    if (config.apiKeyEnv === '') this.cfg.apiKeyEnv = undefined; // explicitly no key
+    if (this.cfg.apiKeyEnv !== undefined && !process.env[this.cfg.apiKeyEnv]) {
+      throw new Error(
+        `OpenAI-compatible client ${this.endpoint}: environment variable ${this.cfg.apiKeyEnv} (the API key) is not set; set it, or pass --api-key-env '' for a server without auth`,
+      );
     }
+    this.onRetry = config.onRetry;
   }
 
   async complete(messages: ChatMessage[], opts: CompleteOptions = {}): Promise<string> {
@@ -97,7 +106,9 @@ export class OpenAIChatClient implements TextGenerator {
         if (!(err instanceof LlmEndpointError)) throw err;
         last = err;
         if (!err.retryable || attempt === attempts) break;
-        await this.sleep(Math.min(this.cfg.maxBackoffMs, this.cfg.backoffMs * 2 ** (attempt - 1)));
+        const delayMs = Math.min(this.cfg.maxBackoffMs, this.cfg.backoffMs * 2 ** (attempt - 1));
+        this.onRetry?.({ attempt, delayMs, reason: err.message });
+        await this.sleep(delayMs);
       }
     }
     const l = last as LlmEndpointError;
@@ -138,7 +149,7 @@ export class OpenAIChatClient implements TextGenerator {
         const retryable = res.status >= 500 || res.status === 408 || res.status === 429;
         const hint = res.status === 401 || res.status === 403 ? ' (check the API key environment variable)' : '';
         throw new LlmEndpointError(
-          `${this.name}: HTTP ${res.status}${hint}: ${snippet(text)}`,
+          `${this.name}: HTTP ${res.status}${hint}: ${snippet(redactSecrets(text, [headers.authorization?.replace(/^Bearer /, '')]))}`,
           res.status,
           attempt,
           retryable,
@@ -172,7 +183,7 @@ export function parseChatCompletion(text: string, who: string, attempt = 1): str
 }
 
 function snippet(text: string): string {
-  const one = text.replace(/\s+/g, ' ').trim();
+  const one = redactSecrets(text).replace(/\s+/g, ' ').trim();
   return one.length > 200 ? `${one.slice(0, 200)}…` : one || '(empty body)';
 }
 

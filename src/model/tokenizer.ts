@@ -97,9 +97,16 @@ export async function loadTokenizer(dir: string): Promise<Tokenizer> {
     if (!existsSync(join(abs, file))) {
       throw new Error(`${join(abs, file)} not found: the tokenizer folder ${abs} needs tokenizer.json and tokenizer_config.json`);
     }
+    // A truncated or damaged file is named here; transformers.js would report only a bare JSON error.
+    readJsonIfPresent(join(abs, file));
   }
   const { AutoTokenizer } = await transformers();
-  const tok: PreTrainedTokenizer = await AutoTokenizer.from_pretrained(abs, { local_files_only: true });
+  let tok: PreTrainedTokenizer;
+  try {
+    tok = await AutoTokenizer.from_pretrained(abs, { local_files_only: true });
+  } catch (err) {
+    throw new Error(`tokenizer in ${abs}: cannot be loaded (${(err as Error).message})`);
+  }
 
   const vocab = tok.get_vocab();
   let maxId = -1;

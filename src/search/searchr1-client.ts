@@ -5,6 +5,7 @@
 // server encodes a batch at once on its GPU. The server is a separate process that may be restarting or
 // overloaded, so network errors, timeouts and 5xx are retried with exponential backoff; a 4xx means our
 // request is wrong and is reported at once.
+import { redactSecrets } from '../util/redact.js';
 import { parseContents } from './corpus.js';
 import type { Passage, Searcher } from './types.js';
 
@@ -63,7 +64,7 @@ export function retrieveEndpoint(url: string): string {
 
 const SNIPPET = 200;
 function snippet(body: string): string {
-  const flat = body.replace(/\s+/g, ' ').trim();
+  const flat = redactSecrets(body).replace(/\s+/g, ' ').trim();
   return flat.length > SNIPPET ? `${flat.slice(0, SNIPPET)}…` : flat;
 }
 

@@ -3,13 +3,17 @@
 //   metrics.jsonl          one line per step
 //   skills.json            the live skill bank (owned by the SkillBank, committed every step)
 //   train.log              a human log
-//   checkpoints/step-N/    proposer/ and solver/ (PEFT), optimizer-*.safetensors, skills.json, state.json
+//   .lock                  held by the one process that writes the run (pid and host inside)
+//   checkpoints/step-N/    proposer/ and solver/ (PEFT), optimizer-*.safetensors, skills.json, state.json,
+//                          manifest.json (sizes and checksums of all the others, written last)
 // Every file is written atomically. A checkpoint is written into a temp folder and renamed into place, and
-// state.json is its last file: a folder without it is incomplete and ignored, so a run killed at any moment
-// resumes from its last complete checkpoint.
+// its manifest is the last file: a checkpoint is restored only when every file matches its manifest and
+// loads, else the next older one is tried, and the log says which was skipped and why.
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic, writeJsonAtomic } from '../checkpoint/atomic.js';
+import { ensureDir, writeFileAtomic, writeJsonAtomic } from '../checkpoint/atomic.js';
+import { checkManifest, writeManifest } from '../checkpoint/manifest.js';
+import { FileLock } from '../util/lock.js';
 import type { TrainConfig } from './config.js';
 
 export interface CheckpointState {
@@ -20,13 +24,45 @@ export interface CheckpointState {
   savedAt: string;
 }
 
+export interface CheckpointRef {
+  step: number;
+  dir: string;
+  state: CheckpointState;
+}
+
+/** A checkpoint that was not restored, and why. */
+export interface SkippedCheckpoint {
+  step: number;
+  reason: string;
+}
+
+export const LOCK_FILE = '.lock';
+
+/** A pid in a temp-file name of ours (`.name.<pid>.<ms>.tmp`, `.step-N.<pid>.tmp`), if any. */
+function tempOwnerPid(name: string): number | undefined {
+  const m = /\.(\d+)(?:\.\d+)?\.tmp$/.exec(name);
+  return m ? Number(m[1]) : undefined;
+}
+
+function pidAlive(pid: number): boolean {
+  if (pid === process.pid) return false; // our own leftovers from before are never in use at a start
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 export class RunFolder {
   readonly configPath: string;
   readonly metricsPath: string;
   readonly bankPath: string;
   readonly logPath: string;
   readonly checkpointsDir: string;
+  readonly lockPath: string;
   private metricsLines: string[] = [];
+  private lock: FileLock | undefined;
 
   constructor(readonly dir: string) {
     this.configPath = join(dir, 'config.json');
@@ -34,14 +70,22 @@ export class RunFolder {
     this.bankPath = join(dir, 'skills.json');
     this.logPath = join(dir, 'train.log');
     this.checkpointsDir = join(dir, 'checkpoints');
+    this.lockPath = join(dir, LOCK_FILE);
   }
 
   /** A new run: refuses a folder that already holds one (use --resume for that). */
-  static create(dir: string, config: TrainConfig): RunFolder {
+  static create(dir: string, config: TrainConfig, warn?: (line: string) => void): RunFolder {
     const run = new RunFolder(dir);
     if (existsSync(run.configPath)) {
       throw new Error(`${dir} already holds a run (${run.configPath} exists): resume it with --resume ${dir}, or choose another --out`);
     }
+    ensureDir(dir);
+    run.lock = FileLock.acquire(run.lockPath, `run folder ${dir}`, 'training', warn);
+    if (existsSync(run.configPath)) {
+      run.release();
+      throw new Error(`${dir} already holds a run (${run.configPath} exists): resume it with --resume ${dir}, or choose another --out`);
+    }
+    run.sweepTemps(warn);
     mkdirSync(run.checkpointsDir, { recursive: true });
     writeJsonAtomic(run.configPath, config);
     writeFileAtomic(run.metricsPath, '');
@@ -49,57 +93,145 @@ export class RunFolder {
   }
 
   /** An existing run, for --resume. */
-  static open(dir: string): { run: RunFolder; config: TrainConfig } {
+  static open(dir: string, warn?: (line: string) => void): { run: RunFolder; config: TrainConfig } {
     const run = new RunFolder(dir);
     if (!existsSync(run.configPath)) throw new Error(`${dir} is not a run folder: ${run.configPath} does not exist`);
-    let config: TrainConfig;
+    run.lock = FileLock.acquire(run.lockPath, `run folder ${dir}`, 'training', warn);
     try {
-      config = JSON.parse(readFileSync(run.configPath, 'utf8')) as TrainConfig;
+      let config: TrainConfig;
+      try {
+        config = JSON.parse(readFileSync(run.configPath, 'utf8')) as TrainConfig;
+      } catch (err) {
+        throw new Error(`${run.configPath}: not valid JSON (${(err as Error).message})`);
+      }
+      run.sweepTemps(warn);
+      if (existsSync(run.metricsPath)) run.metricsLines = readFileSync(run.metricsPath, 'utf8').split('\n').filter((l) => l.trim().length > 0);
+      return { run, config };
     } catch (err) {
-      throw new Error(`${run.configPath}: not valid JSON (${(err as Error).message})`);
+      run.release();
+      throw err;
     }
-    if (existsSync(run.metricsPath)) run.metricsLines = readFileSync(run.metricsPath, 'utf8').split('\n').filter((l) => l.trim().length > 0);
-    return { run, config };
+  }
+
+  /** Lets another process write the run (at the end, or after a failed start). */
+  release(): void {
+    this.lock?.release();
+    this.lock = undefined;
+  }
+
+  /**
+   * After a start that failed before the first step: removes what create() wrote (config, empty metrics,
+   * the empty checkpoints folder), so the same command can run again; train.log stays, with the error.
+   */
+  discardUnstarted(): void {
+    rmSync(this.configPath, { force: true });
+    if (this.metricsLines.length === 0) rmSync(this.metricsPath, { force: true });
+    if (existsSync(this.checkpointsDir) && readdirSync(this.checkpointsDir).length === 0) rmSync(this.checkpointsDir, { recursive: true, force: true });
+    this.release();
+  }
+
+  /** Removes temp files and folders that a killed writer left (never those of a process still running). */
+  private sweepTemps(warn?: (line: string) => void): void {
+    const swept: string[] = [];
+    for (const d of [this.dir, this.checkpointsDir]) {
+      if (!existsSync(d)) continue;
+      for (const name of readdirSync(d)) {
+        if (!name.startsWith('.') || !name.endsWith('.tmp')) continue;
+        const pid = tempOwnerPid(name);
+        if (pid !== undefined && pidAlive(pid)) continue;
+        rmSync(join(d, name), { recursive: true, force: true });
+        swept.push(join(d, name));
+      }
+    }
+    if (swept.length > 0) warn?.(`removed ${swept.length} temp file(s) left by an interrupted writer: ${swept.join(', ')}`);
   }
 
   checkpointDir(step: number): string {
     return join(this.checkpointsDir, `step-${step}`);
   }
 
-  /** The newest complete checkpoint (one with state.json), or undefined. */
-  latestCheckpoint(): { step: number; dir: string; state: CheckpointState } | undefined {
-    if (!existsSync(this.checkpointsDir)) return undefined;
-    const steps = readdirSync(this.checkpointsDir)
+  /** Every checkpoint folder's step, newest first (complete or not). */
+  checkpointSteps(): number[] {
+    if (!existsSync(this.checkpointsDir)) return [];
+    return readdirSync(this.checkpointsDir)
       .map((name) => /^step-(\d+)$/.exec(name))
       .filter((m): m is RegExpExecArray => m !== null)
       .map((m) => Number(m[1]))
       .sort((a, b) => b - a);
-    for (const step of steps) {
-      const dir = this.checkpointDir(step);
-      const statePath = join(dir, 'state.json');
-      if (!existsSync(statePath)) continue;
-      try {
-        return { step, dir, state: JSON.parse(readFileSync(statePath, 'utf8')) as CheckpointState };
-      } catch {
-        continue; // an unreadable state.json is an incomplete checkpoint; fall back to an older one
-      }
+  }
+
+  /** Checkpoint `step` if its files are whole (manifest, state.json); else why not. */
+  inspectCheckpoint(step: number): CheckpointRef | SkippedCheckpoint {
+    const dir = this.checkpointDir(step);
+    const statePath = join(dir, 'state.json');
+    const manifest = checkManifest(dir);
+    if (manifest.problem) return { step, reason: manifest.problem };
+    if (!existsSync(statePath)) return { step, reason: `${statePath} is missing (the checkpoint is incomplete)` };
+    try {
+      const state = JSON.parse(readFileSync(statePath, 'utf8')) as CheckpointState;
+      if (state.step !== step) return { step, reason: `${statePath}: records step ${String(state.step)}, not ${step}` };
+      return { step, dir, state };
+    } catch (err) {
+      return { step, reason: `${statePath}: not valid JSON (${(err as Error).message})` };
+    }
+  }
+
+  /** The newest checkpoint whose files are whole, or undefined. */
+  latestCheckpoint(): CheckpointRef | undefined {
+    for (const step of this.checkpointSteps()) {
+      const c = this.inspectCheckpoint(step);
+      if ('dir' in c) return c;
     }
     return undefined;
   }
 
   /**
-   * Writes checkpoint `step`: `fill(tmpDir)` writes the payload, then state.json goes last and the folder
-   * is renamed into place (replacing an older copy of the same step).
+   * The newest checkpoint that is whole and that `load` accepts (it reads every file it restores and throws
+   * on a bad one), with what `load` returned; older ones are tried in turn. Nothing is written here: the
+   * caller writes only after this returns. With checkpoints present but none usable, an error lists why.
+   */
+  async restoreLatest<T>(load: (c: CheckpointRef) => Promise<T>): Promise<{ checkpoint?: CheckpointRef & { loaded: T }; skipped: SkippedCheckpoint[] }> {
+    const skipped: SkippedCheckpoint[] = [];
+    for (const step of this.checkpointSteps()) {
+      const c = this.inspectCheckpoint(step);
+      if (!('dir' in c)) {
+        skipped.push(c);
+        continue;
+      }
+      try {
+        return { checkpoint: { ...c, loaded: await load(c) }, skipped };
+      } catch (err) {
+        skipped.push({ step, reason: (err as Error).message });
+      }
+    }
+    if (skipped.length > 0) {
+      throw new Error(
+        `${this.dir}: no usable checkpoint; ${skipped.map((s) => `step ${s.step}: ${s.reason}`).join('; ')}. Nothing was changed; repair or move the checkpoints away to start over`,
+      );
+    }
+    return { skipped };
+  }
+
+  /**
+   * Writes checkpoint `step`: `fill(tmpDir)` writes the payload, then state.json and the manifest go last
+   * and the folder is renamed into place (replacing an older copy of the same step). A failure removes the
+   * temp folder.
    */
   async writeCheckpoint(step: number, state: CheckpointState, fill: (dir: string) => Promise<void>): Promise<string> {
     const final = this.checkpointDir(step);
     const tmp = join(this.checkpointsDir, `.step-${step}.${process.pid}.tmp`);
     rmSync(tmp, { recursive: true, force: true });
     mkdirSync(tmp, { recursive: true });
-    await fill(tmp);
-    writeJsonAtomic(join(tmp, 'state.json'), state);
-    rmSync(final, { recursive: true, force: true });
-    renameSync(tmp, final);
+    try {
+      await fill(tmp);
+      writeJsonAtomic(join(tmp, 'state.json'), state);
+      writeManifest(tmp);
+      rmSync(final, { recursive: true, force: true });
+      renameSync(tmp, final);
+    } catch (err) {
+      rmSync(tmp, { recursive: true, force: true });
+      throw err;
+    }
     return final;
   }
 

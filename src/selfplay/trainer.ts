@@ -22,13 +22,17 @@ import { Bm25Index } from '../search/bm25-index.js';
 import { loadCorpus, parseContents } from '../search/corpus.js';
 import { SearchR1Client } from '../search/searchr1-client.js';
 import type { Searcher } from '../search/types.js';
-import { SkillBank } from '../skills/bank.js';
+import { readBankFile, SkillBank } from '../skills/bank.js';
 import { E5Embedder } from '../skills/e5.js';
 import type { Embedder } from '../skills/embedder.js';
 import { LexicalEmbedder } from '../skills/lexical.js';
-import { type BackendInfo, initBackend } from '../tensor/backend.js';
+import { WASM_HEAP_LIMIT_BYTES } from '../rl/memory-budget.js';
+import { type BackendInfo, initBackend, tf } from '../tensor/backend.js';
+import { isLoopbackUrl } from '../util/loopback.js';
 import { parseSavedConfig, resumeChanges, showValue, flagName, type TrainConfig, validateConfig } from './config.js';
+import { probeChat, probeRetriever } from './endpoints.js';
 import { AnswerJudge } from './judge.js';
+import { RoleFailureError, RoleWatch, type StepCalls } from './role-health.js';
 import { type AnswerSeed, ProposerRole, SolverRole } from './roles.js';
 import { readSeedsFile, seedsFromPassages } from './seeds.js';
 import { RunFolder } from './run-folder.js';
@@ -81,7 +85,14 @@ interface Searchable {
 async function buildSearch(config: TrainConfig, log: (l: string) => void): Promise<Searchable> {
   if (config.retrieverUrl) {
     log(`search: Search-R1 retrieval server at ${config.retrieverUrl}`);
-    return { searcher: new SearchR1Client({ url: config.retrieverUrl, onRetry: (i) => log(`retriever retry ${i.attempt} in ${i.delayMs} ms: ${i.reason}`) }) };
+    return {
+      searcher: new SearchR1Client({
+        url: config.retrieverUrl,
+        timeoutMs: config.retrieverTimeout * 1000,
+        attempts: config.retrieverRetries + 1,
+        onRetry: (i) => log(`retriever retry ${i.attempt} in ${i.delayMs} ms: ${i.reason}`),
+      }),
+    };
   }
   if (config.corpus === 'demo') {
     const synth = generateSyntheticCorpus({ seed: DEMO_CORPUS_SEED });
@@ -96,6 +107,9 @@ async function buildSearch(config: TrainConfig, log: (l: string) => void): Promi
     return { searcher: await Bm25Index.fromPassages(passages, { warn: log }, 'demo corpus'), seeds };
   }
   const corpus = await loadCorpus(config.corpus);
+  const withText = corpus.passages.filter((p) => p.text.trim().length > 0).length;
+  if (withText === 0) log(`warning: ${config.corpus}: every passage has empty text; searches will find titles at most`);
+  else if (withText < corpus.passages.length / 2) log(`warning: ${config.corpus}: ${corpus.passages.length - withText} of ${corpus.passages.length} passages have empty text`);
   const index = await Bm25Index.fromPassages(corpus.passages, { warn: log }, config.corpus);
   log(`search: ${index.describe()}`);
   // Without --seeds, the corpus's own entities (passage titles) are the answers to build questions for.
@@ -136,34 +150,88 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
     run?.log(line);
     hooks.log(line);
   };
+  const warn = (line: string): void => log(`warning: ${line}`);
   let config: TrainConfig;
   let changed: TrainSummary['changed'];
   // The checkpoint a resumed run continues from (its newest complete one), if any.
   let ckpt: ReturnType<RunFolder['latestCheckpoint']>;
   if (resumeDir !== undefined) {
-    const opened = RunFolder.open(resumeDir);
+    const opened = RunFolder.open(resumeDir, warn);
     run = opened.run;
-    const saved = validateConfig(parseSavedConfig(opened.config, run.configPath));
-    ckpt = run.latestCheckpoint();
-    const latest = ckpt;
-    const { changes, refused } = resumeChanges(saved, overrides, latest?.step ?? 0);
-    if (refused.length > 0) throw new Error(`--resume ${resumeDir}: ${refused.join('; ')}`);
-    config = validateConfig({ ...saved, ...Object.fromEntries(changes.map((c) => [c.key, c.to])) });
-    if (changes.length > 0) {
-      writeFileAtomic(run.configPath, `${JSON.stringify(config, null, 2)}\n`);
-      changed = changes;
-      for (const c of changes) log(`config change on resume: --${flagName(c.key)} ${showValue(c.from)} → ${showValue(c.to)} (written to ${run.configPath})`);
-    }
-    if (latest && latest.step >= config.steps) {
-      log(`${run.dir} is finished: all ${config.steps} steps are done (last checkpoint step ${latest.step}); to train further, resume with --steps N (N > ${config.steps})`);
-      return { runDir: run.dir, model: config.model, firstStep: latest.step + 1, lastStep: latest.step, stoppedEarly: false, resumedFrom: latest.step, metrics: [], lastCheckpoint: latest.dir, finished: true, ...(changed ? { changed } : {}) };
+    try {
+      const saved = validateConfig(parseSavedConfig(opened.config, run.configPath));
+      const latest = run.latestCheckpoint();
+      const { changes, refused } = resumeChanges(saved, overrides, latest?.step ?? 0);
+      if (refused.length > 0) throw new Error(`--resume ${resumeDir}: ${refused.join('; ')}`);
+      config = validateConfig({ ...saved, ...Object.fromEntries(changes.map((c) => [c.key, c.to])) });
+      if (changes.length > 0) {
+        writeFileAtomic(run.configPath, `${JSON.stringify(config, null, 2)}\n`);
+        changed = changes;
+        for (const c of changes) log(`config change on resume: --${flagName(c.key)} ${showValue(c.from)} → ${showValue(c.to)} (written to ${run.configPath})`);
+      }
+      if (latest && latest.step >= config.steps) {
+        log(`${run.dir} is finished: all ${config.steps} steps are done (last checkpoint step ${latest.step}); to train further, resume with --steps N (N > ${config.steps})`);
+        run.release();
+        return { runDir: run.dir, model: config.model, firstStep: latest.step + 1, lastStep: latest.step, stoppedEarly: false, resumedFrom: latest.step, metrics: [], lastCheckpoint: latest.dir, finished: true, ...(changed ? { changed } : {}) };
+      }
+    } catch (err) {
+      run.release();
+      throw err;
     }
   } else {
     if (!configIn) throw new Error('train: no configuration');
     config = validateConfig(configIn);
-    run = RunFolder.create(config.out, config);
+    run = RunFolder.create(config.out, config, warn);
   }
+  const progress = { started: false };
+  try {
+    const summary = await trainInRun(run, config, hooks, log, progress, resumeDir);
+    return changed ? { ...summary, changed } : summary;
+  } catch (err) {
+    // A fatal error goes to train.log too; a new run that failed before its first step leaves nothing that
+    // would block the same command.
+    run.log(`fatal: ${(err as Error).message}`);
+    if (!progress.started && resumeDir === undefined) run.discardUnstarted();
+    throw err;
+  } finally {
+    run.release();
+  }
+}
 
+/** A checkpoint's adapters with their optimizer state, and its bank file, read and checked in memory. */
+interface RestoredPayload {
+  roles: Record<Role, TrainedRole>;
+  bankBytes?: Buffer;
+}
+
+function loadCheckpointPayload(dir: string, config: TrainConfig, model: CausalLM): RestoredPayload {
+  const roles: Partial<Record<Role, TrainedRole>> = {};
+  try {
+    for (const r of ['proposer', 'solver'] as const) {
+      roles[r] = trainedRole(config, loadPeftAdapter(join(dir, r), r, model.config));
+      try {
+        roles[r].optimizer.importState(loadOptimizerState(join(dir, r)));
+      } catch (err) {
+        throw new Error(`${join(dir, r)}: optimizer state does not fit the adapter (${(err as Error).message})`);
+      }
+    }
+    let bankBytes: Buffer | undefined;
+    if (config.skills) {
+      const bankFile = join(dir, 'skills.json');
+      readBankFile(bankFile); // validates; throws naming the checkpoint's file
+      bankBytes = readFileSync(bankFile);
+    }
+    return { roles: roles as Record<Role, TrainedRole>, ...(bankBytes ? { bankBytes } : {}) };
+  } catch (err) {
+    for (const t of Object.values(roles)) {
+      t.optimizer.dispose();
+      t.adapter.dispose();
+    }
+    throw err;
+  }
+}
+
+async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks, log: (line: string) => void, progress: { started: boolean }, resumeDir?: string): Promise<TrainSummary> {
   const backend = await initBackend(config.backend);
   log(`backend: ${backend.name} (${backend.provider}; ${backend.reason})`);
   // Held-out questions are read before anything heavy loads, so a bad --eval-data fails at once.
@@ -173,29 +241,70 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
   const model = await CausalLM.load(modelDir);
   const tokenizer = await loadTokenizer(modelDir);
   log(`model: ${modelDir} (${model.config.architecture}, ${(model.parameterCount() / 1e6).toFixed(1)}M parameters)`);
+  const maxPositions = model.config.maxPositionEmbeddings;
+  for (const [flag, value] of [['--max-new-tokens', config.maxNewTokens], ['--max-response-tokens', config.maxResponseTokens]] as const) {
+    if (value >= maxPositions) {
+      model.dispose();
+      throw new Error(`${flag} ${value} does not fit the model: ${modelDir} has max_position_embeddings ${maxPositions} for the prompt and the response together`);
+    }
+  }
 
-  const { searcher, seeds: corpusSeeds } = await buildSearch(config, log);
+  const built = await buildSearch(config, log);
+  const corpusSeeds = built.seeds;
+  if (config.retrieverUrl) {
+    const w = await probeRetriever(built.searcher, { flag: '--retriever-url', url: config.retrieverUrl });
+    if (w) log(`warning: ${w}`);
+  }
   const seeds = config.seeds ? readSeedsFile(config.seeds) : corpusSeeds;
   if (!seeds) throw new Error('--seeds FILE is required with --retriever-url (answer seeds: JSONL of {"answer","hops"}); a local --corpus supplies its own');
 
-  // Where to start: the last complete checkpoint of a resumed run, else step 1.
+  // Where to start: the newest checkpoint of a resumed run whose every file is whole and loads, else step 1.
+  // Nothing in the run folder is written before that checkpoint has been read and checked in full.
+  const restored = resumeDir !== undefined ? await run.restoreLatest(async (c) => loadCheckpointPayload(c.dir, config, model)) : undefined;
+  const ckpt = restored?.checkpoint;
   const firstStep = ckpt ? ckpt.step + 1 : 1;
   if (resumeDir !== undefined) {
+    for (const s of restored?.skipped ?? []) log(`warning: checkpoint step ${s.step} is not usable, skipped: ${s.reason}`);
     run.truncateMetricsAfter(ckpt?.step ?? 0);
-    if (ckpt) writeFileAtomic(run.bankPath, readFileSync(join(ckpt.dir, 'skills.json')));
+    if (ckpt?.loaded.bankBytes) writeFileAtomic(run.bankPath, ckpt.loaded.bankBytes);
     else rmSync(run.bankPath, { force: true });
-    log(ckpt ? `resuming ${run.dir} from checkpoint step ${ckpt.step}` : `resuming ${run.dir}: no complete checkpoint, starting over`);
+    log(ckpt ? `resuming ${run.dir} from checkpoint step ${ckpt.step}` : `resuming ${run.dir}: no checkpoint yet, starting over`);
   }
 
   const loraConfig = { r: config.loraR, alpha: config.loraAlpha, dropout: config.loraDropout, targets: config.loraTargets };
-  const adapters: Record<Role, LoraAdapter> = ckpt
-    ? { proposer: loadPeftAdapter(join(ckpt.dir, 'proposer'), 'proposer', model.config), solver: loadPeftAdapter(join(ckpt.dir, 'solver'), 'solver', model.config) }
+  const roles: Record<Role, TrainedRole> = ckpt
+    ? ckpt.loaded.roles
     : {
-        proposer: LoraAdapter.create('proposer', model.config, loraConfig, { seed: config.seed * 2 + 1 }),
-        solver: LoraAdapter.create('solver', model.config, loraConfig, { seed: config.seed * 2 + 2 }),
+        proposer: trainedRole(config, LoraAdapter.create('proposer', model.config, loraConfig, { seed: config.seed * 2 + 1 })),
+        solver: trainedRole(config, LoraAdapter.create('solver', model.config, loraConfig, { seed: config.seed * 2 + 2 })),
       };
-  const roles: Record<Role, TrainedRole> = { proposer: trainedRole(config, adapters.proposer), solver: trainedRole(config, adapters.solver) };
-  if (ckpt) for (const r of ['proposer', 'solver'] as const) roles[r].optimizer.importState(loadOptimizerState(join(ckpt.dir, r)));
+  const adapters: Record<Role, LoraAdapter> = { proposer: roles.proposer.adapter, solver: roles.solver.adapter };
+
+  const policyOptions = { enableThinking: config.enableThinking };
+  const base = new ModelPolicy('base', model, tokenizer, undefined, policyOptions);
+  const inProcess = new PolicyTextGenerator(base);
+  const endpoint = (role: 'judge' | 'distiller'): TextGenerator => {
+    const url = role === 'judge' ? config.judgeUrl : config.distillerUrl;
+    // A server on this machine commonly runs without auth: with no key in the environment, call it without one.
+    const keyless = url !== undefined && config.apiKeyEnv !== '' && !process.env[config.apiKeyEnv] && isLoopbackUrl(url);
+    if (keyless) log(`${role}: ${url} is on this machine and ${config.apiKeyEnv} is not set; calling it without an API key`);
+    return textGeneratorFor(
+      role,
+      {
+        url,
+        model: role === 'judge' ? config.judgeModel : config.distillerModel,
+        ...(keyless ? {} : { keyEnv: config.apiKeyEnv }),
+        timeoutS: role === 'judge' ? config.judgeTimeout : config.distillerTimeout,
+        retries: role === 'judge' ? config.judgeRetries : config.distillerRetries,
+        onRetry: (i) => log(`${role} retry ${i.attempt} in ${i.delayMs} ms: ${i.reason}`),
+      },
+      inProcess,
+    );
+  };
+  const judgeEndpoint = endpoint('judge');
+  const distillerEndpoint = config.skills && config.distill ? endpoint('distiller') : undefined;
+  if (config.judgeUrl) await probeChat(judgeEndpoint, { flag: '--judge-url', url: config.judgeUrl });
+  if (distillerEndpoint && config.distillerUrl) await probeChat(distillerEndpoint, { flag: '--distiller-url', url: config.distillerUrl });
 
   const bankConfig = {
     topK: config.skillsTopK,
@@ -211,15 +320,22 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
     distillMaxTokens: config.distillMaxTokens,
   };
   const bank = config.skills
-    ? await SkillBank.open(run.bankPath, { embedder: await buildEmbedder(config), seeds: config.priming, config: bankConfig, ...(config.dedupThreshold !== undefined ? { dedupThreshold: config.dedupThreshold } : {}) })
+    ? await SkillBank.open(run.bankPath, { embedder: await buildEmbedder(config), seeds: config.priming, config: bankConfig, onStaleLock: (m) => log(`warning: ${m}`), ...(config.dedupThreshold !== undefined ? { dedupThreshold: config.dedupThreshold } : {}) })
     : undefined;
   const cardsAtStart = bank?.cards.length ?? 0;
-
-  const policyOptions = { enableThinking: config.enableThinking };
-  const base = new ModelPolicy('base', model, tokenizer, undefined, policyOptions);
-  const inProcess = new PolicyTextGenerator(base);
-  const judgeText: TextGenerator = textGeneratorFor('judge', { url: config.judgeUrl, model: config.judgeModel, keyEnv: config.apiKeyEnv }, inProcess);
-  const distiller = config.skills && config.distill ? textGeneratorFor('distiller', { url: config.distillerUrl, model: config.distillerModel, keyEnv: config.apiKeyEnv }, inProcess) : undefined;
+  // Counts every judge and distiller call and every search, per step: failures are warned about, never silent.
+  const watch = new RoleWatch({
+    judge: judgeEndpoint,
+    ...(config.judgeUrl ? { judgeUrl: config.judgeUrl } : {}),
+    ...(distillerEndpoint ? { distiller: distillerEndpoint } : {}),
+    ...(config.distillerUrl ? { distillerUrl: config.distillerUrl } : {}),
+    searcher: built.searcher,
+    ...(bank ? { bank } : {}),
+    stopAfter: config.stopAfterFailedSteps,
+  });
+  const searcher = watch.searcher;
+  const judgeText = watch.judge;
+  const distiller = watch.distiller;
   const rolloutSettings = rolloutSettingsOf(config);
   const deps = {
     proposer: new ProposerRole(new ModelPolicy('proposer', model, tokenizer, adapters.proposer, policyOptions), searcher, rolloutSettings),
@@ -241,6 +357,8 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
         padTokenId: tokenizer.padTokenId,
       },
       { mode: config.advantage, eps: config.advantageEps },
+      // The wasm heap cannot grow past its limit: updates are planned to fit it (split, or refused with numbers).
+      backend.name === 'wasm' ? { limitBytes: WASM_HEAP_LIMIT_BYTES, usedBytes: () => tf.memory().numBytes, onSplit: (m) => log(`warning: ${m}`) } : undefined,
     ),
     ...(distiller ? { distiller } : {}),
   };
@@ -274,11 +392,24 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
   };
   const evalRowsSoFar = (): HeldOutRow[] => run.metrics().filter((m): m is HeldOutRow => (m as { kind?: unknown }).kind === 'eval');
 
+  progress.started = true;
   try {
     if (heldOut && !evalRowsSoFar().some((r) => r.step === 0)) await runHeldOut(0);
     for (let step = firstStep; step <= config.steps; step++) {
+      watch.beginStep();
       const result = await sesaStep(step, seeds, deps, settings);
-      run.appendMetrics(result.metrics);
+      // Calls of the judge and distiller and empty searches this step (a role failing too long throws).
+      let calls: StepCalls;
+      try {
+        calls = watch.endStep(step);
+      } catch (err) {
+        if (!(err instanceof RoleFailureError)) throw err;
+        // Keep the step's work: record and checkpoint it, then stop.
+        run.appendMetrics(result.metrics);
+        await saveCheckpoint(step);
+        throw new RoleFailureError(`${err.message}. Checkpoint step ${step} was written; continue with --resume ${run.dir}`);
+      }
+      run.appendMetrics({ ...result.metrics, calls: calls.calls, searches: calls.searches });
       metrics.push(result.metrics);
       // The run log gets a line per step; the caller shows steps through onStepEnd.
       run.log(
@@ -294,6 +425,7 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
             'Counted per step in metrics.jsonl as ragChecksShortOfDistractors; this warning is shown once.',
         );
       }
+      for (const w of calls.warnings) log(`warning: ${w}`);
       hooks.onStepEnd?.(result.metrics);
       // Before the checkpoint, so a run killed during the eval redoes the step and its eval on resume.
       if (heldOut && (step % config.evalEvery === 0 || step === config.steps)) await runHeldOut(step);
@@ -330,7 +462,6 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
     metrics,
     ...(lastCheckpoint ? { lastCheckpoint } : {}),
     ...(bank ? { bank: { cardsAtStart, cardsAtEnd: bank.cards.length, versionAtEnd: bank.version } } : {}),
-    ...(changed ? { changed } : {}),
     ...(heldOutSummary.length > 0 ? { heldOut: heldOutSummary } : {}),
   };
 }

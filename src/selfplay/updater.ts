@@ -4,6 +4,7 @@ import { type GroupAdvantageOptions, groupAdvantages } from '../../kernels/group
 import type { LoraAdapter } from '../model/lora.js';
 import type { CausalLM } from '../model/qwen3.js';
 import { type GrpoUpdateConfig, type GrpoUpdateMetrics, grpoUpdate, type TrainingSequence } from '../rl/grpo-update.js';
+import { planMicroBatches } from '../rl/memory-budget.js';
 import type { AdamW } from '../rl/optimizer.js';
 import { tf } from '../tensor/backend.js';
 import type { Rollout } from './rollout.js';
@@ -53,12 +54,22 @@ export interface TrainedRole {
   params: Record<string, tf.Variable>;
 }
 
+/** A heap with a fixed limit (the wasm backend): each update's micro-batches are planned to fit it. */
+export interface HeapLimit {
+  limitBytes: number;
+  /** Bytes in use now (tensors, the model's weights among them). */
+  usedBytes: () => number;
+  /** Told when an update runs in smaller micro-batches than configured. */
+  onSplit?: (message: string) => void;
+}
+
 export class GrpoPolicyUpdater implements PolicyUpdater {
   constructor(
     private readonly model: CausalLM,
     private readonly roles: Record<Role, TrainedRole>,
     private readonly config: GrpoUpdateConfig,
     private readonly advantage: AdvantageSettings = {},
+    private readonly heap?: HeapLimit,
   ) {}
 
   async update(role: Role, groups: readonly RolloutGroup[]): Promise<RoleUpdateMetrics | undefined> {
@@ -72,7 +83,24 @@ export class GrpoPolicyUpdater implements PolicyUpdater {
     );
     if (seqs.length === 0) return undefined;
     const { adapter, optimizer, params } = this.roles[role];
-    const m = await grpoUpdate(this.model, adapter, optimizer, params, seqs, this.config);
+    let config = this.config;
+    if (this.heap) {
+      const free = this.heap.limitBytes - this.heap.usedBytes();
+      const plan = planMicroBatches(
+        seqs.map((s) => ({ tokens: s.promptIds.length + s.responseIds.length })),
+        this.config.microBatchSize,
+        this.model.config,
+        free,
+        { loraRank: adapter.config.r, heapLimitBytes: this.heap.limitBytes, what: `the ${role} update` },
+      );
+      if (plan.microBatchSize < this.config.microBatchSize) {
+        this.heap.onSplit?.(
+          `the ${role} update runs in micro-batches of ${plan.microBatchSize} instead of ${this.config.microBatchSize}: ${plan.largest.sequences} × ${plan.largest.tokens} tokens need about ${(plan.largest.bytes / 2 ** 30).toFixed(2)} GiB (estimate) of ${(free / 2 ** 30).toFixed(2)} GiB free in the wasm heap`,
+        );
+        config = { ...this.config, microBatchSize: plan.microBatchSize };
+      }
+    }
+    const m = await grpoUpdate(this.model, adapter, optimizer, params, seqs, config);
     return { loss: m.loss, pgLoss: m.pgLoss, kl: m.kl, clipFrac: m.clipFrac, entropy: m.entropy, gradNorm: m.gradNorm, lr: m.lr, tokensPerSecond: m.tokensPerSecond, sequences: m.sequences };
   }
 }

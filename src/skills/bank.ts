@@ -11,6 +11,7 @@
 //                       atomic write of the whole file (a killed process keeps the old or the new file)
 import { existsSync, readFileSync } from 'node:fs';
 import { writeJsonAtomic } from '../checkpoint/atomic.js';
+import { FileLock } from '../util/lock.js';
 import type { TextGenerator } from '../llm/types.js';
 import type { CardContent, SkillCard } from './card.js';
 import { cardEmbeddingText, cardScore, emptyStats, validateCard } from './card.js';
@@ -89,6 +90,13 @@ export interface OpenOptions {
   reembed?: boolean;
   /** Overrides the recorded admission threshold (recorded at the next commit). */
   dedupThreshold?: number;
+  /**
+   * Take the bank's exclusive lock (`<path>.lock`) for as long as it is open, so a second writer is refused
+   * instead of overwriting this one's commits. Default true; false only for read-only use (search).
+   */
+  lock?: boolean;
+  /** Told when a stale lock (of a process that no longer runs) is taken over. */
+  onStaleLock?: (message: string) => void;
 }
 
 export class BankFileError extends Error {
@@ -227,6 +235,8 @@ export class SkillBank {
   private lastError: Error | null = null;
   /** Changes already applied: committing one twice is a caller bug, refused rather than double-counted. */
   private readonly applied = new WeakSet<PendingChange>();
+  /** Held from open() to dispose() unless opened without a lock. */
+  private lock: FileLock | undefined;
 
   private constructor(
     readonly path: string,
@@ -241,6 +251,19 @@ export class SkillBank {
   }
 
   static async open(path: string, opts: OpenOptions): Promise<SkillBank> {
+    // The lock is taken before the file is read, so what this process commits is based on the latest file.
+    const lock = opts.lock === false ? undefined : FileLock.acquire(`${path}.lock`, `skill bank ${path}`, `skill bank writer (${process.argv.slice(2, 4).join(' ') || 'library'})`, opts.onStaleLock);
+    try {
+      const bank = await SkillBank.openUnlocked(path, opts);
+      bank.lock = lock;
+      return bank;
+    } catch (err) {
+      lock?.release();
+      throw err;
+    }
+  }
+
+  private static async openUnlocked(path: string, opts: OpenOptions): Promise<SkillBank> {
     const config = resolveConfig(opts.config);
     const info = opts.embedder.info;
     let data: BankFile;
@@ -561,8 +584,13 @@ export class SkillBank {
   }
 
   async dispose(): Promise<void> {
-    await this.waitForConsolidation();
-    await this.embedder.dispose?.();
+    try {
+      await this.waitForConsolidation();
+      await this.embedder.dispose?.();
+    } finally {
+      this.lock?.release();
+      this.lock = undefined;
+    }
   }
 
   private async refreshVectors(): Promise<void> {

@@ -1,13 +1,15 @@
 // The search group: the corpus or retrieval server, the answer seeds, and what a search returns
 // (docs/method.md, "Search" and "Validating questions").
-import { fixedForRun, int, optionalStr, str } from './setting.js';
+import { fixedForRun, httpUrl, int, num, optionalStr, str } from './setting.js';
 
 export const SEARCH_SETTINGS = {
   corpus: str('demo', {
     help: "JSONL corpus ({id,contents} or {id,title,text}), or 'demo' for the embedded synthetic encyclopedia",
     resume: fixedForRun('the answer seeds and questions of the run come from its corpus'),
   }),
-  retrieverUrl: optionalStr({ help: 'a Search-R1-compatible retrieval server; when set it replaces the local index' }),
+  retrieverUrl: optionalStr({ help: 'a Search-R1-compatible retrieval server; when set it replaces the local index', check: httpUrl }),
+  retrieverTimeout: num(60, { above: 0, help: 'seconds per retrieval-server request attempt' }),
+  retrieverRetries: int(3, { min: 0, help: 'retries of a failed retrieval request (HTTP 5xx, timeouts), each printed' }),
   seeds: optionalStr({
     help: 'answer seeds, JSONL of {"answer","hops","aliases"?}; unset: seeds derived from the corpus',
     resume: fixedForRun('a resumed run replays its seed draws from the same pool'),

@@ -131,3 +131,15 @@ export function list<const C extends string>(values: readonly C[], def: readonly
   };
   return { kind: 'list', choices: values, default: [...def], help: o.help, resume: o.resume ?? CHANGE, check: both(members, o.check) as (v: C[]) => string | undefined };
 }
+
+/** A check for an endpoint setting: the value must parse as an http(s) URL. */
+export function httpUrl(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  let u: URL;
+  try {
+    u = new URL(value);
+  } catch {
+    return `must be a URL such as http://host:port/..., got ${JSON.stringify(value)}`;
+  }
+  return u.protocol === 'http:' || u.protocol === 'https:' ? undefined : `must be an http:// or https:// URL, got ${value}`;
+}

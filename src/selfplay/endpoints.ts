@@ -1,0 +1,34 @@
+// Start checks for the endpoints a run depends on: each configured server is asked once before step 1 (a
+// Search-R1 query to the retriever, a one-token chat completion to the judge and the distiller), so a dead
+// or misconfigured endpoint is a clear error at the start, not a surprise hours in (or never, when the
+// model happens not to call it).
+import type { TextGenerator } from '../llm/types.js';
+import type { Searcher } from '../search/types.js';
+
+export interface EndpointToProbe {
+  /** The flag that configured it, e.g. --judge-url, and its value. */
+  flag: string;
+  url: string;
+}
+
+/** Asks the retriever one query; an error names the flag. Returns a warning when it answers with nothing. */
+export async function probeRetriever(searcher: Searcher, at: EndpointToProbe): Promise<string | undefined> {
+  let lists;
+  try {
+    lists = await searcher.search(['probe query'], 1);
+  } catch (err) {
+    throw new Error(`${at.flag} ${at.url}: the retrieval server failed a probe query before step 1: ${(err as Error).message}`);
+  }
+  const passages = lists[0] ?? [];
+  if (!passages.some((p) => p.text.trim().length > 0)) return `${at.flag} ${at.url}: the retrieval server answered a probe query with no passages; searches may all come back empty`;
+  return undefined;
+}
+
+/** Asks a chat endpoint for one token; an error names the flag. */
+export async function probeChat(gen: TextGenerator, at: EndpointToProbe): Promise<void> {
+  try {
+    await gen.complete([{ role: 'user', content: 'Reply with the word OK.' }], { maxTokens: 1, temperature: 0 });
+  } catch (err) {
+    throw new Error(`${at.flag} ${at.url}: the endpoint failed a one-token probe before step 1: ${(err as Error).message}`);
+  }
+}

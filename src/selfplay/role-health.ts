@@ -1,0 +1,214 @@
+// Watching the roles that answer over the network or in process (judge, distiller) and the search tool, so
+// that a failing one is never silent: calls are counted per step, a step with failed or unusable replies
+// gets a warning with the counts, and a role that fails on every call for K consecutive steps stops the run
+// with a clear error. Searches that return nothing are counted and warned about the same way.
+import type { ChatMessage, CompleteOptions, TextGenerator } from '../llm/types.js';
+import type { Passage, Searcher } from '../search/types.js';
+import { parseVerdict } from './judge.js';
+import { lastTagContent } from './rollout.js';
+
+export interface CallCounts {
+  calls: number;
+  /** Calls that threw (endpoint errors after retries). */
+  failed: number;
+  /** Replies that came back but could not be used (no verdict, no card). */
+  unusable: number;
+  lastError?: string;
+}
+
+/** A TextGenerator that counts its calls, failures and (with `usable`) unusable replies. */
+export class CountingTextGenerator implements TextGenerator {
+  readonly name: string;
+  private counts: CallCounts = { calls: 0, failed: 0, unusable: 0 };
+
+  constructor(
+    readonly inner: TextGenerator,
+    private readonly usable?: (reply: string) => boolean,
+  ) {
+    this.name = inner.name;
+  }
+
+  async complete(messages: ChatMessage[], opts?: CompleteOptions): Promise<string> {
+    this.counts.calls++;
+    try {
+      const reply = await this.inner.complete(messages, opts);
+      if (this.usable && !this.usable(reply)) this.counts.unusable++;
+      return reply;
+    } catch (err) {
+      this.counts.failed++;
+      this.counts.lastError = (err as Error).message;
+      throw err;
+    }
+  }
+
+  /** The counts since the last call, and starts counting afresh. */
+  take(): CallCounts {
+    const c = this.counts;
+    this.counts = { calls: 0, failed: 0, unusable: 0 };
+    return c;
+  }
+}
+
+export interface SearchCounts {
+  queries: number;
+  /** Queries that returned no passage with any text. */
+  empty: number;
+}
+
+/** A Searcher that counts queries and empty results. */
+export class CountingSearcher implements Searcher {
+  private counts: SearchCounts = { queries: 0, empty: 0 };
+
+  constructor(readonly inner: Searcher) {}
+
+  describe(): string {
+    return this.inner.describe();
+  }
+
+  async search(queries: string[], k: number): Promise<Passage[][]> {
+    const lists = await this.inner.search(queries, k);
+    this.counts.queries += queries.length;
+    this.counts.empty += lists.filter((l) => !l.some((p) => p.text.trim().length > 0)).length;
+    return lists;
+  }
+
+  take(): SearchCounts {
+    const c = this.counts;
+    this.counts = { queries: 0, empty: 0 };
+    return c;
+  }
+}
+
+export class RoleFailureError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RoleFailureError';
+  }
+}
+
+export interface RoleStep {
+  role: string;
+  counts: CallCounts;
+  /** The flag that points the role at its endpoint, for the error's advice (e.g. --judge-url). */
+  flag?: string;
+  /** Whether unusable replies count as failures toward the stop (true for an endpoint, false in process). */
+  unusableIsFailure: boolean;
+}
+
+/** Fraction of a step's searches that may come back empty before the step is warned about. */
+export const EMPTY_SEARCH_WARN_FRACTION = 0.5;
+
+export class RoleHealth {
+  private readonly streaks = new Map<string, { steps: number; first: number }>();
+
+  /** `stopAfter`: consecutive all-failed steps of one role that stop the run. */
+  constructor(private readonly stopAfter: number) {
+    if (!Number.isInteger(stopAfter) || stopAfter < 1) throw new Error(`stopAfter must be a positive integer, got ${stopAfter}`);
+  }
+
+  /**
+   * The warnings for `step`; throws a RoleFailureError when a role has now failed on every call for
+   * `stopAfter` consecutive steps in which it was called (steps without calls neither count nor reset).
+   */
+  check(step: number, roles: readonly RoleStep[], search?: SearchCounts): string[] {
+    const warnings: string[] = [];
+    for (const { role, counts, flag, unusableIsFailure } of roles) {
+      if (counts.calls === 0) continue;
+      const parts: string[] = [];
+      if (counts.failed > 0) parts.push(`${counts.failed} of ${counts.calls} calls failed (last: ${counts.lastError ?? 'unknown error'})`);
+      if (counts.unusable > 0) parts.push(`${counts.unusable} of ${counts.calls} replies unusable`);
+      if (parts.length > 0) warnings.push(`step ${step}: ${role}: ${parts.join('; ')}`);
+      const bad = counts.failed + (unusableIsFailure ? counts.unusable : 0);
+      if (bad < counts.calls) {
+        this.streaks.delete(role);
+        continue;
+      }
+      const s = this.streaks.get(role) ?? { steps: 0, first: step };
+      s.steps++;
+      this.streaks.set(role, s);
+      if (s.steps >= this.stopAfter) {
+        const what = counts.failed === counts.calls ? `failed on every call` : `failed or replied unusably on every call`;
+        throw new RoleFailureError(
+          `${role} ${what} for ${s.steps} consecutive steps (${s.first}–${step}); last error: ${counts.lastError ?? 'none (replies unusable)'}. ` +
+            `Check ${flag ?? `the ${role}`}, or change --stop-after-failed-steps (now ${this.stopAfter})`,
+        );
+      }
+    }
+    if (search && search.queries > 0 && search.empty > search.queries * EMPTY_SEARCH_WARN_FRACTION) {
+      warnings.push(`step ${step}: search: ${search.empty} of ${search.queries} searches returned no passage with text`);
+    }
+    return warnings;
+  }
+}
+
+/** The bank's side of the distiller's work: replies dropped as invalid, and a job that failed as a whole. */
+export interface DistillerBankView {
+  readonly counters: { readonly invalid: number };
+  readonly lastConsolidationError: Error | null;
+}
+
+export interface RoleWatchOptions {
+  judge: TextGenerator;
+  /** Set when the judge is an endpoint (--judge-url); unusable replies then count toward the stop. */
+  judgeUrl?: string;
+  distiller?: TextGenerator;
+  distillerUrl?: string;
+  searcher: Searcher;
+  bank?: DistillerBankView;
+  /** Consecutive all-failed steps of one role that stop the run. */
+  stopAfter: number;
+}
+
+export interface StepCalls {
+  calls: { judge: CallCounts; distiller?: CallCounts };
+  searches: SearchCounts;
+  warnings: string[];
+}
+
+/** A judge reply is usable when it holds a verdict (semantic match) or an <answer> (the RAG check). */
+export function usableJudgeReply(reply: string): boolean {
+  return parseVerdict(reply) !== undefined || lastTagContent(reply, 'answer') !== undefined;
+}
+
+/**
+ * The trainer's watch over its roles: hand `judge`, `distiller` and `searcher` to the step in place of the
+ * originals, call beginStep() before and endStep() after each step.
+ */
+export class RoleWatch {
+  readonly judge: CountingTextGenerator;
+  readonly distiller: CountingTextGenerator | undefined;
+  readonly searcher: CountingSearcher;
+  private readonly health: RoleHealth;
+  private invalidBefore = 0;
+
+  constructor(private readonly opts: RoleWatchOptions) {
+    this.judge = new CountingTextGenerator(opts.judge, usableJudgeReply);
+    this.distiller = opts.distiller ? new CountingTextGenerator(opts.distiller) : undefined;
+    this.searcher = new CountingSearcher(opts.searcher);
+    this.health = new RoleHealth(opts.stopAfter);
+  }
+
+  beginStep(): void {
+    this.invalidBefore = this.opts.bank?.counters.invalid ?? 0;
+    this.judge.take();
+    this.distiller?.take();
+    this.searcher.take();
+  }
+
+  /** This step's counts and warnings; throws a RoleFailureError when a role has failed for too long. */
+  endStep(step: number): StepCalls {
+    const judge = this.judge.take();
+    const distiller = this.distiller?.take();
+    if (distiller) distiller.unusable = (this.opts.bank?.counters.invalid ?? 0) - this.invalidBefore;
+    const searches = this.searcher.take();
+    const roles: RoleStep[] = [{ role: 'judge', counts: judge, unusableIsFailure: this.opts.judgeUrl !== undefined, ...(this.opts.judgeUrl ? { flag: `--judge-url ${this.opts.judgeUrl}` } : {}) }];
+    if (distiller) {
+      roles.push({ role: 'distiller', counts: distiller, unusableIsFailure: this.opts.distillerUrl !== undefined, ...(this.opts.distillerUrl ? { flag: `--distiller-url ${this.opts.distillerUrl}` } : {}) });
+    }
+    const warnings: string[] = [];
+    const jobError = this.opts.bank?.lastConsolidationError;
+    if (this.distiller && jobError) warnings.push(`step ${step}: consolidation failed as a whole (its records stay queued): ${jobError.message}`);
+    warnings.push(...this.health.check(step, roles, searches));
+    return { calls: { judge, ...(distiller ? { distiller } : {}) }, searches, warnings };
+  }
+}
