@@ -86,8 +86,8 @@ describe('endpoint probes before step 1', () => {
   it('bad endpoint URLs are refused before anything runs', async () => {
     const r = await train(['--judge-url', 'notaurl', '--judge-model', 'm', '--distiller-url', 'ftp://x', '--distiller-model', 'm']);
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toMatch(/--judge-url "notaurl" is not a URL/);
-    expect(r.stderr).toMatch(/--distiller-url ftp:\/\/x must be an http:\/\/ or https:\/\/ URL/);
+    expect(r.stderr).toMatch(/--judge-url must be a URL such as http:\/\/host:port\/\.\.\., got "notaurl"/);
+    expect(r.stderr).toMatch(/--distiller-url must be an http:\/\/ or https:\/\/ URL, got ftp:\/\/x/);
     expect(existsSync(r.out)).toBe(false);
   });
 
