@@ -1,4 +1,5 @@
-// `sesa-train skill-sp`: the Skill Self-Play recipe (docs/recipes.md). A proposer and a solver LoRA adapter on
+// `sesa-train --recipe skill-sp` (or `sesa-train skill-sp`): the Skill Self-Play recipe (docs/recipes.md);
+// ./recipe-dispatch.ts hands `--recipe skill-sp` to this command. A proposer and a solver LoRA adapter on
 // one frozen model, trained by GRPO on ZebraLogic puzzles and tool-call tasks that the proposer writes,
 // conditioned on routed skill packages or on nothing (the open stream).
 import { SingleBar } from 'cli-progress';
@@ -25,6 +26,7 @@ export const command: CommandModule<object, SkillSpArgs> = {
   describe: 'Skill Self-Play: proposer and solver adapters trained by GRPO on skill-routed ZebraLogic and tool-call tasks',
   builder: (y: Argv) => {
     let b = y
+      .usage('$0 --recipe skill-sp [options]   (or: $0 skill-sp [options])\n\nSkill Self-Play. Every setting below can also be given in a --config file (JSON or YAML, same names).')
       .option('config', { type: 'string', describe: 'settings file (JSON or YAML) with the keys below in camelCase; flags override it' })
       .option('resume', { type: 'string', describe: 'continue the run in this folder from its last checkpoint (its settings; --iterations may extend it)' })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON summary at the end' });

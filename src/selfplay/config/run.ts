@@ -9,7 +9,7 @@ export type RecipeName = (typeof RECIPES)[number];
 
 export const RUN_SETTINGS = {
   recipe: choice(RECIPES, 'sesa', {
-    help: 'sesa: self-play with the skill bank and frontier reward; ssp: the Search Self-Play baseline (no skills, reward 1 − p̂, n_p = 1, r_invalid = 0)',
+    help: 'sesa: self-play with the skill bank and frontier reward; ssp: the Search Self-Play baseline (no skills, reward 1 − p̂, n_p = 1, r_invalid = 0); skill-sp runs Skill Self-Play with its own settings (--recipe skill-sp --help)',
     resume: fixedForRun('the recipe decides what the run trains; start a new run for another recipe'),
   }),
   model: str('tiny', {
