@@ -1,6 +1,7 @@
 // `sesa-train --recipe skill-sp` through the real command line: the train command hands it to the Skill
 // Self-Play command with that recipe's own settings (a one-iteration run on a tiny random model writes its
-// run folder), refuses flags that belong to the SESA/SSP trainer or to nothing, and shows the recipe's help.
+// run folder, and --resume extends it), refuses flags that belong to the SESA/SSP trainer or to nothing, and
+// shows the recipe's help.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -48,7 +49,19 @@ describe('--recipe skill-sp', () => {
     expect('recipe' in config).toBe(false);
     expect(readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n')).toHaveLength(1);
     for (const role of ['proposer', 'solver']) expect(existsSync(join(out, role, 'adapter_config.json'))).toBe(true);
-  }, 300_000);
+
+    // --resume takes the recorded settings: a setting the table fixes for the run is refused with its reason,
+    // and --iterations extends the run by one iteration.
+    const refused = cli(['--recipe', 'skill-sp', '--resume', out, '--iterations', '2', '--lr', '0.1', '--config', 'x.yaml']);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain('--lr cannot change on --resume: a resumed run continues with the settings it recorded');
+    expect(refused.stderr).toContain('--config cannot be given with --resume');
+    const resumed = cli(['--recipe', 'skill-sp', '--resume', out, '--iterations', '2', '--json']);
+    expect(resumed.status, resumed.stderr).toBe(0);
+    const more = JSON.parse(resumed.stdout.trim().split('\n').pop() as string) as { resumedFrom: number; metrics: Array<{ iteration: number }> };
+    expect([more.resumedFrom, more.metrics.map((m) => m.iteration)]).toEqual([1, [2]]);
+    expect(readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n')).toHaveLength(2);
+  }, 400_000);
 
   it('refuses a flag of the SESA/SSP trainer and an unknown flag, naming each', () => {
     const r = cli(['--recipe', 'skill-sp', '--steps', '3', '--group-size', '2', '--nope', '1']);

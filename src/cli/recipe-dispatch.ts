@@ -3,7 +3,7 @@
 // (sesa, ssp) share the training settings and stay with it. A flag the Skill Self-Play command does not
 // take is refused here, saying whether it is a setting of the SESA/SSP trainer or of nothing at all.
 import { flagName, keyOf, SETTING_KEYS } from '../selfplay/config.js';
-import { SKILL_SP_OPTIONS } from '../recipes/skill-sp/config.js';
+import { SKILL_SP_SETTINGS } from '../recipes/skill-sp/config.js';
 
 /** The recipe that runs as its own command rather than through the training settings. */
 export const SKILL_SP_RECIPE = 'skill-sp';
@@ -49,7 +49,7 @@ export function dispatchRecipe(argv: readonly string[]): string[] {
   const rest = [...argv.slice(0, wanted.at), ...argv.slice(wanted.at + wanted.span)];
   if (rest[0] === 'train' || rest[0] === SKILL_SP_RECIPE) rest.shift();
 
-  const known = new Set([...SKILL_SP_OPTIONS.map((r) => r.key as string), ...SKILL_SP_COMMAND_OPTIONS]);
+  const known = new Set([...Object.keys(SKILL_SP_SETTINGS), ...SKILL_SP_COMMAND_OPTIONS]);
   const training = new Set<string>(SETTING_KEYS);
   const refused: string[] = [];
   for (const name of flagsOf(rest)) {

@@ -4,10 +4,11 @@
 // conditioned on routed skill packages or on nothing (the open stream).
 import { SingleBar } from 'cli-progress';
 import type { Argv, CommandModule } from 'yargs';
-import { flagOf, readSettingsFile, resolveOptions, yargsOptionsOf } from '../recipes/option-table.js';
-import { SKILL_SP_OPTIONS, type SkillSpConfig } from '../recipes/skill-sp/config.js';
+import { SKILL_SP_SETTINGS, type SkillSpConfig, skillSpProblems } from '../recipes/skill-sp/config.js';
 import type { IterationMetrics } from '../recipes/skill-sp/iteration.js';
 import { readRunConfig, runSkillSp } from '../recipes/skill-sp/run.js';
+import { flagsGiven, readSettingsFile, resolveSettings, yargsOptionsOf } from '../selfplay/config/table.js';
+import { refusedOnResume } from './recipe-resume.js';
 
 interface SkillSpArgs {
   [key: string]: unknown;
@@ -30,22 +31,17 @@ export const command: CommandModule<object, SkillSpArgs> = {
       .option('config', { type: 'string', describe: 'settings file (JSON or YAML) with the keys below in camelCase; flags override it' })
       .option('resume', { type: 'string', describe: 'continue the run in this folder from its last checkpoint (its settings; --iterations may extend it)' })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON summary at the end' });
-    for (const [flag, o] of Object.entries(yargsOptionsOf(SKILL_SP_OPTIONS))) b = b.option(flag, o);
+    for (const [flag, o] of Object.entries(yargsOptionsOf(SKILL_SP_SETTINGS))) b = b.option(flag, o);
     return b as unknown as Argv<SkillSpArgs>;
   },
   handler: async (args) => {
-    const given: Record<string, unknown> = {};
-    for (const row of SKILL_SP_OPTIONS) if (args[row.key] !== undefined) given[row.key] = args[row.key];
+    const given = flagsGiven(SKILL_SP_SETTINGS, args);
     let config: SkillSpConfig;
     if (args.resume) {
-      const extra = Object.keys(given).filter((k) => k !== 'iterations');
-      if (extra.length > 0 || args.config) throw new Error(`--resume continues with the run's recorded settings; only --iterations may be given (drop ${[...extra.map((k) => `--${flagOf(k)}`), ...(args.config ? ['--config'] : [])].join(', ')})`);
-      config = resolveOptions<SkillSpConfig>(SKILL_SP_OPTIONS, [
-        { source: `${args.resume}/config.json`, values: { ...readRunConfig(args.resume), out: args.resume } },
-        { source: 'flags', values: given },
-      ]);
+      refusedOnResume(SKILL_SP_SETTINGS, given, args.config !== undefined ? ['--config'] : []);
+      config = resolveSettings(SKILL_SP_SETTINGS, [{ file: `${args.resume}/config.json`, raw: { ...readRunConfig(args.resume), out: args.resume } }, { flags: given }], skillSpProblems);
     } else {
-      config = resolveOptions<SkillSpConfig>(SKILL_SP_OPTIONS, [...(args.config ? [{ source: args.config, values: readSettingsFile(args.config) }] : []), { source: 'flags', values: given }]);
+      config = resolveSettings(SKILL_SP_SETTINGS, [...(args.config ? [{ file: args.config, raw: readSettingsFile(args.config) }] : []), { flags: given }], skillSpProblems);
     }
     const human = !args.json;
     let bar: SingleBar | undefined;

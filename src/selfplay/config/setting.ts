@@ -131,3 +131,11 @@ export function list<const C extends string>(values: readonly C[], def: readonly
   };
   return { kind: 'list', choices: values, default: [...def], help: o.help, resume: o.resume ?? CHANGE, check: both(members, o.check) as (v: C[]) => string | undefined };
 }
+
+/**
+ * The table with every setting refused on --resume, for `reason`, except those in `mayChange` (for a recipe
+ * whose resumed run continues with the settings it recorded).
+ */
+export function fixedOnResumeExcept<T extends SettingTable>(table: T, mayChange: ReadonlyArray<keyof T>, reason: string): T {
+  return Object.fromEntries(Object.entries(table).map(([k, s]) => [k, mayChange.includes(k) ? s : { ...s, resume: fixedForRun(reason) }])) as T;
+}
