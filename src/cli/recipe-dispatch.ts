@@ -3,6 +3,7 @@
 // (sesa, ssp) share the training settings and stay with it. A flag the Skill Self-Play command does not
 // take is refused here, saying whether it is a setting of the SESA/SSP trainer or of nothing at all.
 import { flagName, keyOf, SETTING_KEYS } from '../selfplay/config.js';
+import { typedFlagNames } from './common.js';
 import { SKILL_SP_SETTINGS } from '../recipes/skill-sp/config.js';
 
 /** The recipe that runs as its own command rather than through the training settings. */
@@ -23,17 +24,6 @@ function recipeFlag(argv: readonly string[]): { at: number; span: number; value:
   return found;
 }
 
-/** The flags (as typed, without a value) before `--`. */
-function flagsOf(argv: readonly string[]): string[] {
-  const out: string[] = [];
-  for (const a of argv) {
-    if (a === '--') break;
-    const m = /^--(?:no-)?([A-Za-z0-9][A-Za-z0-9-]*)(?:=|$)/.exec(a);
-    if (m) out.push(m[1] as string);
-  }
-  return out;
-}
-
 /**
  * The command line to parse: unchanged, unless it is the train command (named or implied) with
  * `--recipe skill-sp`, which becomes `skill-sp` with the same flags minus `--recipe`. Throws, naming each
@@ -52,7 +42,7 @@ export function dispatchRecipe(argv: readonly string[]): string[] {
   const known = new Set([...Object.keys(SKILL_SP_SETTINGS), ...SKILL_SP_COMMAND_OPTIONS]);
   const training = new Set<string>(SETTING_KEYS);
   const refused: string[] = [];
-  for (const name of flagsOf(rest)) {
+  for (const name of typedFlagNames(rest)) {
     const key = keyOf(name);
     if (known.has(key)) continue;
     refused.push(training.has(key) ? `--${flagName(key)} is a setting of the SESA/SSP trainer (--recipe sesa|ssp), not of Skill Self-Play` : `--${name} is not a setting of any recipe`);
