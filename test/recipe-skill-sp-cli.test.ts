@@ -3,7 +3,7 @@
 // run folder, and --resume extends it), refuses flags that belong to the SESA/SSP trainer or to nothing, and
 // shows the recipe's help.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -70,6 +70,14 @@ describe('--recipe skill-sp', () => {
     expect(r.stderr).toContain('--steps is a setting of the SESA/SSP trainer');
     expect(r.stderr).toContain('--group-size is a setting of the SESA/SSP trainer');
     expect(r.stderr).toContain('--nope is not a setting of any recipe');
+  });
+
+  it("a training config file that names the recipe is sent to the recipe's own command line", () => {
+    const file = join(root, 'train.yaml');
+    writeFileSync(file, 'recipe: skill-sp\niterations: 1\n');
+    const r = cli(['--config', file]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`${file}: recipe 'skill-sp' has its own settings, not the trainer's: drop the recipe key and run sesa-train --recipe skill-sp --config ${file}`);
   });
 
   it('--help shows the recipe settings, not the training settings', () => {

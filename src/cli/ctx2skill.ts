@@ -66,7 +66,7 @@ export const command: CommandModule<object, Ctx2SkillArgs> = {
       .option('context', { type: 'string', describe: 'the context C: a text file, or a folder of .txt/.md files' })
       .option('out', { type: 'string', default: 'runs/ctx2skill', describe: 'output folder (history.json, skills.md, skills.json)' })
       .option('resume', { type: 'string', describe: 'continue the run in this folder (its settings and context are the recorded ones)' })
-      .option('config', { type: 'string', describe: 'settings file (JSON or YAML) with the keys below in camelCase; flags override it' })
+      .option('config', { type: 'string', describe: 'settings file (JSON or YAML) with the settings below as keys (kebab-case or camelCase); flags override it' })
       .option('model', { type: 'string', describe: `in-process model for the roles without a URL (a folder, a name such as qwen3-0.6b, or '${TINY_DEFAULT_NAME}')` })
       .option('download', { type: 'boolean', default: false, describe: 'fetch --model into the Hugging Face cache when missing' })
       .option('backend', { choices: BACKEND_CHOICES, default: 'auto' as BackendChoice, describe: 'tensor backend of the in-process model' })

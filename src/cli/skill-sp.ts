@@ -28,7 +28,7 @@ export const command: CommandModule<object, SkillSpArgs> = {
   builder: (y: Argv) => {
     let b = y
       .usage('$0 --recipe skill-sp [options]   (or: $0 skill-sp [options])\n\nSkill Self-Play. Every setting below can also be given in a --config file (JSON or YAML, same names).')
-      .option('config', { type: 'string', describe: 'settings file (JSON or YAML) with the keys below in camelCase; flags override it' })
+      .option('config', { type: 'string', describe: 'settings file (JSON or YAML) with the settings below as keys (kebab-case or camelCase); flags override it' })
       .option('resume', { type: 'string', describe: 'continue the run in this folder from its last checkpoint (its settings; --iterations may extend it)' })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON summary at the end' });
     for (const [flag, o] of Object.entries(yargsOptionsOf(SKILL_SP_SETTINGS))) b = b.option(flag, o);

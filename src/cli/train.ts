@@ -21,6 +21,7 @@ import { readSettingsFile } from '../selfplay/config/table.js';
 import type { StepMetrics } from '../selfplay/step.js';
 import { train, type TrainSummary } from '../selfplay/trainer.js';
 import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
+import { SKILL_SP_RECIPE } from './recipe-dispatch.js';
 
 interface TrainArgs {
   [key: string]: unknown;
@@ -30,7 +31,11 @@ interface TrainArgs {
 }
 
 function readConfigFile(file: string): Partial<TrainConfig> {
-  return parseConfigObject(readSettingsFile(file), file);
+  const raw = readSettingsFile(file);
+  if (typeof raw === 'object' && raw !== null && (raw as { recipe?: unknown }).recipe === SKILL_SP_RECIPE) {
+    throw new Error(`${file}: recipe '${SKILL_SP_RECIPE}' has its own settings, not the trainer's: drop the recipe key and run sesa-train --recipe ${SKILL_SP_RECIPE} --config ${file} (its settings: sesa-train --recipe ${SKILL_SP_RECIPE} --help)`);
+  }
+  return parseConfigObject(raw, file);
 }
 
 /**
