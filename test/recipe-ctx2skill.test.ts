@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../src/llm/types.js';
 import { ScriptedTextGenerator } from '../src/llm/scripted.js';
 import { askStructured } from '../src/recipes/ctx2skill/ask.js';
-import { CTX2SKILL_DEFAULTS, CTX2SKILL_OPTIONS, type Ctx2SkillConfig } from '../src/recipes/ctx2skill/config.js';
+import { CTX2SKILL_DEFAULTS, CTX2SKILL_SETTINGS, type Ctx2SkillConfig } from '../src/recipes/ctx2skill/config.js';
 import { loadContext } from '../src/recipes/ctx2skill/context.js';
 import { jsonCandidates } from '../src/recipes/reply-json.js';
 import { laplaceRate, probeSets, selectByReplay } from '../src/recipes/ctx2skill/replay.js';
@@ -20,7 +20,7 @@ import { buildRoles } from '../src/recipes/ctx2skill/role-endpoints.js';
 import { Ctx2SkillRun, readHistory } from '../src/recipes/ctx2skill/run.js';
 import { checkJudgeReply } from '../src/recipes/ctx2skill/shapes.js';
 import type { Ctx2SkillHistory } from '../src/recipes/ctx2skill/types.js';
-import { resolveOptions } from '../src/recipes/option-table.js';
+import { resolveSettings } from '../src/selfplay/config/table.js';
 import { TOY_CONTEXT, toyReply } from './recipe-ctx2skill-double.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -205,10 +205,11 @@ describe('the Ctx2Skill loop with a scripted LLM double', () => {
     writeFileSync(other, 'a different context');
     expect(() => Ctx2SkillRun.resume(out, loadContext(other, 1e6), roles)).toThrow(/the context changed/);
     expect(() => loadContext(other, 5)).toThrow(/more than --context-max-chars 5/);
-    const bad = () => resolveOptions(CTX2SKILL_OPTIONS, [{ source: 'flags', values: { iterations: 0, tasks: 1.5, nope: 1 } }]);
-    expect(bad).toThrow(/flags: unknown setting 'nope'/);
-    expect(bad).toThrow(/--tasks must be an integer, got 1.5/);
-    expect(bad).toThrow(/--iterations must be ≥ 1, got 0/);
+    const bad = () => resolveSettings(CTX2SKILL_SETTINGS, [{ flags: { iterations: 0, tasks: 1.5, nope: 1, temperature: 'hot' } }]);
+    expect(bad).toThrow(/--nope: unknown setting/);
+    expect(bad).toThrow(/--tasks must be a positive integer, got 1.5/);
+    expect(bad).toThrow(/--iterations must be a positive integer, got 0/);
+    expect(bad).toThrow(/--temperature must be a number, got "hot"/);
   });
 });
 

@@ -39,6 +39,17 @@ export function parseIdList(flag: string, value: string): number[] {
   return ids;
 }
 
+/** The names of the options typed on a command line (`--no-x` as `x`, `--x=v` as `x`), up to `--`. */
+export function typedFlagNames(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const a of argv) {
+    if (a === '--') break;
+    const m = /^--(?:no-)?([A-Za-z0-9][A-Za-z0-9-]*)(?:=|$)/.exec(a);
+    if (m) out.push(m[1] as string);
+  }
+  return out;
+}
+
 /**
  * Options given more than once that are not list options, each as "--name was given N times". yargs would turn a
  * repeated option into a list, or add repeated numbers together, so a repeat is refused naming the flag.
@@ -48,11 +59,7 @@ export function repeatedScalarFlags(argv: readonly string[], listOptions: readon
   const camel = (s: string): string => s.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
   const lists = new Set(listOptions.map(camel));
   const counts = new Map<string, { flag: string; n: number }>();
-  for (const a of argv) {
-    if (a === '--') break;
-    const m = /^--(?:no-)?([A-Za-z0-9][A-Za-z0-9-]*)(?:=|$)/.exec(a);
-    if (!m) continue;
-    const name = m[1] as string;
+  for (const name of typedFlagNames(argv)) {
     const key = camel(name);
     if (lists.has(key)) continue;
     const c = counts.get(key) ?? { flag: `--${name}`, n: 0 };

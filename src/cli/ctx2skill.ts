@@ -9,12 +9,13 @@ import { resolveModel } from '../model/resolve.js';
 import { PolicyTextGenerator } from '../model/text-generator.js';
 import { ensureTinyDefaultModel, TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 import { loadTokenizer } from '../model/tokenizer.js';
-import { CTX2SKILL_OPTIONS, type Ctx2SkillConfig, ctx2skillProblems } from '../recipes/ctx2skill/config.js';
+import { CTX2SKILL_SETTINGS, type Ctx2SkillConfig, ctx2skillProblems } from '../recipes/ctx2skill/config.js';
 import { loadContext } from '../recipes/ctx2skill/context.js';
 import { buildRoles, type EndpointSetting, inProcessRoles } from '../recipes/ctx2skill/role-endpoints.js';
 import { CTX2SKILL_ROLES, Ctx2SkillRun, type Ctx2SkillRole, readHistory } from '../recipes/ctx2skill/run.js';
-import { flagOf, readSettingsFile, resolveOptions, yargsOptionsOf } from '../recipes/option-table.js';
+import { flagsGiven, readSettingsFile, resolveSettings, yargsOptionsOf } from '../selfplay/config/table.js';
 import { BACKEND_CHOICES, type BackendChoice, initBackend } from '../tensor/backend.js';
+import { refusedOnResume } from './recipe-resume.js';
 
 interface Ctx2SkillArgs {
   [key: string]: unknown;
@@ -65,12 +66,12 @@ export const command: CommandModule<object, Ctx2SkillArgs> = {
       .option('context', { type: 'string', describe: 'the context C: a text file, or a folder of .txt/.md files' })
       .option('out', { type: 'string', default: 'runs/ctx2skill', describe: 'output folder (history.json, skills.md, skills.json)' })
       .option('resume', { type: 'string', describe: 'continue the run in this folder (its settings and context are the recorded ones)' })
-      .option('config', { type: 'string', describe: 'settings file (JSON or YAML) with the keys below in camelCase; flags override it' })
+      .option('config', { type: 'string', describe: 'settings file (JSON or YAML) with the settings below as keys (kebab-case or camelCase); flags override it' })
       .option('model', { type: 'string', describe: `in-process model for the roles without a URL (a folder, a name such as qwen3-0.6b, or '${TINY_DEFAULT_NAME}')` })
       .option('download', { type: 'boolean', default: false, describe: 'fetch --model into the Hugging Face cache when missing' })
       .option('backend', { choices: BACKEND_CHOICES, default: 'auto' as BackendChoice, describe: 'tensor backend of the in-process model' })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON summary at the end' });
-    for (const [flag, o] of Object.entries(yargsOptionsOf(CTX2SKILL_OPTIONS))) b = b.option(flag, o);
+    for (const [flag, o] of Object.entries(yargsOptionsOf(CTX2SKILL_SETTINGS))) b = b.option(flag, o);
     for (const [flag, o] of Object.entries(endpointFlags('llm', 'every role'))) b = b.option(flag, o);
     for (const role of CTX2SKILL_ROLES) for (const [flag, o] of Object.entries(endpointFlags(role, `the ${role} (overrides --llm-*)`))) b = b.option(flag, o);
     return b as unknown as Argv<Ctx2SkillArgs>;
@@ -83,28 +84,17 @@ export const command: CommandModule<object, Ctx2SkillArgs> = {
       if (bar) bar.update({ msg: line });
       else process.stderr.write(`${line}\n`);
     };
-    const given: Record<string, unknown> = {};
-    for (const row of CTX2SKILL_OPTIONS) {
-      const v = args[row.key];
-      if (v !== undefined) given[row.key] = v;
-    }
+    const given = flagsGiven(CTX2SKILL_SETTINGS, args);
     let config: Ctx2SkillConfig;
     let contextPath: string;
     if (args.resume) {
-      if (Object.keys(given).length > 0 || args.config || args.context) {
-        throw new Error(`--resume continues with the recorded settings and context; drop ${[...Object.keys(given).map((k) => `--${flagOf(k)}`), ...(args.config ? ['--config'] : []), ...(args.context ? ['--context'] : [])].join(', ')}`);
-      }
+      refusedOnResume(CTX2SKILL_SETTINGS, given, [...(args.config ? ['--config'] : []), ...(args.context ? ['--context'] : [])]);
       const h = readHistory(args.resume);
-      config = resolveOptions<Ctx2SkillConfig>(CTX2SKILL_OPTIONS, [{ source: `${args.resume}/history.json config`, values: h.config }]);
+      config = resolveSettings(CTX2SKILL_SETTINGS, [{ file: `${args.resume}/history.json config`, raw: h.config }]);
       contextPath = h.context.source;
     } else {
       if (!args.context) throw new Error('give --context FILE|FOLDER (or --resume RUN_DIR)');
-      config = resolveOptions<Ctx2SkillConfig>(CTX2SKILL_OPTIONS, [
-        ...(args.config ? [{ source: args.config, values: readSettingsFile(args.config) }] : []),
-        { source: 'flags', values: given },
-      ]);
-      const problems = ctx2skillProblems(config);
-      if (problems.length > 0) throw new Error(`invalid settings:\n  - ${problems.join('\n  - ')}`);
+      config = resolveSettings(CTX2SKILL_SETTINGS, [...(args.config ? [{ file: args.config, raw: readSettingsFile(args.config) }] : []), { flags: given }], ctx2skillProblems);
       contextPath = args.context;
     }
     const context = loadContext(contextPath, config.contextMaxChars);

@@ -1,6 +1,7 @@
 // The `sesa-train` command line: parses, validates, dispatches. Each command lives in its own module.
 import yargs, { type CommandModule } from 'yargs';
 import { repeatedScalarFlags } from './common.js';
+import { dispatchRecipe } from './recipe-dispatch.js';
 
 // Each entry is a module exporting `command: CommandModule<object, ItsArgs>`. Keep this list in help order.
 // Each module's args type differs and yargs' types are invariant in it, so the list holds them as `unknown`
@@ -24,7 +25,14 @@ const COMMAND_MODULES: Array<() => Promise<AnyCommandModule>> = [
   () => import('./bench.js'),
 ];
 
-export async function main(argv: string[]): Promise<void> {
+export async function main(given: string[]): Promise<void> {
+  let argv: string[];
+  try {
+    argv = dispatchRecipe(given);
+  } catch (err) {
+    process.stderr.write(`error: ${(err as Error).message}\n\nRun with --help for usage.\n`);
+    process.exit(2);
+  }
   let parser = yargs(argv)
     .scriptName('sesa-train')
     .usage('$0 <command> [options]\n\nSelf-evolving search agents: SESA self-play with LoRA and GRPO on TensorFlow.js.')

@@ -1,12 +1,14 @@
-// `sesa-train skill-sp`: the Skill Self-Play recipe (docs/recipes.md). A proposer and a solver LoRA adapter on
+// `sesa-train --recipe skill-sp` (or `sesa-train skill-sp`): the Skill Self-Play recipe (docs/recipes.md);
+// ./recipe-dispatch.ts hands `--recipe skill-sp` to this command. A proposer and a solver LoRA adapter on
 // one frozen model, trained by GRPO on ZebraLogic puzzles and tool-call tasks that the proposer writes,
 // conditioned on routed skill packages or on nothing (the open stream).
 import { SingleBar } from 'cli-progress';
 import type { Argv, CommandModule } from 'yargs';
-import { flagOf, readSettingsFile, resolveOptions, yargsOptionsOf } from '../recipes/option-table.js';
-import { SKILL_SP_OPTIONS, type SkillSpConfig } from '../recipes/skill-sp/config.js';
+import { SKILL_SP_SETTINGS, type SkillSpConfig, skillSpProblems } from '../recipes/skill-sp/config.js';
 import type { IterationMetrics } from '../recipes/skill-sp/iteration.js';
 import { readRunConfig, runSkillSp } from '../recipes/skill-sp/run.js';
+import { flagsGiven, readSettingsFile, resolveSettings, yargsOptionsOf } from '../selfplay/config/table.js';
+import { refusedOnResume } from './recipe-resume.js';
 
 interface SkillSpArgs {
   [key: string]: unknown;
@@ -25,25 +27,21 @@ export const command: CommandModule<object, SkillSpArgs> = {
   describe: 'Skill Self-Play: proposer and solver adapters trained by GRPO on skill-routed ZebraLogic and tool-call tasks',
   builder: (y: Argv) => {
     let b = y
-      .option('config', { type: 'string', describe: 'settings file (JSON or YAML) with the keys below in camelCase; flags override it' })
+      .usage('$0 --recipe skill-sp [options]   (or: $0 skill-sp [options])\n\nSkill Self-Play. Every setting below can also be given in a --config file (JSON or YAML, same names).')
+      .option('config', { type: 'string', describe: 'settings file (JSON or YAML) with the settings below as keys (kebab-case or camelCase); flags override it' })
       .option('resume', { type: 'string', describe: 'continue the run in this folder from its last checkpoint (its settings; --iterations may extend it)' })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON summary at the end' });
-    for (const [flag, o] of Object.entries(yargsOptionsOf(SKILL_SP_OPTIONS))) b = b.option(flag, o);
+    for (const [flag, o] of Object.entries(yargsOptionsOf(SKILL_SP_SETTINGS))) b = b.option(flag, o);
     return b as unknown as Argv<SkillSpArgs>;
   },
   handler: async (args) => {
-    const given: Record<string, unknown> = {};
-    for (const row of SKILL_SP_OPTIONS) if (args[row.key] !== undefined) given[row.key] = args[row.key];
+    const given = flagsGiven(SKILL_SP_SETTINGS, args);
     let config: SkillSpConfig;
     if (args.resume) {
-      const extra = Object.keys(given).filter((k) => k !== 'iterations');
-      if (extra.length > 0 || args.config) throw new Error(`--resume continues with the run's recorded settings; only --iterations may be given (drop ${[...extra.map((k) => `--${flagOf(k)}`), ...(args.config ? ['--config'] : [])].join(', ')})`);
-      config = resolveOptions<SkillSpConfig>(SKILL_SP_OPTIONS, [
-        { source: `${args.resume}/config.json`, values: { ...readRunConfig(args.resume), out: args.resume } },
-        { source: 'flags', values: given },
-      ]);
+      refusedOnResume(SKILL_SP_SETTINGS, given, args.config !== undefined ? ['--config'] : []);
+      config = resolveSettings(SKILL_SP_SETTINGS, [{ file: `${args.resume}/config.json`, raw: { ...readRunConfig(args.resume), out: args.resume } }, { flags: given }], skillSpProblems);
     } else {
-      config = resolveOptions<SkillSpConfig>(SKILL_SP_OPTIONS, [...(args.config ? [{ source: args.config, values: readSettingsFile(args.config) }] : []), { source: 'flags', values: given }]);
+      config = resolveSettings(SKILL_SP_SETTINGS, [...(args.config ? [{ file: args.config, raw: readSettingsFile(args.config) }] : []), { flags: given }], skillSpProblems);
     }
     const human = !args.json;
     let bar: SingleBar | undefined;

@@ -1,10 +1,7 @@
 // `sesa-train` / `sesa-train train`: SESA self-play training. With no arguments it runs the embedded default
 // (tiny random model, synthetic corpus, lexical embedder, a few steps on the CPU).
-import { existsSync, readFileSync } from 'node:fs';
-import { extname } from 'node:path';
 import { SingleBar } from 'cli-progress';
 import type { Argv, CommandModule } from 'yargs';
-import { parse as parseYaml } from 'yaml';
 import {
   EMBEDDED_DEFAULTS,
   flagName,
@@ -20,9 +17,11 @@ import {
   type TrainConfig,
   yargsOption,
 } from '../selfplay/config.js';
+import { readSettingsFile } from '../selfplay/config/table.js';
 import type { StepMetrics } from '../selfplay/step.js';
 import { train, type TrainSummary } from '../selfplay/trainer.js';
 import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
+import { SKILL_SP_RECIPE } from './recipe-dispatch.js';
 
 interface TrainArgs {
   [key: string]: unknown;
@@ -32,13 +31,9 @@ interface TrainArgs {
 }
 
 function readConfigFile(file: string): Partial<TrainConfig> {
-  if (!existsSync(file)) throw new Error(`--config ${file}: file not found`);
-  const text = readFileSync(file, 'utf8');
-  let raw: unknown;
-  try {
-    raw = ['.yaml', '.yml'].includes(extname(file).toLowerCase()) ? parseYaml(text) : JSON.parse(text);
-  } catch (err) {
-    throw new Error(`${file}: not valid ${extname(file).toLowerCase().startsWith('.y') ? 'YAML' : 'JSON'} (${(err as Error).message})`);
+  const raw = readSettingsFile(file);
+  if (typeof raw === 'object' && raw !== null && (raw as { recipe?: unknown }).recipe === SKILL_SP_RECIPE) {
+    throw new Error(`${file}: recipe '${SKILL_SP_RECIPE}' has its own settings, not the trainer's: drop the recipe key and run sesa-train --recipe ${SKILL_SP_RECIPE} --config ${file} (its settings: sesa-train --recipe ${SKILL_SP_RECIPE} --help)`);
   }
   return parseConfigObject(raw, file);
 }

@@ -20,8 +20,9 @@ import { MAX_SUPPORTED_GPUS, RECIPES, type RecipeName, RUN_SETTINGS } from './co
 import { SEARCH_SETTINGS } from './config/search.js';
 import type { AnySetting, ConfigOf } from './config/setting.js';
 import { SKILLS_SETTINGS } from './config/skills.js';
+import { defaultsOf, demoDefaultsOf, flagName, flagValueOf, keyOf, settingProblems, settingsFromObject, showValue, yargsOptionOf } from './config/table.js';
 
-export { MAX_SUPPORTED_GPUS, RECIPES, type RecipeName };
+export { flagName, keyOf, MAX_SUPPORTED_GPUS, RECIPES, type RecipeName, showValue };
 
 /** The groups in the order --help and the README show them. */
 export const SETTING_GROUPS = {
@@ -68,26 +69,14 @@ export type BackendOption = TrainConfig['backend'];
 const TABLE = SETTINGS as unknown as Record<string, AnySetting>;
 export const SETTING_KEYS = Object.keys(SETTINGS) as SettingKey[];
 
-function copy<T>(v: T): T {
-  return Array.isArray(v) ? ([...v] as T) : v;
-}
-
 /** Defaults for a real model (`--model`). Optional settings that are unset by default are absent. */
-export const TRAIN_DEFAULTS: TrainConfig = Object.fromEntries(
-  Object.entries(TABLE)
-    .filter(([, s]) => s.default !== undefined)
-    .map(([k, s]) => [k, copy(s.default)]),
-) as TrainConfig;
+export const TRAIN_DEFAULTS: TrainConfig = defaultsOf(SETTINGS);
 
 /**
  * The embedded default (`sesa-train` with no arguments): the tiny random model, the synthetic corpus and the
  * lexical embedder, sized to finish a few steps on a CPU in minutes.
  */
-export const EMBEDDED_DEFAULTS: Partial<TrainConfig> = Object.fromEntries(
-  Object.entries(TABLE)
-    .filter(([, s]) => s.demo !== undefined)
-    .map(([k, s]) => [k, copy(s.demo)]),
-) as Partial<TrainConfig>;
+export const EMBEDDED_DEFAULTS: Partial<TrainConfig> = demoDefaultsOf(SETTINGS);
 
 /**
  * What a recipe fixes (docs/method.md, "Recipes"). They are layered over the defaults; a config file or a
@@ -105,24 +94,6 @@ const RECIPE_REASONS: Partial<Record<SettingKey, string>> = {
   invalidReward: 'SSP has no format penalty',
   rejectRepeatedQueries: 'SSP rejects a proposal that repeats a query',
 };
-
-/** camelCase key → --kebab-case flag. */
-export function flagName(key: string): string {
-  return key.replace(/[A-Z]/g, (m) => `-${m.toLowerCase()}`);
-}
-
-/** --kebab-case or camelCase → camelCase key. */
-export function keyOf(name: string): string {
-  return name.replace(/-([a-z0-9])/g, (_, ch: string) => ch.toUpperCase());
-}
-
-/** A value as --help and the README show it. */
-export function showValue(v: unknown): string {
-  if (v === undefined) return 'unset';
-  if (Array.isArray(v)) return v.join(',');
-  if (typeof v === 'boolean') return v ? 'on' : 'off';
-  return String(v);
-}
 
 type CrossCheck = (c: TrainConfig) => string | undefined;
 
@@ -161,17 +132,7 @@ const CROSS_CHECKS: CrossCheck[] = [
 
 /** All problems with a config, each naming its flag; empty when valid. */
 export function configProblems(c: TrainConfig): string[] {
-  const problems: string[] = [];
-  const values = c as unknown as Record<string, unknown>;
-  for (const [k, s] of Object.entries(TABLE)) {
-    const v = values[k];
-    if (v === undefined) {
-      if (!s.optional) problems.push(`--${flagName(k)} is missing`);
-      continue;
-    }
-    const p = s.check?.(v);
-    if (p) problems.push(k === 'gpus' && Number.isInteger(v) && (v as number) > 0 ? `--gpus ${String(v)}: ${p}` : `--${flagName(k)} ${p}`);
-  }
+  const problems = settingProblems(TABLE, c as unknown as Record<string, unknown>);
   if (problems.length > 0) return problems;
   for (const check of CROSS_CHECKS) {
     const p = check(c);
@@ -186,82 +147,24 @@ export function validateConfig(c: TrainConfig): TrainConfig {
   return c;
 }
 
-/** Converts one value from a config file (or config.json) to the setting's type; `where` names it in errors. */
-function fileValue(key: string, s: AnySetting, v: unknown, where: string): unknown {
-  const bad = (want: string): Error => new Error(`${where}: setting '${key}' must be ${want}, got ${JSON.stringify(v)}`);
-  if (v === null && s.optional) return undefined;
-  switch (s.kind) {
-    case 'int':
-    case 'number':
-      if (typeof v !== 'number') throw bad('a number');
-      return v;
-    case 'string':
-    case 'choice':
-      if (typeof v !== 'string') throw bad('a string');
-      return v;
-    case 'boolean':
-      if (typeof v !== 'boolean') throw bad('true or false');
-      return v;
-    case 'on-off':
-      if (typeof v === 'boolean') return v;
-      if (v === 'on' || v === 'off') return v === 'on';
-      throw bad('on, off, true or false');
-    case 'list':
-      if (typeof v === 'string') return v.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
-      if (Array.isArray(v) && v.every((x) => typeof x === 'string')) return [...v];
-      throw bad('a list of strings');
-  }
-}
-
 /**
  * Checks a parsed config file's keys and value types against the settings table (kebab-case or camelCase
  * keys); `file` names it in errors. Values are checked for range later, by validateConfig.
  */
 export function parseConfigObject(raw: unknown, file: string): Partial<TrainConfig> {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error(`${file}: a config file must hold an object of settings`);
-  const out: Record<string, unknown> = {};
-  for (const [name, v] of Object.entries(raw)) {
-    const k = keyOf(name);
-    const s = TABLE[k];
-    if (!s) throw new Error(`${file}: unknown setting '${name}' (known: ${SETTING_KEYS.map(flagName).join(', ')})`);
-    const value = fileValue(name, s, v, file);
-    if (value !== undefined) out[k] = value;
-  }
-  return out as Partial<TrainConfig>;
+  const { values, problems } = settingsFromObject(TABLE, raw, file);
+  if (problems.length > 0) throw new Error(problems.join('\n'));
+  return values as Partial<TrainConfig>;
 }
 
 /** Converts one command-line value (already typed by yargs) to the setting's type. */
 export function flagValue(key: SettingKey, v: unknown): unknown {
-  const s = TABLE[key] as AnySetting;
-  if (s.kind === 'on-off') {
-    if (v === 'on' || v === true) return true;
-    if (v === 'off' || v === false) return false;
-    throw new Error(`--${flagName(key)} must be on or off, got '${String(v)}'`);
-  }
-  if (s.kind === 'list' && typeof v === 'string') return v.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
-  return v;
+  return flagValueOf(key, TABLE[key] as AnySetting, v);
 }
 
 /** The yargs option of a setting: its type, choices and a help line that shows the defaults. */
-export function yargsOption(key: SettingKey): { type: 'number' | 'string' | 'boolean'; choices?: string[]; describe: string } {
-  const s = TABLE[key] as AnySetting;
-  const defaults = s.demo !== undefined ? `default ${showValue(s.default)}; demo ${showValue(s.demo)}` : `default ${showValue(s.default)}`;
-  const describe = `${s.help} [${defaults}]`;
-  switch (s.kind) {
-    case 'int':
-    case 'number':
-      return { type: 'number', describe };
-    case 'boolean':
-      return { type: 'boolean', describe };
-    case 'on-off':
-      return { type: 'string', choices: ['on', 'off'], describe };
-    case 'choice':
-      return { type: 'string', choices: [...(s.choices ?? [])], describe };
-    case 'list':
-      return { type: 'string', describe: `${describe} (comma-separated: ${(s.choices ?? []).join(', ')})` };
-    default:
-      return { type: 'string', describe };
-  }
+export function yargsOption(key: SettingKey): ReturnType<typeof yargsOptionOf> {
+  return yargsOptionOf(TABLE[key] as AnySetting);
 }
 
 /** The README's option table: one section per group, one row per setting. */

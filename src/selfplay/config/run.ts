@@ -9,7 +9,7 @@ export type RecipeName = (typeof RECIPES)[number];
 
 export const RUN_SETTINGS = {
   recipe: choice(RECIPES, 'sesa', {
-    help: 'sesa: self-play with the skill bank and frontier reward; ssp: the Search Self-Play baseline (no skills, reward 1 − p̂, n_p = 1, r_invalid = 0)',
+    help: 'sesa: self-play with the skill bank and frontier reward; ssp: the Search Self-Play baseline (no skills, reward 1 − p̂, n_p = 1, r_invalid = 0); skill-sp runs Skill Self-Play with its own settings (--recipe skill-sp --help)',
     resume: fixedForRun('the recipe decides what the run trains; start a new run for another recipe'),
   }),
   model: str('tiny', {
@@ -19,7 +19,7 @@ export const RUN_SETTINGS = {
   backend: choice(['auto', 'tensorflow', 'wasm', 'cpu'], 'auto', { help: 'tensor backend (auto picks the fastest available and says which)' }),
   gpus: int(1, {
     help: 'devices (one process, one device; more needs the multi-worker trainer)',
-    check: (v) => (v <= MAX_SUPPORTED_GPUS ? undefined : 'multi-GPU training needs the multi-worker trainer, which does not exist yet; run with --gpus 1 (one process, one device)'),
+    check: (v) => (v <= MAX_SUPPORTED_GPUS ? undefined : `${v}: multi-GPU training needs the multi-worker trainer, which does not exist yet; run with --gpus 1 (one process, one device)`),
   }),
   steps: int(200, { demo: 3, help: 'training steps (on --resume: a larger value extends the run)' }),
   seedsPerStep: int(8, { demo: 2, help: 'answer seeds per step' }),

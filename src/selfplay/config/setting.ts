@@ -143,3 +143,11 @@ export function httpUrl(value: string | undefined): string | undefined {
   }
   return u.protocol === 'http:' || u.protocol === 'https:' ? undefined : `must be an http:// or https:// URL, got ${value}`;
 }
+
+/**
+ * The table with every setting refused on --resume, for `reason`, except those in `mayChange` (for a recipe
+ * whose resumed run continues with the settings it recorded).
+ */
+export function fixedOnResumeExcept<T extends SettingTable>(table: T, mayChange: ReadonlyArray<keyof T>, reason: string): T {
+  return Object.fromEntries(Object.entries(table).map(([k, s]) => [k, mayChange.includes(k) ? s : { ...s, resume: fixedForRun(reason) }])) as T;
+}

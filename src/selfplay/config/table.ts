@@ -1,0 +1,199 @@
+// What any table of settings (./setting.ts) gives: its defaults, its yargs options and help lines, its flag
+// names, the conversion and type check of a value from a flag or a settings file, a settings file read from
+// disk (JSON or YAML), and the checks of a whole configuration. The trainer's tables (../config.ts) and the
+// recipes' tables (src/recipes/*/config.ts) are both served by these functions.
+import { existsSync, readFileSync } from 'node:fs';
+import { extname } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import type { AnySetting, ConfigOf, SettingTable } from './setting.js';
+
+/** camelCase key → kebab-case flag name (without the dashes). */
+export function flagName(key: string): string {
+  return key.replace(/[A-Z]/g, (m) => `-${m.toLowerCase()}`);
+}
+
+/** --kebab-case or camelCase → camelCase key. */
+export function keyOf(name: string): string {
+  return name.replace(/-([a-z0-9])/g, (_, ch: string) => ch.toUpperCase());
+}
+
+/** A value as --help and the README show it. */
+export function showValue(v: unknown): string {
+  if (v === undefined) return 'unset';
+  if (Array.isArray(v)) return v.join(',');
+  if (typeof v === 'boolean') return v ? 'on' : 'off';
+  return String(v);
+}
+
+function copy<T>(v: T): T {
+  return Array.isArray(v) ? ([...v] as T) : v;
+}
+
+/** The defaults of the embedded tiny demo, for the settings that declare one. */
+export function demoDefaultsOf<T extends SettingTable>(table: T): Partial<ConfigOf<T>> {
+  return Object.fromEntries(
+    Object.entries(table)
+      .filter(([, s]) => s.demo !== undefined)
+      .map(([k, s]) => [k, copy(s.demo)]),
+  ) as Partial<ConfigOf<T>>;
+}
+
+/** The table's defaults; optional settings that are unset by default are absent. */
+export function defaultsOf<T extends SettingTable>(table: T): ConfigOf<T> {
+  return Object.fromEntries(
+    Object.entries(table)
+      .filter(([, s]) => s.default !== undefined)
+      .map(([k, s]) => [k, copy(s.default)]),
+  ) as ConfigOf<T>;
+}
+
+/**
+ * A value from a settings file (or a config.json, or a flag already typed by yargs) converted to the
+ * setting's type: `{ value }`, or `{ want }` naming what it must be. null unsets an optional setting.
+ */
+export function settingValue(s: AnySetting, v: unknown): { value: unknown } | { want: string } {
+  if (v === null && s.optional) return { value: undefined };
+  switch (s.kind) {
+    case 'int':
+    case 'number':
+      return typeof v === 'number' ? { value: v } : { want: 'a number' };
+    case 'string':
+    case 'choice':
+      return typeof v === 'string' ? { value: v } : { want: 'a string' };
+    case 'boolean':
+      return typeof v === 'boolean' ? { value: v } : { want: 'true or false' };
+    case 'on-off':
+      if (typeof v === 'boolean') return { value: v };
+      return v === 'on' || v === 'off' ? { value: v === 'on' } : { want: 'on, off, true or false' };
+    case 'list':
+      if (typeof v === 'string') return { value: v.split(',').map((x) => x.trim()).filter((x) => x.length > 0) };
+      if (Array.isArray(v) && v.every((x) => typeof x === 'string')) return { value: [...v] };
+      return { want: 'a list of strings' };
+  }
+}
+
+/**
+ * The settings of a parsed settings file (kebab-case or camelCase keys), each converted to its type, and
+ * every problem (unknown key, wrong type) naming `where` and the key. Ranges are checked later
+ * (settingProblems), on the whole configuration.
+ */
+export function settingsFromObject(table: SettingTable, raw: unknown, where: string): { values: Record<string, unknown>; problems: string[] } {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return { values: {}, problems: [`${where}: a settings file must hold an object of settings`] };
+  const values: Record<string, unknown> = {};
+  const problems: string[] = [];
+  for (const [name, v] of Object.entries(raw)) {
+    const k = keyOf(name);
+    const s = table[k];
+    if (!s) {
+      problems.push(`${where}: unknown setting '${name}' (known: ${Object.keys(table).map(flagName).join(', ')})`);
+      continue;
+    }
+    const r = settingValue(s, v);
+    if ('want' in r) problems.push(`${where}: setting '${name}' must be ${r.want}, got ${JSON.stringify(v)}`);
+    else if (r.value !== undefined) values[k] = r.value;
+  }
+  return { values, problems };
+}
+
+/** A settings file from disk (JSON, or YAML by its extension), before its keys are checked. */
+export function readSettingsFile(file: string): unknown {
+  if (!existsSync(file)) throw new Error(`--config ${file}: file not found`);
+  const yaml = ['.yaml', '.yml'].includes(extname(file).toLowerCase());
+  try {
+    return yaml ? parseYaml(readFileSync(file, 'utf8')) : JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new Error(`${file}: not valid ${yaml ? 'YAML' : 'JSON'} (${(err as Error).message})`);
+  }
+}
+
+/** A command-line value (already typed by yargs) converted to the setting's type; throws naming the flag. */
+export function flagValueOf(key: string, s: AnySetting, v: unknown): unknown {
+  if (s.kind === 'on-off') {
+    if (v === 'on' || v === true) return true;
+    if (v === 'off' || v === false) return false;
+    throw new Error(`--${flagName(key)} must be on or off, got '${String(v)}'`);
+  }
+  if (s.kind === 'list' && typeof v === 'string') return v.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
+  return v;
+}
+
+/** The yargs option of a setting: its type, choices and a help line that shows the defaults. */
+export function yargsOptionOf(s: AnySetting): { type: 'number' | 'string' | 'boolean'; choices?: string[]; describe: string } {
+  const defaults = s.demo !== undefined ? `default ${showValue(s.default)}; demo ${showValue(s.demo)}` : `default ${showValue(s.default)}`;
+  const describe = `${s.help} [${defaults}]`;
+  switch (s.kind) {
+    case 'int':
+    case 'number':
+      return { type: 'number', describe };
+    case 'boolean':
+      return { type: 'boolean', describe };
+    case 'on-off':
+      return { type: 'string', choices: ['on', 'off'], describe };
+    case 'choice':
+      return { type: 'string', choices: [...(s.choices ?? [])], describe };
+    case 'list':
+      return { type: 'string', describe: `${describe} (comma-separated: ${(s.choices ?? []).join(', ')})` };
+    default:
+      return { type: 'string', describe };
+  }
+}
+
+/** Every setting's yargs option, by flag name. */
+export function yargsOptionsOf(table: SettingTable): Record<string, ReturnType<typeof yargsOptionOf>> {
+  return Object.fromEntries(Object.entries(table).map(([k, s]) => [flagName(k), yargsOptionOf(s)]));
+}
+
+/** The settings of `table` that were given on the command line (yargs' parsed arguments), converted. */
+export function flagsGiven(table: SettingTable, args: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, s] of Object.entries(table)) if (args[k] !== undefined) out[k] = flagValueOf(k, s, args[k]);
+  return out;
+}
+
+/** Each setting's own check (and a missing required one), naming its flag; empty when all are fine. */
+export function settingProblems(table: SettingTable, values: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  for (const [k, s] of Object.entries(table)) {
+    const v = values[k];
+    if (v === undefined) {
+      if (!s.optional) problems.push(`--${flagName(k)} is missing`);
+      continue;
+    }
+    const p = s.check?.(v);
+    if (p) problems.push(`--${flagName(k)} ${p}`);
+  }
+  return problems;
+}
+
+/** One layer of a configuration: a parsed settings file (`file`) or the flags given (`flags`, converted). */
+export type SettingsLayer = { file: string; raw: unknown } | { flags: Record<string, unknown> };
+
+/**
+ * Defaults ← each layer in order; then every value's type and check, and the cross-setting `rules`.
+ * Throws one error listing every problem, each naming its file or flag.
+ */
+export function resolveSettings<T extends SettingTable>(table: T, layers: readonly SettingsLayer[], rules: (c: ConfigOf<T>) => string[] = () => []): ConfigOf<T> {
+  const out: Record<string, unknown> = { ...defaultsOf(table) };
+  const problems: string[] = [];
+  for (const layer of layers) {
+    if ('file' in layer) {
+      const parsed = settingsFromObject(table, layer.raw, layer.file);
+      problems.push(...parsed.problems);
+      Object.assign(out, parsed.values);
+      continue;
+    }
+    for (const [k, v] of Object.entries(layer.flags)) {
+      const s = table[k];
+      if (!s) problems.push(`--${flagName(k)}: unknown setting`);
+      else if (v !== undefined) {
+        const r = settingValue(s, v);
+        if ('want' in r) problems.push(`--${flagName(k)} must be ${r.want}, got ${JSON.stringify(v)}`);
+        else out[k] = r.value;
+      }
+    }
+  }
+  problems.push(...settingProblems(table, out));
+  if (problems.length === 0) problems.push(...rules(out as ConfigOf<T>));
+  if (problems.length > 0) throw new Error(`invalid settings:\n  - ${problems.join('\n  - ')}`);
+  return out as ConfigOf<T>;
+}
