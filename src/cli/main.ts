@@ -16,6 +16,7 @@ const COMMAND_MODULES: Array<() => Promise<AnyCommandModule>> = [
   () => import('./download.js'),
   () => import('./lora-init.js'),
   () => import('./bench.js'),
+  () => import('./doctor.js'),
 ];
 
 export async function main(argv: string[]): Promise<void> {
