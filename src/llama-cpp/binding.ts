@@ -34,6 +34,7 @@ export interface LlamaSequenceEvaluateOptions {
   temperature?: number;
   topK?: number;
   topP?: number;
+  minP?: number;
   seed?: number;
 }
 
