@@ -3,12 +3,16 @@
 
 export type EmbedderName = 'e5' | 'lexical';
 export type BackendOption = 'auto' | 'tensorflow' | 'wasm' | 'cpu';
+/** Who generates the rollouts: our own forward, or llama.cpp (node-llama-cpp) with the adapters exported as GGUF LoRA. */
+export type RolloutEngineName = 'native' | 'llama.cpp';
 
 export interface TrainConfig {
   /** A model folder or registry name; 'tiny' = the embedded tiny random Qwen3. */
   model: string;
   gpus: number;
   backend: BackendOption;
+  /** Rollout generation engine; the trainer recomputes llama.cpp's log-probs with its own forward. Ours: native. */
+  rolloutEngine: RolloutEngineName;
   /** A JSONL corpus path, or 'demo' for the embedded synthetic encyclopedia. */
   corpus: string;
   /** A Search-R1-compatible retrieval server; when set, it replaces the local index. */
@@ -76,6 +80,7 @@ export const TRAIN_DEFAULTS: TrainConfig = {
   model: 'tiny',
   gpus: 1,
   backend: 'auto',
+  rolloutEngine: 'native',
   corpus: 'demo',
   steps: 200,
   seedsPerStep: 8,
@@ -172,6 +177,8 @@ const CHECKS: Check[] = [
   (c) => (Number.isInteger(c.seed) && c.seed >= 0 ? undefined : `--seed must be a non-negative integer, got ${c.seed}`),
   (c) => (['e5', 'lexical'].includes(c.embedder) ? undefined : `--embedder must be e5 or lexical, got ${c.embedder}`),
   (c) => (['auto', 'tensorflow', 'wasm', 'cpu'].includes(c.backend) ? undefined : `--backend must be auto, tensorflow, wasm or cpu, got ${c.backend}`),
+  // Run folders written before the setting existed have no value: they ran on the native engine.
+  (c) => (c.rolloutEngine === undefined || ['native', 'llama.cpp'].includes(c.rolloutEngine) ? undefined : `--rollout-engine must be native or llama.cpp, got ${String(c.rolloutEngine)}`),
   (c) =>
     c.gpus <= MAX_SUPPORTED_GPUS
       ? undefined

@@ -8,6 +8,9 @@ import { loadPeftAdapter, savePeftAdapter } from '../checkpoint/peft.js';
 import { generateSyntheticCorpus, goldenAnswers } from '../corpus/synthetic.js';
 import { textGeneratorFor } from '../llm/from-args.js';
 import type { TextGenerator } from '../llm/types.js';
+import { LlamaCppEngine } from '../llama-cpp/engine.js';
+import { LlamaCppPolicy } from '../llama-cpp/policy.js';
+import type { Policy } from '../model/policy.js';
 import { LoraAdapter } from '../model/lora.js';
 import { ModelPolicy } from '../model/policy.js';
 import { CausalLM } from '../model/qwen3.js';
@@ -167,9 +170,20 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
     temperature: config.temperature,
     passagesPerQuery: 3,
   };
+  // With --rollout-engine llama.cpp the roles generate through llama.cpp; an adapter's version is its optimizer's
+  // step count, so every update is exported and swapped in before the next rollout.
+  const engine =
+    (config.rolloutEngine ?? 'native') === 'llama.cpp'
+      ? await LlamaCppEngine.open({ modelDir, modelConfig: model.config, workDir: join(run.dir, 'llama-cpp') })
+      : undefined;
+  if (engine) log(`rollouts: llama.cpp (${engine.gpu} build); old log-probs recomputed with our forward`);
+  const rolloutPolicy = (role: Role): Policy => {
+    const native = new ModelPolicy(role, model, tokenizer, adapters[role], policyOptions);
+    return engine ? new LlamaCppPolicy(native, engine, () => roles[role].optimizer.stepCount) : native;
+  };
   const deps = {
-    proposer: new ProposerRole(new ModelPolicy('proposer', model, tokenizer, adapters.proposer, policyOptions), searcher, rolloutSettings),
-    solver: new SolverRole(new ModelPolicy('solver', model, tokenizer, adapters.solver, policyOptions), searcher, bank, rolloutSettings),
+    proposer: new ProposerRole(rolloutPolicy('proposer'), searcher, rolloutSettings),
+    solver: new SolverRole(rolloutPolicy('solver'), searcher, bank, rolloutSettings),
     judge: new AnswerJudge(judgeText),
     ragJudge: judgeText,
     updater: new GrpoPolicyUpdater(model, roles, { microBatchSize: config.microBatchSize, klCoef: config.klCoef, clipLow: config.clipLow, clipHigh: config.clipHigh, padTokenId: tokenizer.padTokenId }),
@@ -219,6 +233,7 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
       }
     }
   } finally {
+    await engine?.dispose();
     await bank?.dispose();
     for (const r of Object.values(roles)) {
       r.optimizer.dispose();

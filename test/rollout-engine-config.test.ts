@@ -1,0 +1,23 @@
+// The --rollout-engine setting: its values, the default, and run folders written before it existed.
+import { describe, expect, it } from 'vitest';
+import { configProblems, parseConfigObject, TRAIN_DEFAULTS, type TrainConfig } from '../src/selfplay/config.js';
+
+describe('--rollout-engine', () => {
+  it('defaults to native and accepts llama.cpp', () => {
+    expect(TRAIN_DEFAULTS.rolloutEngine).toBe('native');
+    expect(configProblems({ ...TRAIN_DEFAULTS, rolloutEngine: 'llama.cpp' })).toEqual([]);
+  });
+
+  it('rejects other engines with the flag named', () => {
+    expect(configProblems({ ...TRAIN_DEFAULTS, rolloutEngine: 'vllm' as TrainConfig['rolloutEngine'] })).toEqual(['--rollout-engine must be native or llama.cpp, got vllm']);
+  });
+
+  it('a config.json from before the setting (no key) is still valid: it ran natively', () => {
+    const { rolloutEngine: _, ...old } = TRAIN_DEFAULTS;
+    expect(configProblems(old as TrainConfig)).toEqual([]);
+  });
+
+  it('config files take rollout-engine / rolloutEngine', () => {
+    expect(parseConfigObject({ 'rollout-engine': 'llama.cpp' }, 'c.yaml')).toEqual({ rolloutEngine: 'llama.cpp' });
+  });
+});
