@@ -12,7 +12,7 @@ import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 
 /** Flag → config key, for the flags that map one to one (yargs also gives camelCase keys). */
 const FLAG_KEYS: Array<keyof TrainConfig> = [
-  'model', 'gpus', 'backend', 'rolloutEngine', 'corpus', 'retrieverUrl', 'seeds', 'steps', 'seedsPerStep', 'proposalsPerSeed', 'groupSize',
+  'model', 'gpus', 'workers', 'backend', 'rolloutEngine', 'corpus', 'retrieverUrl', 'seeds', 'steps', 'seedsPerStep', 'proposalsPerSeed', 'groupSize',
   'maxTurns', 'maxNewTokens', 'maxResponseTokens', 'temperature', 'lr', 'warmupSteps', 'loraR', 'loraAlpha', 'klCoef',
   'clipLow', 'clipHigh', 'lambda', 'invalidReward', 'priming', 'frontier', 'distill', 'embedder', 'e5Model', 'judgeUrl',
   'judgeModel', 'distillerUrl', 'distillerModel', 'apiKeyEnv', 'microBatchSize', 'out', 'saveEvery', 'seed',
@@ -108,6 +108,7 @@ export const command: CommandModule<object, TrainArgs> = {
       .option('model', { type: 'string', describe: `model folder or name (qwen3-4b, ...); default: the embedded '${TINY_DEFAULT_NAME}' model` })
       .option('gpus', { type: 'number', describe: `devices (default ${TRAIN_DEFAULTS.gpus}; more needs the multi-worker trainer)` })
       .option('backend', { choices: ['auto', 'tensorflow', 'wasm', 'cpu'], describe: 'tensor backend (default auto)' })
+      .option('workers', { type: 'number', describe: `worker processes for data-parallel GRPO updates (default ${TRAIN_DEFAULTS.workers}; see docs/scale-out.md)` })
       .option('rollout-engine', { choices: ['native', 'llama.cpp'], describe: 'rollout generation: native (default) or llama.cpp (needs node-llama-cpp; see README "Install size")' })
       .option('corpus', { type: 'string', describe: "JSONL corpus ({id,contents} or {id,title,text}) or 'demo'" })
       .option('retriever-url', { type: 'string', describe: 'Search-R1-compatible retrieval server (replaces the local index)' })

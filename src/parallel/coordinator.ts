@@ -6,6 +6,7 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { TrainingSequence } from '../rl/grpo-update.js';
+import type { AdamWState } from '../rl/optimizer.js';
 import type { FromWorker, ToWorker, WorkerInit } from './protocol.js';
 
 export interface PoolOptions {
@@ -178,6 +179,21 @@ export class DataParallelPool {
     if (!h) throw new Error(`no worker ${rank}`);
     if (this.failure) throw this.failure;
     return (await h.request({ type: 'weights', role }, 'weights')).weights;
+  }
+
+  /** Rank 0's optimizer state of `role`. */
+  async optimizerState(role: string): Promise<AdamWState> {
+    const h = this.workers[0] as WorkerHandle;
+    if (this.failure) throw this.failure;
+    return (await h.request({ type: 'state', role }, 'state')).state;
+  }
+
+  /** Gives every worker these adapter weights and optimizer state for `role`; returns the common hash. */
+  async load(role: string, weights: Record<string, Float32Array>, state: AdamWState): Promise<string> {
+    const loaded = await this.all(() => ({ type: 'load', role, weights, state }), 'loaded');
+    const hashes = loaded.map((l) => l.hash);
+    if (hashes.some((h) => h !== hashes[0])) throw new Error(`load of ${role}: the workers' adapters differ after loading (${hashes.join(', ')})`);
+    return hashes[0] as string;
   }
 
   /** The worker processes (tests kill one to check that the pool stops cleanly). */

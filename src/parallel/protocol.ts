@@ -1,7 +1,7 @@
 // The messages between the coordinator and its data-parallel workers (docs/scale-out.md). Every message is
 // sent over the child process IPC channel with the "advanced" (structured clone) serialization, so typed
 // arrays travel as they are.
-import type { AdamWConfig } from '../rl/optimizer.js';
+import type { AdamWConfig, AdamWState } from '../rl/optimizer.js';
 import type { GrpoUpdateConfig, TrainingSequence } from '../rl/grpo-update.js';
 import type { LoraConfig } from '../model/lora.js';
 
@@ -31,6 +31,10 @@ export type ToWorker =
   /** The gradients summed over all workers, in `gradientKeys` order: step the optimizer and send the hash. */
   | { type: 'gradients'; sum: Float32Array }
   | { type: 'weights'; role: string }
+  /** Rank 0's optimizer state of `role` (for the coordinator's checkpoints). */
+  | { type: 'state'; role: string }
+  /** Replace `role`'s adapter weights and optimizer state (a resumed run, or the coordinator's current ones). */
+  | { type: 'load'; role: string; weights: Record<string, Float32Array>; state: AdamWState }
   | { type: 'shutdown' };
 
 /** Worker → coordinator. */
@@ -40,4 +44,6 @@ export type FromWorker =
   | { type: 'gradients'; flat: Float32Array; loss: number; pgLoss: number; kl: number; clipFrac: number; entropy: number }
   | { type: 'stepped'; hash: string; gradNorm: number; lr: number }
   | { type: 'weights'; weights: Record<string, Float32Array> }
+  | { type: 'state'; state: AdamWState }
+  | { type: 'loaded'; hash: string }
   | { type: 'error'; message: string };

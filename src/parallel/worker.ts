@@ -104,6 +104,22 @@ async function handle(msg: ToWorker): Promise<void> {
       send({ type: 'weights', weights });
       return;
     }
+    case 'state': {
+      send({ type: 'state', state: role(msg.role).optimizer.exportState() });
+      return;
+    }
+    case 'load': {
+      const r = role(msg.role);
+      for (const k of r.keys) {
+        const p = r.params[k] as tf.Variable;
+        const w = msg.weights[k];
+        if (!w || w.length !== p.size) throw new Error(`worker: load of ${msg.role}: '${k}' has ${w?.length ?? 0} values, the adapter ${p.size}`);
+        p.assign(tf.tensor(w, p.shape));
+      }
+      r.optimizer.importState(msg.state);
+      send({ type: 'loaded', hash: hashVariables(r.params) });
+      return;
+    }
     case 'shutdown': {
       for (const r of roles.values()) {
         r.optimizer.dispose();

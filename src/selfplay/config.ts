@@ -11,6 +11,11 @@ export interface TrainConfig {
   model: string;
   gpus: number;
   backend: BackendOption;
+  /**
+   * Worker processes for the GRPO updates (data-parallel, docs/scale-out.md); 1 = everything in this process.
+   * Ours: 1.
+   */
+  workers: number;
   /** Rollout generation engine; the trainer recomputes llama.cpp's log-probs with its own forward. Ours: native. */
   rolloutEngine: RolloutEngineName;
   /** A JSONL corpus path, or 'demo' for the embedded synthetic encyclopedia. */
@@ -81,6 +86,7 @@ export const TRAIN_DEFAULTS: TrainConfig = {
   gpus: 1,
   backend: 'auto',
   rolloutEngine: 'native',
+  workers: 1,
   corpus: 'demo',
   steps: 200,
   seedsPerStep: 8,
@@ -163,6 +169,8 @@ const CHECKS: Check[] = [
   positiveInt('microBatchSize'),
   positiveInt('saveEvery'),
   positiveInt('gpus'),
+  // Run folders written before the setting existed have no value: they ran in one process.
+  (c) => (c.workers === undefined || (Number.isInteger(c.workers) && c.workers > 0) ? undefined : `--workers must be a positive integer, got ${String(c.workers)}`),
   nonNegative('temperature'),
   positive('lr'),
   nonNegative('warmupSteps'),

@@ -18,7 +18,8 @@ import { resolveModel } from '../model/resolve.js';
 import { PolicyTextGenerator } from '../model/text-generator.js';
 import { ensureTinyDefaultModel, TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 import { loadTokenizer } from '../model/tokenizer.js';
-import { AdamW } from '../rl/optimizer.js';
+import { AdamW, type AdamWConfig } from '../rl/optimizer.js';
+import { DataParallelPool } from '../parallel/coordinator.js';
 import { Bm25Index } from '../search/bm25-index.js';
 import { loadCorpus, parseContents } from '../search/corpus.js';
 import { SearchR1Client } from '../search/searchr1-client.js';
@@ -34,7 +35,8 @@ import { type AnswerSeed, ProposerRole, SolverRole } from './roles.js';
 import { readSeedsFile, seedsFromPassages } from './seeds.js';
 import { RunFolder } from './run-folder.js';
 import { type StepMetrics, sesaStep } from './step.js';
-import { GrpoPolicyUpdater, type Role, type TrainedRole } from './updater.js';
+import { DataParallelPolicyUpdater } from './data-parallel-updater.js';
+import { GrpoPolicyUpdater, type PolicyUpdater, type Role, type TrainedRole } from './updater.js';
 
 export interface TrainHooks {
   log(line: string): void;
@@ -94,11 +96,15 @@ async function buildEmbedder(config: TrainConfig): Promise<Embedder> {
   return config.embedder === 'lexical' ? new LexicalEmbedder() : E5Embedder.load({ model: config.e5Model });
 }
 
-/** An adapter with its parameters and a fresh AdamW (SPEC §4 settings from the config). */
+/** The AdamW settings of both adapters (SPEC §4 settings from the config). */
+function optimizerConfig(config: TrainConfig): AdamWConfig {
+  return { lr: config.lr, warmupSteps: config.warmupSteps, weightDecay: config.weightDecay, maxGradNorm: config.maxGradNorm, schedule: 'constant' };
+}
+
+/** An adapter with its parameters and a fresh AdamW. */
 function trainedRole(config: TrainConfig, adapter: LoraAdapter): TrainedRole {
   const params = Object.fromEntries(adapter.variables());
-  const optimizer = new AdamW(params, { lr: config.lr, warmupSteps: config.warmupSteps, weightDecay: config.weightDecay, maxGradNorm: config.maxGradNorm, schedule: 'constant' });
-  return { adapter, optimizer, params };
+  return { adapter, optimizer: new AdamW(params, optimizerConfig(config)), params };
 }
 
 /**
@@ -181,12 +187,30 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
     const native = new ModelPolicy(role, model, tokenizer, adapters[role], policyOptions);
     return engine ? new LlamaCppPolicy(native, engine, () => roles[role].optimizer.stepCount) : native;
   };
+  // With --workers N > 1 the GRPO updates run data-parallel on N worker processes, each with the model and
+  // both adapters, started from this process's adapters and optimizer states (fresh or resumed).
+  const grpoConfig = { microBatchSize: config.microBatchSize, klCoef: config.klCoef, clipLow: config.clipLow, clipHigh: config.clipHigh, padTokenId: tokenizer.padTokenId };
+  let pool: DataParallelPool | undefined;
+  let updater: PolicyUpdater = new GrpoPolicyUpdater(model, roles, grpoConfig);
+  if ((config.workers ?? 1) > 1) {
+    const roleInit = { lora: adapters.proposer.config, loraSeed: 0, optimizer: optimizerConfig(config) };
+    const gpuBackend = backend.provider === '@tensorflow/tfjs-node-gpu';
+    pool = await DataParallelPool.start({
+      workers: config.workers,
+      init: { modelDir, backend: backend.name, roles: { proposer: roleInit, solver: { ...roleInit, lora: adapters.solver.config } }, grpo: grpoConfig },
+      ...(gpuBackend ? { env: (rank: number) => ({ CUDA_VISIBLE_DEVICES: String(rank) }) } : {}),
+    });
+    const dp = new DataParallelPolicyUpdater(pool, roles);
+    await dp.syncWorkers();
+    updater = dp;
+    log(`updates: data-parallel on ${config.workers} worker processes${gpuBackend ? ' (one GPU each)' : ''}`);
+  }
   const deps = {
     proposer: new ProposerRole(rolloutPolicy('proposer'), searcher, rolloutSettings),
     solver: new SolverRole(rolloutPolicy('solver'), searcher, bank, rolloutSettings),
     judge: new AnswerJudge(judgeText),
     ragJudge: judgeText,
-    updater: new GrpoPolicyUpdater(model, roles, { microBatchSize: config.microBatchSize, klCoef: config.klCoef, clipLow: config.clipLow, clipHigh: config.clipHigh, padTokenId: tokenizer.padTokenId }),
+    updater,
     ...(distiller ? { distiller } : {}),
   };
   const settings = {
@@ -233,6 +257,7 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
       }
     }
   } finally {
+    await pool?.close();
     await engine?.dispose();
     await bank?.dispose();
     for (const r of Object.values(roles)) {
