@@ -126,6 +126,11 @@ describe('data-parallel GRPO updates', () => {
     await expect(DataParallelPool.start({ workers: 2, init: { ...init(), modelDir: join(root, 'missing') } })).rejects.toThrow(/worker [01]: .*config\.json/);
     const pool = await DataParallelPool.start({ workers: 2, init: init() });
     try {
+      // Ctrl-C reaches every process of the group: a worker leaves stopping to the coordinator.
+      pool.processes[0]!.kill('SIGINT');
+      await new Promise((done) => setTimeout(done, 300));
+      expect(pool.processes[0]!.exitCode).toBeNull();
+      expect(pool.processes[0]!.signalCode).toBeNull();
       const victim = pool.processes[1]!;
       const gone = new Promise((done) => victim.once('exit', done));
       victim.kill('SIGKILL');

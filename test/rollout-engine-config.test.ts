@@ -1,4 +1,5 @@
-// The --rollout-engine setting: its values, the default, and run folders written before it existed.
+// The --rollout-engine and --workers settings: their values, the defaults, and run folders written before
+// they existed.
 import { describe, expect, it } from 'vitest';
 import { configProblems, parseConfigObject, TRAIN_DEFAULTS, type TrainConfig } from '../src/selfplay/config.js';
 
@@ -19,5 +20,16 @@ describe('--rollout-engine', () => {
 
   it('config files take rollout-engine / rolloutEngine', () => {
     expect(parseConfigObject({ 'rollout-engine': 'llama.cpp' }, 'c.yaml')).toEqual({ rolloutEngine: 'llama.cpp' });
+  });
+});
+
+describe('--workers', () => {
+  it('defaults to 1 and takes positive integers only', () => {
+    expect(TRAIN_DEFAULTS.workers).toBe(1);
+    expect(configProblems({ ...TRAIN_DEFAULTS, workers: 4 })).toEqual([]);
+    expect(configProblems({ ...TRAIN_DEFAULTS, workers: 0 })).toEqual(['--workers must be a positive integer, got 0']);
+    expect(configProblems({ ...TRAIN_DEFAULTS, workers: 1.5 })).toEqual(['--workers must be a positive integer, got 1.5']);
+    const { workers: _, ...old } = TRAIN_DEFAULTS;
+    expect(configProblems(old as TrainConfig)).toEqual([]);
   });
 });

@@ -139,5 +139,8 @@ process.on('message', (msg: ToWorker) => {
     send({ type: 'error', message: err instanceof Error ? err.message : String(err) });
   });
 });
-// The coordinator went away (killed, or Ctrl-C): nothing is left to do.
+// The coordinator went away (killed, or stopped): nothing is left to do.
 process.on('disconnect', () => process.exit(0));
+// Ctrl-C in a terminal reaches the whole process group: the coordinator decides when to stop (at the next step
+// boundary, after a checkpoint) and then closes the pool, so a worker does not die under it mid-step.
+process.on('SIGINT', () => {});
