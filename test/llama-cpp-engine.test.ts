@@ -88,7 +88,7 @@ describe.skipIf(llamaCppMissing !== undefined)(llamaCppTitle('llama.cpp rollout 
     const first = await greedyBoth(true);
     expectSame(first.native, first.llama, 'adapter v0');
     // An update: new B weights and a new version; the engine must export and use the new adapter.
-    for (const [name, v] of adapter.variables()) if (name.endsWith('.lora_B')) v.assign(tf.mul(v, -1.5));
+    for (const [name, v] of adapter.variables()) if (name.endsWith('.lora_B')) tf.tidy(() => v.assign(tf.mul(v, -1.5)));
     adapterVersion = 1;
     const second = await greedyBoth(true);
     expectSame(second.native, second.llama, 'adapter v1');

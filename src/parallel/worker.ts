@@ -114,7 +114,7 @@ async function handle(msg: ToWorker): Promise<void> {
         const p = r.params[k] as tf.Variable;
         const w = msg.weights[k];
         if (!w || w.length !== p.size) throw new Error(`worker: load of ${msg.role}: '${k}' has ${w?.length ?? 0} values, the adapter ${p.size}`);
-        p.assign(tf.tensor(w, p.shape));
+        tf.tidy(() => p.assign(tf.tensor(w, p.shape)));
       }
       r.optimizer.importState(msg.state);
       send({ type: 'loaded', hash: hashVariables(r.params) });

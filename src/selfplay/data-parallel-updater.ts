@@ -43,7 +43,7 @@ export class DataParallelPolicyUpdater implements PolicyUpdater {
     for (const [k, v] of Object.entries(r.params)) {
       const w = weights[k];
       if (!w) throw new Error(`data-parallel update of ${role}: rank 0 sent no '${k}'`);
-      v.assign(tf.tensor(w, v.shape));
+      tf.tidy(() => v.assign(tf.tensor(w, v.shape)));
     }
     r.optimizer.importState(await this.pool.optimizerState(role));
     const processed = perGroup.flat().reduce((a, s) => a + s.promptIds.length + s.responseIds.length, 0);
