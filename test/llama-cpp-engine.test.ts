@@ -127,6 +127,15 @@ describe.skipIf(llamaCppMissing !== undefined)(llamaCppTitle('llama.cpp rollout 
     expect(worstScore).toBeLessThanOrEqual(LOGPROB_TOL);
   });
 
+  it('generating through llama.cpp leaves no tensors behind (the log-prob recomputation frees its own)', async () => {
+    const { llama } = policies(true);
+    const p = prompts();
+    await llama.generate(p, { maxNewTokens: 6, temperature: 1, seed: 4, stopStrings: [] });
+    const before = tf.memory().numTensors;
+    await llama.generate(p, { maxNewTokens: 6, temperature: 1, seed: 5, stopStrings: [] });
+    expect(tf.memory().numTensors).toBe(before);
+  });
+
   it('tempered log-probs: log softmax(logits / T) at the sampled tokens, as the native sampler records them', async () => {
     const p = prompts();
     const { native } = policies(true);
