@@ -1,7 +1,8 @@
 // node-llama-cpp is an optional peer dependency (its GPU builds weigh ~680 MB; see README "Install size"), so it
 // is loaded at run time and never named in a static import: the project typechecks and runs without it. The
 // interfaces below are the small part of its API this project calls, written out here so that `tsc` does not
-// need the package; the parity tests (test/llama-cpp-*.test.ts) check them against the real thing.
+// need the package; the llama.cpp tests (test/reference-llamacpp*.test.ts, test/llama-cpp-engine.test.ts) use
+// them against the real thing.
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
