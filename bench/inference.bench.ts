@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { exportGguf } from '../src/checkpoint/export-gguf.js';
 import { makeTinyCheckpoint, type MakeTinyOptions } from '../src/checkpoint/make-tiny.js';
 import { CausalLM } from '../src/model/qwen3.js';
+import { type Llama, type LlamaModel, openLlama } from '../src/llama-cpp/binding.js';
 import { initBackend, tf } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
 import { benchBackends, median, type BenchBackend } from './run.js';
@@ -155,16 +156,9 @@ async function sesaMeasure(model: CausalLM, s: Setting, seed: number): Promise<T
 
 // ----- llama.cpp (node-llama-cpp) -----
 
-type NodeLlamaCpp = typeof import('node-llama-cpp');
-type Llama = Awaited<ReturnType<NodeLlamaCpp['getLlama']>>;
-type LlamaModel = Awaited<ReturnType<Llama['loadModel']>>;
-type Token = import('node-llama-cpp').Token;
-
-async function loadNodeLlamaCpp(): Promise<{ mod: NodeLlamaCpp; llama: Llama } | { error: string }> {
+async function cpuLlama(): Promise<{ llama: Llama } | { error: string }> {
   try {
-    const mod = (await import('node-llama-cpp')) as NodeLlamaCpp;
-    const llama = await mod.getLlama({ gpu: false, build: 'never', logLevel: mod.LlamaLogLevel.error, maxThreads: availableParallelism() });
-    return { mod, llama };
+    return { llama: await openLlama({ gpu: false, maxThreads: availableParallelism() }) };
   } catch (err) {
     return { error: (err as Error).message.split('\n')[0] ?? 'unknown error' };
   }
@@ -187,13 +181,13 @@ async function llamaMeasure(model: LlamaModel, s: Setting, threads: number, repe
     const once = async (promptIds: number[][], decode: number): Promise<{ prefillS: number; decodeS: number }> => {
       await Promise.all(seqs.map((q) => q.clearHistory()));
       const t0 = performance.now();
-      await Promise.all(seqs.map((q, i) => q.evaluateWithoutGeneratingNewTokens((promptIds[i] as number[]) as Token[])));
+      await Promise.all(seqs.map((q, i) => q.evaluateWithoutGeneratingNewTokens(promptIds[i] as number[])));
       const t1 = performance.now();
       const counts = await Promise.all(
         seqs.map(async (q, i) => {
           let n = 0;
           if (decode === 0) return 0;
-          for await (const _tok of q.evaluate([(promptIds[i] as number[])[0] as Token], { temperature: 0 })) {
+          for await (const _tok of q.evaluate([(promptIds[i] as number[])[0] as number], { temperature: 0 })) {
             if (++n >= decode) break;
           }
           return n;
@@ -233,7 +227,7 @@ export const suite: BenchSuite = {
     const specs = ctx.quick ? [TINY] : [TINY, M100];
     const allThreads = Math.max(1, ctx.threads);
     const threadCounts = allThreads > 1 ? [1, allThreads] : [1];
-    const nlc = await loadNodeLlamaCpp();
+    const nlc = await cpuLlama();
     if ('error' in nlc) ctx.log(`llama.cpp rows skipped: node-llama-cpp is unavailable (${nlc.error})`);
     const root = mkdtempSync(join(tmpdir(), 'sesa-bench-'));
     // The ~100M checkpoint and its GGUF take ~800 MB: remove them even when the run is interrupted.

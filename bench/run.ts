@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
 import { writeJsonAtomic } from '../src/checkpoint/atomic.js';
+import { LLAMA_CPP_SIDE_DIR } from '../src/llama-cpp/binding.js';
 import type { BenchContext, BenchRow, BenchSuite } from './types.js';
 
 /** tfjs backends a benchmark may run on. */
@@ -75,9 +76,9 @@ export interface RunOptions {
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 export const RESULTS_DIR = join(BENCH_DIR, 'results');
 
-function packageVersion(pkg: string): string | null {
+function packageVersion(pkg: string, from: string = import.meta.url): string | null {
   try {
-    const require = createRequire(import.meta.url);
+    const require = createRequire(from);
     // Resolve the main entry, then walk up to its package.json (package.json itself may not be exported).
     let dir = dirname(require.resolve(pkg));
     for (let i = 0; i < 6; i++) {
@@ -107,7 +108,8 @@ export function machineInfo(backends: BenchBackend[]): MachineInfo {
     date: new Date().toISOString(),
     backends,
     tfjs: packageVersion('@tensorflow/tfjs'),
-    nodeLlamaCpp: packageVersion('node-llama-cpp'),
+    // node-llama-cpp may live in the side folder of its opt-in install (src/llama-cpp/binding.ts).
+    nodeLlamaCpp: packageVersion('node-llama-cpp') ?? packageVersion('node-llama-cpp', join(BENCH_DIR, '..', LLAMA_CPP_SIDE_DIR, 'node_modules', '')),
   };
 }
 

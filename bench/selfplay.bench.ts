@@ -34,7 +34,7 @@ import { initBackend } from '../src/tensor/backend.js';
 import type { BenchContext, BenchRow, BenchSuite } from './types.js';
 
 /** Bench harness: the model generates each turn, then a search call is appended until the last turn. */
-class SearchTurnsPolicy implements Policy {
+export class SearchTurnsPolicy implements Policy {
   readonly name = 'search-turns-harness';
   generatedTokens = 0;
   private calls = 0;

@@ -13,7 +13,7 @@ import { CausalLM } from '../src/model/qwen3.js';
 import { scoreBatch } from '../src/model/score.js';
 import { initBackend } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
-import { openReference } from './helpers/llama-cpp-reference.js';
+import { llamaCppMissing, llamaCppTitle, openReference } from './helpers/llama-cpp-reference.js';
 
 const CASES: Record<string, Omit<MakeTinyOptions, 'out'>> = {
   'qwen3 (NEOX rope)': { arch: 'qwen3', hidden: 64, heads: 4, kvHeads: 2, headDim: 32, intermediate: 96, vocab: 320, seed: 31 },
@@ -27,7 +27,7 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-describe('GGUF LoRA adapters in llama.cpp', () => {
+describe.skipIf(llamaCppMissing !== undefined)(llamaCppTitle('GGUF LoRA adapters in llama.cpp'), () => {
   for (const [name, spec] of Object.entries(CASES)) {
     it(`${name}: llama.cpp with our adapter matches our forward with it (≤ 1e-4)`, async () => {
       const dir = makeTinyCheckpoint({ ...spec, out: join(root, spec.arch ?? 'm') }).dir;

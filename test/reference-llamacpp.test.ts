@@ -16,7 +16,7 @@ import { generate } from '../src/model/generate.js';
 import { Rng } from '../src/util/rng.js';
 import { sharedDataPath } from '../src/util/shared-data.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
-import { openReference, type LlamaCppReference } from './helpers/llama-cpp-reference.js';
+import { llamaCppMissing, llamaCppTitle, openReference, type LlamaCppReference } from './helpers/llama-cpp-reference.js';
 import { ReferenceModel } from './helpers/reference-forward.js';
 import { writeTinyHf, type TinySpec } from './helpers/tiny-hf.js';
 
@@ -55,7 +55,7 @@ function maxAbsDiff(a: number[], b: number[]): number {
   return m;
 }
 
-describe.each(CASES)('llama.cpp vs our forward: $label', ({ spec }) => {
+describe.skipIf(llamaCppMissing !== undefined).each(CASES)(llamaCppTitle('llama.cpp vs our forward: $label'), ({ spec }) => {
   const dir = join(root, spec.arch);
   let ref: LlamaCppReference;
   let model: CausalLM;
@@ -143,7 +143,7 @@ describe.each(CASES)('llama.cpp vs our forward: $label', ({ spec }) => {
 
 // Real vocabularies: the GGUF tokenizer metadata must make llama.cpp tokenize exactly like our tokenizer
 // (transformers.js over the same tokenizer.json), and the padded / SentencePiece vocabularies must load.
-describe('real vocabularies through llama.cpp', () => {
+describe.skipIf(llamaCppMissing !== undefined)(llamaCppTitle('real vocabularies through llama.cpp'), () => {
   const texts = [
     'Hello, world! The quick brown fox jumps over 1234567 lazy dogs.',
     "  leading spaces, tabs\tand\nnew lines\n\n  don't we've I'll",

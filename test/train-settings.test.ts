@@ -41,6 +41,8 @@ const EVERY_SETTING: Record<string, unknown> = {
   model: 'qwen3-0.6b',
   backend: 'cpu',
   gpus: 1,
+  workers: 2,
+  'rollout-engine': 'llama.cpp',
   steps: 12,
   'seeds-per-step': 3,
   'proposals-per-seed': 2,

@@ -23,6 +23,7 @@ const COMMAND_MODULES: Array<() => Promise<AnyCommandModule>> = [
   () => import('./download.js'),
   () => import('./lora-init.js'),
   () => import('./bench.js'),
+  () => import('./doctor.js'),
 ];
 
 export async function main(given: string[]): Promise<void> {

@@ -39,6 +39,11 @@ export interface GrpoUpdateConfig extends GrpoLossConfig {
   /** Rows of logits formed at once in the fused log-prob kernel. */
   logitsChunkSize?: number;
   padTokenId?: number;
+  /**
+   * The normalizer of the whole batch when these sequences are only part of it (data-parallel workers each
+   * hold a shard: the counts are summed across workers first, see docs/scale-out.md). Default: these sequences'.
+   */
+  normalizer?: LossNormalizer;
 }
 
 export interface GrpoUpdateMetrics {
@@ -176,7 +181,7 @@ export async function grpoGradients(
   const padId = cfg.padTokenId ?? 0;
   const layouts: MicroBatchLayout[] = [];
   for (let i = 0; i < seqs.length; i += cfg.microBatchSize) layouts.push(layoutMicroBatch(seqs.slice(i, i + cfg.microBatchSize), padId));
-  const normalizer = wholeBatchNormalizer(seqs);
+  const normalizer = cfg.normalizer ?? wholeBatchNormalizer(seqs);
   const klCoef = cfg.klCoef ?? 0.01;
   const maxLen = cfg.maxLen ?? Math.max(...layouts.map((l) => l.R));
 

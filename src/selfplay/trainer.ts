@@ -10,6 +10,9 @@ import { defaultDataDir } from '../eval/dataset.js';
 import { type HeldOutRow, heldOutQuestions, heldOutRows } from '../eval/held-out.js';
 import { textGeneratorFor } from '../llm/from-args.js';
 import type { TextGenerator } from '../llm/types.js';
+import { LlamaCppEngine } from '../llama-cpp/engine.js';
+import { LlamaCppPolicy } from '../llama-cpp/policy.js';
+import type { Policy } from '../model/policy.js';
 import { LoraAdapter } from '../model/lora.js';
 import { ModelPolicy } from '../model/policy.js';
 import { CausalLM } from '../model/qwen3.js';
@@ -17,7 +20,8 @@ import { resolveModel } from '../model/resolve.js';
 import { PolicyTextGenerator } from '../model/text-generator.js';
 import { ensureTinyDefaultModel, TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 import { loadTokenizer } from '../model/tokenizer.js';
-import { AdamW } from '../rl/optimizer.js';
+import { AdamW, type AdamWConfig } from '../rl/optimizer.js';
+import { DataParallelPool } from '../parallel/coordinator.js';
 import { Bm25Index } from '../search/bm25-index.js';
 import { loadCorpus, parseContents } from '../search/corpus.js';
 import { SearchR1Client } from '../search/searchr1-client.js';
@@ -38,7 +42,8 @@ import { readSeedsFile, seedsFromPassages } from './seeds.js';
 import { RunFolder } from './run-folder.js';
 import { type StepMetrics, sesaStep } from './step.js';
 import { rolloutSettingsOf, stepSettingsOf } from './step-settings.js';
-import { GrpoPolicyUpdater, type Role, type TrainedRole } from './updater.js';
+import { DataParallelPolicyUpdater } from './data-parallel-updater.js';
+import { GrpoPolicyUpdater, type PolicyUpdater, type Role, type TrainedRole } from './updater.js';
 
 export interface TrainHooks {
   log(line: string): void;
@@ -120,10 +125,9 @@ async function buildEmbedder(config: TrainConfig): Promise<Embedder> {
   return config.embedder === 'lexical' ? new LexicalEmbedder() : E5Embedder.load({ model: config.e5Model });
 }
 
-/** An adapter with its parameters and a fresh AdamW (docs/method.md, "GRPO": the optimizer settings). */
-function trainedRole(config: TrainConfig, adapter: LoraAdapter): TrainedRole {
-  const params = Object.fromEntries(adapter.variables());
-  const optimizer = new AdamW(params, {
+/** The AdamW settings of both adapters (docs/method.md, "GRPO": the optimizer settings). */
+function optimizerConfig(config: TrainConfig): AdamWConfig {
+  return {
     lr: config.lr,
     warmupSteps: config.warmupSteps,
     weightDecay: config.weightDecay,
@@ -134,8 +138,13 @@ function trainedRole(config: TrainConfig, adapter: LoraAdapter): TrainedRole {
     beta1: config.adamBeta1,
     beta2: config.adamBeta2,
     eps: config.adamEps,
-  });
-  return { adapter, optimizer, params };
+  };
+}
+
+/** An adapter with its parameters and a fresh AdamW. */
+function trainedRole(config: TrainConfig, adapter: LoraAdapter): TrainedRole {
+  const params = Object.fromEntries(adapter.variables());
+  return { adapter, optimizer: new AdamW(params, optimizerConfig(config)), params };
 }
 
 /**
@@ -153,8 +162,6 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
   const warn = (line: string): void => log(`warning: ${line}`);
   let config: TrainConfig;
   let changed: TrainSummary['changed'];
-  // The checkpoint a resumed run continues from (its newest complete one), if any.
-  let ckpt: ReturnType<RunFolder['latestCheckpoint']>;
   if (resumeDir !== undefined) {
     const opened = RunFolder.open(resumeDir, warn);
     run = opened.run;
@@ -337,29 +344,59 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const judgeText = watch.judge;
   const distiller = watch.distiller;
   const rolloutSettings = rolloutSettingsOf(config);
+  // With --rollout-engine llama.cpp the roles generate through llama.cpp; an adapter's version is its optimizer's
+  // step count, so every update is exported and swapped in before the next rollout.
+  const engine =
+    (config.rolloutEngine ?? 'native') === 'llama.cpp'
+      ? await LlamaCppEngine.open({ modelDir, modelConfig: model.config, workDir: join(run.dir, 'llama-cpp') })
+      : undefined;
+  if (engine) log(`rollouts: llama.cpp (${engine.gpu} build); old log-probs recomputed with our forward`);
+  const rolloutPolicy = (role: Role): Policy => {
+    const native = new ModelPolicy(role, model, tokenizer, adapters[role], policyOptions);
+    return engine ? new LlamaCppPolicy(native, engine, () => roles[role].optimizer.stepCount) : native;
+  };
+  const grpoConfig = {
+    microBatchSize: config.microBatchSize,
+    klCoef: config.klCoef,
+    clipLow: config.clipLow,
+    clipHigh: config.clipHigh,
+    dualClip: config.dualClip === 0 ? null : config.dualClip,
+    aggregation: config.lossAggregation,
+    maxLen: config.maxResponseTokens,
+    padTokenId: tokenizer.padTokenId,
+  };
+  const advantageSettings = { mode: config.advantage, eps: config.advantageEps };
+  let pool: DataParallelPool | undefined;
+  let updater: PolicyUpdater = new GrpoPolicyUpdater(
+    model,
+    roles,
+    grpoConfig,
+    advantageSettings,
+    // The wasm heap cannot grow past its limit: updates are planned to fit it (split, or refused with numbers).
+    backend.name === 'wasm' ? { limitBytes: WASM_HEAP_LIMIT_BYTES, usedBytes: () => tf.memory().numBytes, onSplit: (m) => log(`warning: ${m}`) } : undefined,
+  );
+  // With --workers N > 1 the GRPO updates run data-parallel on N worker processes, each with the model and
+  // both adapters, started from this process's adapters and optimizer states (fresh or resumed).
+  if (config.workers > 1) {
+    const roleInit = { lora: adapters.proposer.config, loraSeed: 0, optimizer: optimizerConfig(config) };
+    const gpuBackend = backend.provider === '@tensorflow/tfjs-node-gpu';
+    pool = await DataParallelPool.start({
+      workers: config.workers,
+      init: { modelDir, backend: backend.name, roles: { proposer: roleInit, solver: { ...roleInit, lora: adapters.solver.config } }, grpo: grpoConfig },
+      ...(gpuBackend ? { env: (rank: number) => ({ CUDA_VISIBLE_DEVICES: String(rank) }) } : {}),
+    });
+    const dp = new DataParallelPolicyUpdater(pool, roles, advantageSettings);
+    await dp.syncWorkers();
+    updater = dp;
+    log(`updates: data-parallel on ${config.workers} worker processes${gpuBackend ? ' (one GPU each)' : ''}`);
+  }
   const deps = {
-    proposer: new ProposerRole(new ModelPolicy('proposer', model, tokenizer, adapters.proposer, policyOptions), searcher, rolloutSettings),
-    solver: new SolverRole(new ModelPolicy('solver', model, tokenizer, adapters.solver, policyOptions), searcher, bank, rolloutSettings),
+    proposer: new ProposerRole(rolloutPolicy('proposer'), searcher, rolloutSettings),
+    solver: new SolverRole(rolloutPolicy('solver'), searcher, bank, rolloutSettings),
     judge: new AnswerJudge(judgeText, config.judgeMaxTokens),
     ragJudge: judgeText,
     skills: bank,
-    updater: new GrpoPolicyUpdater(
-      model,
-      roles,
-      {
-        microBatchSize: config.microBatchSize,
-        klCoef: config.klCoef,
-        clipLow: config.clipLow,
-        clipHigh: config.clipHigh,
-        dualClip: config.dualClip === 0 ? null : config.dualClip,
-        aggregation: config.lossAggregation,
-        maxLen: config.maxResponseTokens,
-        padTokenId: tokenizer.padTokenId,
-      },
-      { mode: config.advantage, eps: config.advantageEps },
-      // The wasm heap cannot grow past its limit: updates are planned to fit it (split, or refused with numbers).
-      backend.name === 'wasm' ? { limitBytes: WASM_HEAP_LIMIT_BYTES, usedBytes: () => tf.memory().numBytes, onSplit: (m) => log(`warning: ${m}`) } : undefined,
-    ),
+    updater,
     ...(distiller ? { distiller } : {}),
   };
   const settings = stepSettingsOf(config);
@@ -438,6 +475,8 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
       }
     }
   } finally {
+    await pool?.close();
+    await engine?.dispose();
     await bank?.dispose();
     for (const r of Object.values(roles)) {
       r.optimizer.dispose();

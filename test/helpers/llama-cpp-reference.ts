@@ -3,14 +3,12 @@
 // F32 KV cache (the default F16 cache alone costs ~5e-3) and flash attention off; temperature 0 so that the
 // probability map covers the full vocabulary, unnormalized by any sampler truncation.
 import { availableParallelism } from 'node:os';
-import { getLlama, LlamaLogLevel, type ControlledEvaluateInputItem, type Llama, type LlamaContext, type LlamaModel, type Token } from 'node-llama-cpp';
+// node-llama-cpp is optional: tests that use this helper skip with `llamaCppUnavailableReason()` when it is absent.
+import { type Llama, type LlamaContext, type LlamaControlledInputItem, type LlamaModel, llamaCppUnavailableReason, openLlama } from '../../src/llama-cpp/binding.js';
 
-let llamaPromise: Promise<Llama> | undefined;
-
-/** One llama.cpp instance per process (loading the native addon takes ~0.5 s). */
+/** One CPU llama.cpp instance per process (loading the native addon takes ~0.5 s). */
 export function sharedLlama(): Promise<Llama> {
-  llamaPromise ??= getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, maxThreads: availableParallelism() });
-  return llamaPromise;
+  return openLlama({ gpu: false, maxThreads: availableParallelism() });
 }
 
 export interface GreedyStep {
@@ -91,7 +89,7 @@ export async function openReference(ggufPath: string, options: OpenReferenceOpti
   async function distributions(ids: number[]): Promise<Array<Map<number, number>>> {
     if (ids.length === 0) return [];
     return exclusive(async () => {
-      const items: ControlledEvaluateInputItem[] = ids.map((t) => [t as Token, { generateNext: probe }]);
+      const items: LlamaControlledInputItem[] = ids.map((t) => [t, { generateNext: probe }]);
       const out = await seq.controlledEvaluate(items);
       return ids.map((_, i) => {
         const probs = out[i]?.next.probabilities;
@@ -107,7 +105,7 @@ export async function openReference(ggufPath: string, options: OpenReferenceOpti
       const steps: GreedyStep[] = [];
       let input: number[] = promptIds;
       for (let k = 0; k < n; k++) {
-        const items: ControlledEvaluateInputItem[] = input.map((t, i) => (i === input.length - 1 ? [t as Token, { generateNext: probe }] : (t as Token)));
+        const items: LlamaControlledInputItem[] = input.map((t, i) => (i === input.length - 1 ? [t, { generateNext: probe }] : t));
         const out = await seq.controlledEvaluate(items);
         const probs = out[input.length - 1]?.next.probabilities;
         if (!probs) throw new Error(`llama.cpp returned no probabilities at greedy step ${k}`);
@@ -137,4 +135,12 @@ export async function openReference(ggufPath: string, options: OpenReferenceOpti
       await model.dispose();
     },
   };
+}
+
+/** Why the llama.cpp tests cannot run here (node-llama-cpp absent, with its install command), or undefined. */
+export const llamaCppMissing: string | undefined = await llamaCppUnavailableReason();
+
+/** A suite title that carries the skip reason when node-llama-cpp is absent. */
+export function llamaCppTitle(title: string): string {
+  return llamaCppMissing ? `${title} [skipped: ${llamaCppMissing}]` : title;
 }

@@ -21,6 +21,12 @@ export const RUN_SETTINGS = {
     help: 'devices (one process, one device; more needs the multi-worker trainer)',
     check: (v) => (v <= MAX_SUPPORTED_GPUS ? undefined : `${v}: multi-GPU training needs the multi-worker trainer, which does not exist yet; run with --gpus 1 (one process, one device)`),
   }),
+  workers: int(1, {
+    help: 'worker processes for data-parallel GRPO updates (each holds the model and both adapters; docs/scale-out.md); 1 = all in this process',
+  }),
+  rolloutEngine: choice(['native', 'llama.cpp'], 'native', {
+    help: "rollout generation: our own forward, or llama.cpp (needs node-llama-cpp, see README 'Install size'); old log-probs are recomputed with our forward",
+  }),
   steps: int(200, { demo: 3, help: 'training steps (on --resume: a larger value extends the run)' }),
   seedsPerStep: int(8, { demo: 2, help: 'answer seeds per step' }),
   proposalsPerSeed: int(4, { demo: 2, help: 'n_p, proposer rollouts per seed (the proposer GRPO group)' }),

@@ -1,0 +1,52 @@
+// `sesa-train doctor`: checks what a run needs (Node, tensor backends and CUDA, llama.cpp, the model folder
+// and its memory need, the E5 folder, the retriever, disk) and prints one line per check with a fix. Exit 0
+// only when the run as given would start.
+import type { CommandModule } from 'yargs';
+import { runDoctor } from '../doctor/run.js';
+import { formatReport } from '../doctor/run.js';
+import { EMBEDDED_DEFAULTS, TRAIN_DEFAULTS } from '../selfplay/config.js';
+import { BACKEND_CHOICES, type BackendChoice } from '../tensor/backend.js';
+
+interface DoctorArgs {
+  model?: string;
+  backend: BackendChoice;
+  'retriever-url'?: string;
+  embedder?: 'e5' | 'lexical';
+  'e5-model'?: string;
+  'rollout-engine': 'native' | 'llama.cpp';
+  out?: string;
+  'lora-r': number;
+  json: boolean;
+}
+
+export const command: CommandModule<object, DoctorArgs> = {
+  command: 'doctor',
+  describe: 'Check that a run would start here (Node, backends, CUDA, llama.cpp, model, E5, retriever, disk)',
+  builder: (y) =>
+    y
+      .option('model', { type: 'string', describe: 'model folder or registry name of the run (default: the embedded tiny model)' })
+      .option('backend', { choices: BACKEND_CHOICES, default: 'auto' as BackendChoice, describe: 'tensor backend of the run' })
+      .option('retriever-url', { type: 'string', describe: 'Search-R1 retrieval server to query once' })
+      .option('embedder', { choices: ['e5', 'lexical'] as const, describe: 'skill embedder of the run (default as in train: e5 with --model, else lexical)' })
+      .option('e5-model', { type: 'string', describe: `E5 model folder or name (with --embedder e5; default ${TRAIN_DEFAULTS.e5Model})` })
+      .option('rollout-engine', { choices: ['native', 'llama.cpp'] as const, default: 'native' as const, describe: 'rollout engine of the run' })
+      .option('out', { type: 'string', describe: `run folder (its disk gets the checkpoints; default as in train: ${TRAIN_DEFAULTS.out} with --model, else ${EMBEDDED_DEFAULTS.out})` })
+      .option('lora-r', { type: 'number', default: 16, describe: 'LoRA rank (checkpoint size estimate)' })
+      .option('json', { type: 'boolean', default: false, describe: 'print one JSON object for scripts' }) as never,
+  handler: async (args) => {
+    const defaults = args.model !== undefined ? TRAIN_DEFAULTS : { ...TRAIN_DEFAULTS, ...EMBEDDED_DEFAULTS };
+    const embedder = args.embedder ?? defaults.embedder;
+    const report = await runDoctor({
+      ...(args.model !== undefined ? { model: args.model } : {}),
+      backend: args.backend,
+      ...(args['retriever-url'] !== undefined ? { retrieverUrl: args['retriever-url'] } : {}),
+      embedder,
+      ...(embedder === 'e5' ? { e5Model: args['e5-model'] ?? defaults.e5Model } : {}),
+      rolloutEngine: args['rollout-engine'],
+      out: args.out ?? defaults.out,
+      loraR: args['lora-r'],
+    });
+    process.stdout.write(args.json ? `${JSON.stringify(report)}\n` : `${formatReport(report)}\n`);
+    process.exitCode = report.ready ? 0 : 1;
+  },
+};

@@ -1,0 +1,123 @@
+// The model folder (config, weights, tokenizer, chat template) and its memory need against the backend's
+// limit; the E5 model folder for --embedder e5.
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { SafetensorsCheckpoint } from '../checkpoint/safetensors.js';
+import { expectedTensors, loadModelConfig, type ModelConfig } from '../model/config.js';
+import { projectionShape } from '../model/lora.js';
+import { resolveModel } from '../model/resolve.js';
+import { type CheckResult, type DoctorOptions, firstLine, formatBytes } from './types.js';
+
+/** The wasm heap is a 32-bit address space: ~4 GiB, whatever the machine has. */
+export const WASM_HEAP_BYTES = 4 * 2 ** 30;
+/** Activations, KV cache, LoRA and optimizer state on top of the f32 weights, as a fraction of them (ours). */
+export const WORKING_MEMORY_FRACTION = 0.3;
+
+export interface ModelCheck {
+  results: CheckResult[];
+  /** Present when the config parsed. */
+  config?: ModelConfig;
+}
+
+function readJson(file: string): unknown {
+  return JSON.parse(readFileSync(file, 'utf8'));
+}
+
+/** LoRA parameters per unit of rank for adapters on every projection: Σ (in + out) over layers and projections. */
+export function loraParamsPerRank(cfg: ModelConfig): number {
+  let n = 0;
+  for (const p of ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] as const) {
+    const { inDim, outDim } = projectionShape(cfg, p);
+    n += inDim + outDim;
+  }
+  return n * cfg.numLayers;
+}
+
+export function parameterCount(cfg: ModelConfig): number {
+  let n = 0;
+  for (const shape of expectedTensors(cfg).values()) n += shape.reduce((a, b) => a * b, 1);
+  return n;
+}
+
+/** Every file a training run reads from the model folder, checked without loading the weights. */
+export async function checkModelFolder(model: string): Promise<ModelCheck> {
+  const results: CheckResult[] = [];
+  let dir: string;
+  try {
+    dir = (await resolveModel(model)).dir;
+  } catch (err) {
+    return { results: [{ check: 'model', status: 'fail', detail: firstLine(err), fix: `sesa-train download ${model}, or pass a model folder` }] };
+  }
+  let config: ModelConfig | undefined;
+  try {
+    config = loadModelConfig(dir);
+    results.push({ check: 'model-config', status: 'ok', detail: `${join(dir, 'config.json')}: ${config.architecture}, ${config.numLayers} layers, hidden ${config.hiddenSize}, vocab ${config.vocabSize}` });
+  } catch (err) {
+    results.push({ check: 'model-config', status: 'fail', detail: firstLine(err), fix: 'download the model again (sesa-train download NAME --force)' });
+  }
+  try {
+    const ckpt = new SafetensorsCheckpoint(dir);
+    if (config) {
+      const missing = [...expectedTensors(config).keys()].filter((name) => !ckpt.has(name));
+      if (missing.length > 0) throw new Error(`${dir}: ${missing.length} tensor(s) missing from the weights, e.g. ${missing.slice(0, 3).join(', ')}`);
+    }
+    results.push({ check: 'model-weights', status: 'ok', detail: `${ckpt.names().length} tensors in ${dir}` });
+  } catch (err) {
+    results.push({ check: 'model-weights', status: 'fail', detail: firstLine(err), fix: 'the weights are incomplete: download the model again (sesa-train download NAME --force)' });
+  }
+  const tokFiles = ['tokenizer.json', 'tokenizer_config.json'];
+  const badTok = tokFiles.find((f) => {
+    try {
+      readJson(join(dir, f));
+      return false;
+    } catch {
+      return true;
+    }
+  });
+  results.push(
+    badTok === undefined
+      ? { check: 'tokenizer', status: 'ok', detail: `${tokFiles.join(', ')} present` }
+      : { check: 'tokenizer', status: 'fail', detail: `${join(dir, badTok)} is missing or not JSON`, fix: 'download the model again (sesa-train download NAME --force)' },
+  );
+  if (badTok === undefined) {
+    const tc = readJson(join(dir, 'tokenizer_config.json')) as { chat_template?: unknown };
+    const where = typeof tc.chat_template === 'string' || Array.isArray(tc.chat_template) ? 'tokenizer_config.json' : existsSync(join(dir, 'chat_template.jinja')) ? 'chat_template.jinja' : undefined;
+    results.push(
+      where
+        ? { check: 'chat-template', status: 'ok', detail: `in ${where}` }
+        : { check: 'chat-template', status: 'fail', detail: `${dir} has no chat template (tokenizer_config.json chat_template or chat_template.jinja)`, fix: 'use an instruct/chat model, or add its chat_template.jinja' },
+    );
+  }
+  return config ? { results, config } : { results };
+}
+
+/** The f32 weights plus working memory against what the backend can hold. */
+export function checkModelMemory(config: ModelConfig, limitBytes: number, limitName: string): CheckResult {
+  const weights = 4 * parameterCount(config);
+  const need = weights * (1 + WORKING_MEMORY_FRACTION);
+  const detail = `${(parameterCount(config) / 1e6).toFixed(1)}M parameters: ${formatBytes(weights)} of f32 weights, ≈ ${formatBytes(need)} with working memory; ${limitName} holds ${formatBytes(limitBytes)}`;
+  if (weights > limitBytes) return { check: 'model-memory', status: 'fail', detail, fix: 'a smaller model, or a backend with more memory (tfjs-node on the CPU has no 4 GiB cap; tfjs-node-gpu uses the GPU memory)' };
+  if (need > limitBytes) return { check: 'model-memory', status: 'warn', detail, fix: 'lower --micro-batch-size and the token budgets, or use a backend with more memory' };
+  return { check: 'model-memory', status: 'ok', detail };
+}
+
+/** The E5 folder the skill embedder loads (offline): config, tokenizer and the ONNX weights. */
+export function checkE5(options: Pick<DoctorOptions, 'embedder' | 'e5Model'>): CheckResult | undefined {
+  if (options.embedder !== 'e5') return undefined;
+  const model = options.e5Model;
+  if (!model) return { check: 'e5', status: 'fail', detail: '--embedder e5 needs --e5-model FOLDER', fix: 'pass --e5-model with a local intfloat/e5-base-v2 ONNX folder, or --embedder lexical' };
+  const isPath = /^(\.|\/|~)/.test(model) || existsSync(model);
+  if (!isPath) {
+    return {
+      check: 'e5',
+      status: 'warn',
+      detail: `--e5-model ${model} is a Hub name: it loads only from transformers.js's cache (downloads are off by default), which this check does not read`,
+      fix: 'pass a local folder with the ONNX export of intfloat/e5-base-v2 to have it checked',
+    };
+  }
+  const dir = resolve(model);
+  const missing = ['config.json', 'tokenizer.json', 'tokenizer_config.json', join('onnx', 'model.onnx')].filter((f) => !existsSync(join(dir, f)));
+  return missing.length === 0
+    ? { check: 'e5', status: 'ok', detail: `${dir}: config, tokenizer and onnx/model.onnx present` }
+    : { check: 'e5', status: 'fail', detail: `${dir} lacks ${missing.join(', ')}`, fix: 'point --e5-model at a folder with the ONNX export of intfloat/e5-base-v2 (Xenova/e5-base-v2 layout), or use --embedder lexical' };
+}

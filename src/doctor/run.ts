@@ -1,0 +1,86 @@
+// Runs every check that applies to the run as given, in the order a user would fix things, and decides the
+// exit code: 0 only when no check fails.
+import { execFile } from 'node:child_process';
+import { totalmem } from 'node:os';
+import { checkLlamaCpp } from './llama-cpp.js';
+import { checkE5, checkModelFolder, checkModelMemory, loraParamsPerRank, WASM_HEAP_BYTES } from './model.js';
+import { checkRetriever } from './retriever.js';
+import { checkDisk, checkNode, checkpointBytes, freeBytesAt } from './system.js';
+import { checkTensorBackends, checkWasm, defaultLibraryDirs, listGpus } from './tensor-backends.js';
+import type { CheckResult, CommandOutput, DoctorOptions, Probes } from './types.js';
+
+export function defaultProbes(): Probes {
+  return {
+    nodeVersion: process.version,
+    importPackage: (name) => import(name),
+    run: (command, args, timeoutMs) =>
+      new Promise<CommandOutput>((done) => {
+        execFile(command, args, { timeout: timeoutMs, encoding: 'utf8' }, (err, stdout, stderr) => {
+          const code = err ? ((err as { code?: unknown }).code ?? null) : 0;
+          if (typeof code === 'string') done({ code: null, stdout, stderr, error: code });
+          else done({ code: typeof code === 'number' ? code : null, stdout, stderr });
+        });
+      }),
+    libraryDirs: defaultLibraryDirs(),
+    freeBytes: freeBytesAt,
+    totalMemoryBytes: totalmem(),
+  };
+}
+
+export interface DoctorReport {
+  results: CheckResult[];
+  /** True when the run as given would start (no check failed). */
+  ready: boolean;
+}
+
+export async function runDoctor(options: DoctorOptions, probes: Probes = defaultProbes()): Promise<DoctorReport> {
+  const results: CheckResult[] = [checkNode(probes)];
+  const tensor = await checkTensorBackends(probes, options);
+  results.push(...tensor);
+  results.push(await checkWasm(options));
+  results.push(await checkLlamaCpp(options));
+
+  // The backend the run would use, and how much memory that backend can hold.
+  const tfLoads = (name: string): boolean => tensor.some((r) => r.check === name && r.status === 'ok');
+  const gpuBackend = (options.backend === 'tensorflow' || options.backend === 'auto') && tfLoads('tfjs-node-gpu');
+  const cpuTensorflow = !gpuBackend && (options.backend === 'tensorflow' || options.backend === 'auto') && tfLoads('tfjs-node');
+  let limit = Math.min(WASM_HEAP_BYTES, probes.totalMemoryBytes);
+  let limitName = 'the wasm heap (4 GiB cap)';
+  if (gpuBackend) {
+    const listed = await listGpus(probes);
+    const smallest = 'gpus' in listed && listed.gpus.length > 0 ? Math.min(...listed.gpus.map((g) => g.memoryMiB)) : undefined;
+    limit = smallest !== undefined ? smallest * 2 ** 20 : probes.totalMemoryBytes;
+    limitName = smallest !== undefined ? 'one GPU' : 'system memory (no GPU listed)';
+  } else if (cpuTensorflow || options.backend === 'cpu') {
+    limit = probes.totalMemoryBytes;
+    limitName = 'system memory';
+  }
+
+  let oneCheckpoint: number | undefined;
+  if (options.model === undefined || options.model === 'tiny') {
+    results.push({ check: 'model', status: 'ok', detail: 'the embedded tiny random Qwen3 (made on first use, no folder to check)' });
+  } else {
+    const model = await checkModelFolder(options.model);
+    results.push(...model.results);
+    if (model.config) {
+      results.push(checkModelMemory(model.config, limit, limitName));
+      oneCheckpoint = checkpointBytes(loraParamsPerRank(model.config), options.loraR);
+    }
+  }
+  const e5 = checkE5(options);
+  if (e5) results.push(e5);
+  const retriever = await checkRetriever(options.retrieverUrl);
+  if (retriever) results.push(retriever);
+  results.push(checkDisk(probes, options, oneCheckpoint));
+  return { results, ready: results.every((r) => r.status !== 'fail') };
+}
+
+const MARK: Record<CheckResult['status'], string> = { ok: 'ok  ', warn: 'warn', fail: 'FAIL', info: '--  ' };
+
+/** One line per check, its fix indented under it. */
+export function formatReport(report: DoctorReport): string {
+  const width = Math.max(...report.results.map((r) => r.check.length));
+  const lines = report.results.flatMap((r) => [`${MARK[r.status]}  ${r.check.padEnd(width)}  ${r.detail}`, ...(r.fix && r.status !== 'ok' ? [`${' '.repeat(width + 8)}fix: ${r.fix}`] : [])]);
+  lines.push(report.ready ? 'the run as given would start' : 'the run as given would not start: fix the FAIL lines');
+  return lines.join('\n');
+}

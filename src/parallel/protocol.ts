@@ -1,0 +1,49 @@
+// The messages between the coordinator and its data-parallel workers (docs/scale-out.md). Every message is
+// sent over the child process IPC channel with the "advanced" (structured clone) serialization, so typed
+// arrays travel as they are.
+import type { AdamWConfig, AdamWState } from '../rl/optimizer.js';
+import type { GrpoUpdateConfig, TrainingSequence } from '../rl/grpo-update.js';
+import type { LoraConfig } from '../model/lora.js';
+
+export interface RoleInit {
+  lora: LoraConfig;
+  /** Every worker creates the adapter from the same seed (the hash check at each step proves they agree). */
+  loraSeed: number;
+  optimizer: AdamWConfig;
+}
+
+export interface WorkerInit {
+  rank: number;
+  worldSize: number;
+  modelDir: string;
+  backend: 'wasm' | 'cpu' | 'tensorflow';
+  roles: Record<string, RoleInit>;
+  grpo: Omit<GrpoUpdateConfig, 'normalizer'>;
+}
+
+/** Coordinator → worker. */
+export type ToWorker =
+  | { type: 'init'; init: WorkerInit }
+  /** Start an update of `role` from this worker's shard: the worker answers with its loss-normalizer counts. */
+  | { type: 'update'; role: string; seqs: TrainingSequence[] }
+  /** The counts summed over all workers: compute gradients with them and send them. */
+  | { type: 'normalizer'; tokens: number; sequences: number; maxLen: number }
+  /** The gradients summed over all workers, in `gradientKeys` order: step the optimizer and send the hash. */
+  | { type: 'gradients'; sum: Float32Array }
+  | { type: 'weights'; role: string }
+  /** Rank 0's optimizer state of `role` (for the coordinator's checkpoints). */
+  | { type: 'state'; role: string }
+  /** Replace `role`'s adapter weights and optimizer state (a resumed run, or the coordinator's current ones). */
+  | { type: 'load'; role: string; weights: Record<string, Float32Array>; state: AdamWState }
+  | { type: 'shutdown' };
+
+/** Worker → coordinator. */
+export type FromWorker =
+  | { type: 'ready'; rank: number; gradientKeys: Record<string, string[]> }
+  | { type: 'counts'; tokens: number; sequences: number; maxLen: number }
+  | { type: 'gradients'; flat: Float32Array; loss: number; pgLoss: number; kl: number; clipFrac: number; entropy: number }
+  | { type: 'stepped'; hash: string; gradNorm: number; lr: number }
+  | { type: 'weights'; weights: Record<string, Float32Array> }
+  | { type: 'state'; state: AdamWState }
+  | { type: 'loaded'; hash: string }
+  | { type: 'error'; message: string };

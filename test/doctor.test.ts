@@ -1,0 +1,291 @@
+// `sesa-train doctor`: each check against a working and a broken fixture. The outside world comes in through
+// scripted probes (imports, nvidia-smi, library folders, free space); the retriever is a real HTTP server on
+// 127.0.0.1 and the model folders are real tiny checkpoints, broken one file at a time.
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
+import { checkE5, checkModelFolder, checkModelMemory, parameterCount } from '../src/doctor/model.js';
+import { checkRetriever } from '../src/doctor/retriever.js';
+import { formatReport, runDoctor } from '../src/doctor/run.js';
+import { checkDisk, checkNode } from '../src/doctor/system.js';
+import { checkCuda, checkTensorBackends, parseNvidiaSmi } from '../src/doctor/tensor-backends.js';
+import type { CheckResult, CommandOutput, DoctorOptions, Probes } from '../src/doctor/types.js';
+import { loadModelConfig } from '../src/model/config.js';
+
+const root = mkdtempSync(join(tmpdir(), 'sesa-doctor-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+function missingModule(name: string): Error {
+  return Object.assign(new Error(`Cannot find package '${name}'`), { code: 'ERR_MODULE_NOT_FOUND' });
+}
+
+/** Scripted probes: nothing installed, no nvidia-smi, plenty of disk, 24 GiB of RAM (overridable). */
+function probes(over: Partial<Probes> = {}): Probes {
+  return {
+    nodeVersion: 'v20.20.2',
+    importPackage: async (name) => {
+      throw missingModule(name);
+    },
+    run: async (): Promise<CommandOutput> => ({ code: null, stdout: '', stderr: '', error: 'ENOENT' }),
+    libraryDirs: [],
+    freeBytes: () => 100 * 2 ** 30,
+    totalMemoryBytes: 24 * 2 ** 30,
+    ...over,
+  };
+}
+
+const smi = (stdout: string) => async (): Promise<CommandOutput> => ({ code: 0, stdout, stderr: '' });
+
+function byCheck(results: CheckResult[], check: string): CheckResult {
+  const r = results.find((x) => x.check === check);
+  if (!r) throw new Error(`no '${check}' line in ${JSON.stringify(results.map((x) => x.check))}`);
+  return r;
+}
+
+describe('node', () => {
+  it('passes 20.19+ and fails older versions with the fix', () => {
+    expect(checkNode(probes({ nodeVersion: 'v20.19.0' })).status).toBe('ok');
+    expect(checkNode(probes({ nodeVersion: 'v22.1.0' })).status).toBe('ok');
+    const old = checkNode(probes({ nodeVersion: 'v18.20.4' }));
+    expect(old.status).toBe('fail');
+    expect(old.fix).toMatch(/20\.19/);
+    expect(checkNode(probes({ nodeVersion: 'garbage' })).status).toBe('fail');
+  });
+});
+
+describe('tensor backends and CUDA', () => {
+  it('not installed: informational lines with the install command, and auto still starts', async () => {
+    const rs = await checkTensorBackends(probes(), { backend: 'auto' });
+    const gpu = byCheck(rs, 'tfjs-node-gpu');
+    expect(gpu.status).toBe('info');
+    expect(gpu.detail).toMatch(/not installed/);
+    expect(gpu.fix).toMatch(/npm install @tensorflow\/tfjs-node-gpu@4\.22\.0/);
+    expect(rs.every((r) => r.status !== 'fail')).toBe(true);
+  });
+
+  it('--backend tensorflow with neither binding fails', async () => {
+    const rs = await checkTensorBackends(probes(), { backend: 'tensorflow' });
+    expect(byCheck(rs, 'backend').status).toBe('fail');
+  });
+
+  it('installed but broken by a missing CUDA library: a failing line that names the library', async () => {
+    const p = probes({
+      importPackage: async (name) => {
+        if (name === '@tensorflow/tfjs-node-gpu') throw new Error('libcudart.so.11.0: cannot open shared object file: No such file or directory');
+        throw missingModule(name);
+      },
+    });
+    const gpu = byCheck(await checkTensorBackends(p, { backend: 'auto' }), 'tfjs-node-gpu');
+    expect(gpu.status).toBe('fail');
+    expect(gpu.detail).toMatch(/libcudart\.so\.11\.0/);
+    expect(gpu.detail).toMatch(/CUDA library/);
+  });
+
+  it('finds libcudart.so.11.0 and libcudnn.so.8 in the library folders, or says which are missing', async () => {
+    const libs = join(root, 'libs');
+    mkdirSync(libs, { recursive: true });
+    writeFileSync(join(libs, 'libcudart.so.11.0'), '');
+    const half = byCheck(await checkCuda(probes({ libraryDirs: [libs] }), true), 'cuda-libraries');
+    expect(half.status).toBe('fail');
+    expect(half.detail).toMatch(/libcudnn\.so\.8/);
+    expect(half.detail).not.toMatch(/libcudart/);
+    writeFileSync(join(libs, 'libcudnn.so.8'), '');
+    expect(byCheck(await checkCuda(probes({ libraryDirs: [libs] }), true), 'cuda-libraries').status).toBe('ok');
+  });
+
+  it('lists GPUs with compute capability and warns about PTX JIT on Hopper only', async () => {
+    expect(parseNvidiaSmi('NVIDIA H100 80GB HBM3, 9.0, 81559\nNVIDIA H100 80GB HBM3, 9.0, 81559\n')).toEqual([
+      { name: 'NVIDIA H100 80GB HBM3', computeCapability: 9, memoryMiB: 81559 },
+      { name: 'NVIDIA H100 80GB HBM3', computeCapability: 9, memoryMiB: 81559 },
+    ]);
+    const hopper = await checkCuda(probes({ run: smi('NVIDIA H100 80GB HBM3, 9.0, 81559\n') }), false);
+    expect(byCheck(hopper, 'gpus').detail).toMatch(/1 visible: 0: NVIDIA H100 80GB HBM3 \(compute 9\.0, 80 GiB\)/);
+    expect(byCheck(hopper, 'ptx-jit').status).toBe('warn');
+    const ampere = await checkCuda(probes({ run: smi('NVIDIA A100-SXM4-40GB, 8.0, 40960\n') }), false);
+    expect(ampere.some((r) => r.check === 'ptx-jit')).toBe(false);
+    expect(() => parseNvidiaSmi('No devices were found, oops')).toThrow(/cannot read the line/);
+  });
+
+  it('nvidia-smi missing or failing: the gpus line says so (fail only when the GPU backend is required)', async () => {
+    const none = byCheck(await checkCuda(probes(), false), 'gpus');
+    expect(none.status).toBe('info');
+    expect(none.detail).toMatch(/ENOENT/);
+    const broken = byCheck(await checkCuda(probes({ run: async () => ({ code: 9, stdout: '', stderr: 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.' }) }), true), 'gpus');
+    expect(broken.status).toBe('fail');
+    expect(broken.detail).toMatch(/exit 9.*could not communicate/);
+  });
+});
+
+describe('model folder', () => {
+  let good: string;
+  beforeAll(() => {
+    good = makeTinyCheckpoint({ out: join(root, 'good'), arch: 'qwen3', hidden: 32, heads: 2, kvHeads: 1, headDim: 16, layers: 1, intermediate: 48, vocab: 300, seed: 1 }).dir;
+  });
+
+  /** A copy of the good folder with `edit` applied. */
+  function broken(name: string, edit: (dir: string) => void): string {
+    const dir = join(root, name);
+    mkdirSync(dir, { recursive: true });
+    for (const f of ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']) writeFileSync(join(dir, f), readFileSync(join(good, f)));
+    edit(dir);
+    return dir;
+  }
+
+  it('a complete folder passes every line', async () => {
+    const { results, config } = await checkModelFolder(good);
+    expect(results.map((r) => [r.check, r.status])).toEqual([
+      ['model-config', 'ok'],
+      ['model-weights', 'ok'],
+      ['tokenizer', 'ok'],
+      ['chat-template', 'ok'],
+    ]);
+    expect(config?.numLayers).toBe(1);
+  });
+
+  it('a missing folder or name fails with the download command', async () => {
+    const [r] = (await checkModelFolder(join(root, 'nowhere'))).results;
+    expect(r?.status).toBe('fail');
+    expect(r?.fix).toMatch(/sesa-train download/);
+  });
+
+  it('a broken config, missing weights, a missing tokenizer, no chat template: each fails on its own line', async () => {
+    const cases: Array<[string, (d: string) => void, string]> = [
+      ['bad-config', (d) => writeFileSync(join(d, 'config.json'), '{ not json'), 'model-config'],
+      ['no-weights', (d) => rmSync(join(d, 'model.safetensors')), 'model-weights'],
+      ['missing-shard', (d) => {
+        rmSync(join(d, 'model.safetensors'));
+        writeFileSync(join(d, 'model.safetensors.index.json'), JSON.stringify({ weight_map: { 'model.embed_tokens.weight': 'model-00001-of-00002.safetensors' } }));
+      }, 'model-weights'],
+      ['no-tokenizer', (d) => rmSync(join(d, 'tokenizer.json')), 'tokenizer'],
+      ['no-template', (d) => {
+        const tc = JSON.parse(readFileSync(join(d, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
+        delete tc.chat_template;
+        writeFileSync(join(d, 'tokenizer_config.json'), JSON.stringify(tc));
+      }, 'chat-template'],
+    ];
+    for (const [name, edit, failing] of cases) {
+      const { results } = await checkModelFolder(broken(name, edit));
+      const bad = results.filter((r) => r.status === 'fail').map((r) => r.check);
+      expect(bad, name).toEqual([failing]);
+      expect(byCheck(results, failing).fix, name).toBeTruthy();
+    }
+  });
+
+  it('memory need against the backend limit: ok, warn (weights fit, working memory does not), fail', () => {
+    const cfg = loadModelConfig(good);
+    const weights = 4 * parameterCount(cfg);
+    expect(checkModelMemory(cfg, 4 * 2 ** 30, 'the wasm heap').status).toBe('ok');
+    expect(checkModelMemory(cfg, weights * 1.1, 'x').status).toBe('warn');
+    const fail = checkModelMemory(cfg, weights - 1, 'one GPU');
+    expect(fail.status).toBe('fail');
+    expect(fail.detail).toMatch(/one GPU holds/);
+  });
+
+  it('parameterCount matches the tensors in the checkpoint', async () => {
+    const { SafetensorsCheckpoint } = await import('../src/checkpoint/safetensors.js');
+    const ckpt = new SafetensorsCheckpoint(good);
+    const n = ckpt.names().reduce((s, name) => s + ckpt.entry(name).shape.reduce((a, b) => a * b, 1), 0);
+    expect(parameterCount(loadModelConfig(good))).toBe(n);
+  });
+});
+
+describe('E5 folder', () => {
+  it('only checked with --embedder e5; fails without the ONNX weights', () => {
+    expect(checkE5({ embedder: 'lexical' })).toBeUndefined();
+    expect(checkE5({ embedder: 'e5' })?.status).toBe('fail');
+    const dir = join(root, 'e5');
+    mkdirSync(join(dir, 'onnx'), { recursive: true });
+    for (const f of ['config.json', 'tokenizer.json', 'tokenizer_config.json']) writeFileSync(join(dir, f), '{}');
+    const r = checkE5({ embedder: 'e5', e5Model: dir });
+    expect(r?.status).toBe('fail');
+    expect(r?.detail).toMatch(/onnx\/model\.onnx/);
+    writeFileSync(join(dir, 'onnx', 'model.onnx'), '');
+    expect(checkE5({ embedder: 'e5', e5Model: dir })?.status).toBe('ok');
+    // A Hub name cannot be checked without loading it: a warning that says so, not a pass.
+    expect(checkE5({ embedder: 'e5', e5Model: 'intfloat/e5-base-v2' })?.status).toBe('warn');
+  });
+});
+
+describe('retriever (a local server on 127.0.0.1)', () => {
+  let server: Server;
+  let base: string;
+  let reply: (body: { queries: string[]; topk: number }) => { status: number; body: string };
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c: Buffer) => (raw += c.toString()));
+      req.on('end', () => {
+        const r = reply(JSON.parse(raw) as { queries: string[]; topk: number });
+        res.writeHead(r.status, { 'content-type': 'application/json' });
+        res.end(r.body);
+      });
+    });
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((done) => server.close(() => done())));
+
+  it('not asked for: no line', async () => {
+    expect(await checkRetriever(undefined)).toBeUndefined();
+  });
+
+  it('a server answering in the Search-R1 format passes', async () => {
+    reply = (b) => ({
+      status: 200,
+      body: JSON.stringify({ result: b.queries.map(() => Array.from({ length: b.topk }, (_, i) => ({ document: { id: String(i), contents: `"Darwin"\nCharles Darwin wrote it (${i}).` }, score: 1 - i / 10 }))) }),
+    });
+    const r = await checkRetriever(`${base}/retrieve`);
+    expect(r?.status).toBe('ok');
+    expect(r?.detail).toMatch(/answered 1 query with 3 passages/);
+  });
+
+  it('a server answering another format, an error, or nothing: fail with the reason', async () => {
+    reply = () => ({ status: 200, body: JSON.stringify({ hits: [] }) });
+    expect((await checkRetriever(`${base}/retrieve`))?.status).toBe('fail');
+    reply = () => ({ status: 404, body: 'Not Found' });
+    const notFound = await checkRetriever(`${base}/retrieve`);
+    expect(notFound?.status).toBe('fail');
+    expect(notFound?.detail).toMatch(/HTTP 404/);
+    reply = (b) => ({ status: 200, body: JSON.stringify({ result: b.queries.map(() => []) }) });
+    expect((await checkRetriever(`${base}/retrieve`))?.detail).toMatch(/no passages/);
+    // A port nobody listens on (the server's own, after a fresh server is closed).
+    const closed = createServer();
+    await new Promise<void>((done) => closed.listen(0, '127.0.0.1', done));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((done) => closed.close(() => done()));
+    const refused = await checkRetriever(`http://127.0.0.1:${port}/retrieve`, 2000);
+    expect(refused?.status).toBe('fail');
+    expect(refused?.detail).toMatch(/ECONNREFUSED|cannot connect/);
+    expect((await checkRetriever('not a url'))?.status).toBe('fail');
+  });
+});
+
+describe('disk and the whole report', () => {
+  it('too little free space fails with the need stated', () => {
+    const r = checkDisk(probes({ freeBytes: () => 2 ** 29 }), { out: join(root, 'run') }, 2 ** 20);
+    expect(r.status).toBe('fail');
+    expect(r.detail).toMatch(/512 MiB free/);
+    expect(checkDisk(probes(), { out: join(root, 'run') }, 2 ** 20).status).toBe('ok');
+  });
+
+  const base: DoctorOptions = { backend: 'auto', embedder: 'lexical', rolloutEngine: 'native', out: join(root, 'run'), loraR: 16 };
+
+  it('nothing optional installed, tiny model: ready, with the GPU lines informational', async () => {
+    const report = await runDoctor(base, probes());
+    expect(report.ready).toBe(true);
+    const text = formatReport(report);
+    expect(text).toMatch(/tfjs-node-gpu .*not installed/);
+    expect(text).toMatch(/the run as given would start/);
+  });
+
+  it('one failing check (an old Node, or --backend tensorflow without a binding) makes it not ready', async () => {
+    expect((await runDoctor(base, probes({ nodeVersion: 'v18.0.0' }))).ready).toBe(false);
+    const tf = await runDoctor({ ...base, backend: 'tensorflow' }, probes());
+    expect(tf.ready).toBe(false);
+    expect(formatReport(tf)).toMatch(/FAIL {2}backend/);
+  });
+});
