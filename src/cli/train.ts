@@ -12,7 +12,7 @@ import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 
 /** Flag → config key, for the flags that map one to one (yargs also gives camelCase keys). */
 const FLAG_KEYS: Array<keyof TrainConfig> = [
-  'model', 'gpus', 'backend', 'corpus', 'retrieverUrl', 'seeds', 'steps', 'seedsPerStep', 'proposalsPerSeed', 'groupSize',
+  'model', 'gpus', 'backend', 'threads', 'corpus', 'retrieverUrl', 'seeds', 'steps', 'seedsPerStep', 'proposalsPerSeed', 'groupSize',
   'maxTurns', 'maxNewTokens', 'maxResponseTokens', 'temperature', 'lr', 'warmupSteps', 'loraR', 'loraAlpha', 'klCoef',
   'clipLow', 'clipHigh', 'lambda', 'invalidReward', 'priming', 'frontier', 'distill', 'embedder', 'e5Model', 'judgeUrl',
   'judgeModel', 'distillerUrl', 'distillerModel', 'apiKeyEnv', 'microBatchSize', 'out', 'saveEvery', 'seed',
@@ -108,6 +108,7 @@ export const command: CommandModule<object, TrainArgs> = {
       .option('model', { type: 'string', describe: `model folder or name (qwen3-4b, ...); default: the embedded '${TINY_DEFAULT_NAME}' model` })
       .option('gpus', { type: 'number', describe: `devices (default ${TRAIN_DEFAULTS.gpus}; more needs the multi-worker trainer)` })
       .option('backend', { choices: ['auto', 'tensorflow', 'wasm', 'cpu'], describe: 'tensor backend (default auto)' })
+      .option('threads', { type: 'number', describe: 'compute threads of the wasm backend (default: all cores)' })
       .option('corpus', { type: 'string', describe: "JSONL corpus ({id,contents} or {id,title,text}) or 'demo'" })
       .option('retriever-url', { type: 'string', describe: 'Search-R1-compatible retrieval server (replaces the local index)' })
       .option('seeds', { type: 'string', describe: 'answer seeds, JSONL of {"answer","hops"} (default: the demo corpus seeds)' })

@@ -9,6 +9,8 @@ export interface TrainConfig {
   model: string;
   gpus: number;
   backend: BackendOption;
+  /** Compute threads of the wasm backend; default: all cores. */
+  threads?: number;
   /** A JSONL corpus path, or 'demo' for the embedded synthetic encyclopedia. */
   corpus: string;
   /** A Search-R1-compatible retrieval server; when set, it replaces the local index. */
@@ -192,7 +194,7 @@ export function validateConfig(c: TrainConfig): TrainConfig {
   return c;
 }
 
-const KNOWN_KEYS = new Set(Object.keys(TRAIN_DEFAULTS).concat(['retrieverUrl', 'seeds', 'judgeUrl', 'judgeModel', 'distillerUrl', 'distillerModel']));
+const KNOWN_KEYS = new Set(Object.keys(TRAIN_DEFAULTS).concat(['threads', 'retrieverUrl', 'seeds', 'judgeUrl', 'judgeModel', 'distillerUrl', 'distillerModel']));
 
 /** Checks a parsed config file's keys and value types against TrainConfig; `file` names it in errors. */
 export function parseConfigObject(raw: unknown, file: string): Partial<TrainConfig> {

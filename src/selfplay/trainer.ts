@@ -24,7 +24,7 @@ import { SkillBank } from '../skills/bank.js';
 import { E5Embedder } from '../skills/e5.js';
 import type { Embedder } from '../skills/embedder.js';
 import { LexicalEmbedder } from '../skills/lexical.js';
-import { type BackendInfo, initBackend } from '../tensor/backend.js';
+import { type BackendInfo, describeBackend, initBackend } from '../tensor/backend.js';
 import { type TrainConfig, validateConfig } from './config.js';
 import { AnswerJudge } from './judge.js';
 import { type AnswerSeed, ProposerRole, SolverRole } from './roles.js';
@@ -121,8 +121,8 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
     run = RunFolder.create(config.out, config);
   }
 
-  const backend = await initBackend(config.backend);
-  log(`backend: ${backend.name} (${backend.provider}; ${backend.reason})`);
+  const backend = await initBackend(config.backend, config.threads !== undefined ? { threads: config.threads } : {});
+  log(`backend: ${describeBackend(backend)}`);
   const modelDir = config.model === TINY_DEFAULT_NAME ? ensureTinyDefaultModel(log) : (await resolveModel(config.model)).dir;
   const model = await CausalLM.load(modelDir);
   const tokenizer = await loadTokenizer(modelDir);
