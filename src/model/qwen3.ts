@@ -51,10 +51,12 @@ export interface ForwardOptions {
   attentionScoreBudget?: number;
 }
 
-/** Additive attention mask [B, 1, T, S]: 0 where query t may see key s (causal and not padding), else −1e9. */
-function attentionBias(keyMask: number[][], pastLength: number, T: number): tf.Tensor4D {
+/**
+ * Additive attention mask [B, 1, T, S]: 0 where query t may see key slot s (causal, a real token, and a slot
+ * that exists: `keyMask` rows may be shorter than S, the rest is unwritten cache capacity), else −1e9.
+ */
+function attentionBias(keyMask: number[][], pastLength: number, T: number, S: number): tf.Tensor4D {
   const B = keyMask.length;
-  const S = pastLength + T;
   const bias = new Float32Array(B * T * S);
   for (let b = 0; b < B; b++) {
     const row = keyMask[b] as number[];
@@ -125,7 +127,8 @@ export class CausalLM {
 
   /** A fresh, empty KV cache for a batch of `batchSize` sequences. */
   newCache(batchSize: number): KVCache {
-    return new KVCache(this.config.numLayers, batchSize);
+    const { numLayers, numKvHeads: kvHeads, headDim } = this.config;
+    return new KVCache({ numLayers, kvHeads, headDim }, batchSize);
   }
 
   private rmsNorm(x: tf.Tensor, weight: tf.Tensor1D): tf.Tensor {
@@ -230,26 +233,31 @@ export class CausalLM {
     if (cache && cache.batchSize !== B) throw new Error(`forward: cache holds ${cache.batchSize} sequences, batch has ${B}`);
 
     // Position of each token = number of real tokens before it in its row (so left padding shifts nothing).
-    const pastLength = cache?.length ?? 0;
-    const positions = new Int32Array(B * T);
-    const keyMask: number[][] = [];
-    for (let b = 0; b < B; b++) {
-      let next = cache ? (cache.nextPosition[b] as number) : 0;
-      const maskRow = mask[b] as number[];
-      for (let t = 0; t < T; t++) {
-        positions[b * T + t] = next;
-        if (maskRow[t] === 1) next++;
+    let positions: Int32Array;
+    let pastLength = 0;
+    let keyMask: number[][];
+    if (cache) {
+      ({ positions, pastLength } = cache.beginChunk(mask));
+      keyMask = cache.keyMask;
+    } else {
+      positions = new Int32Array(B * T);
+      for (let b = 0; b < B; b++) {
+        let next = 0;
+        const maskRow = mask[b] as number[];
+        for (let t = 0; t < T; t++) {
+          positions[b * T + t] = next;
+          if (maskRow[t] === 1) next++;
+        }
       }
-      if (cache) cache.nextPosition[b] = next;
-      keyMask.push([...(cache ? (cache.keyMask[b] as number[]) : []), ...maskRow]);
+      keyMask = mask;
     }
-    if (cache) cache.keyMask = keyMask;
+    const keyWidth = cache ? cache.attentionWidth : T;
 
     const { cos, sin } = ropeTables(this.invFreq, positions);
     const half = this.config.headDim / 2;
     return tf.tidy(() => {
       const rot = { cos: tf.tensor4d(cos, [B, T, 1, half]), sin: tf.tensor4d(sin, [B, T, 1, half]) };
-      const bias = attentionBias(keyMask, pastLength, T);
+      const bias = attentionBias(keyMask, pastLength, T, keyWidth);
       let h = tf.gather(this.embed, tf.tensor1d(inputIds.flat(), 'int32')) as tf.Tensor2D;
       for (let l = 0; l < this.config.numLayers; l++) {
         const w = this.layers[l] as LayerWeights;
