@@ -15,6 +15,7 @@
 // gradient or optimizer state can exist for them. Positions and masks are built on the JS side from the ids.
 import { tf } from '../tensor/backend.js';
 import { linearFrozen } from '../tensor/ops.js';
+import { recomputed } from '../tensor/recompute.js';
 import { SafetensorsCheckpoint } from '../checkpoint/safetensors.js';
 import { type ModelConfig, expectedTensors, loadModelConfig } from './config.js';
 import { inverseFrequencies, ropeTables } from './rope.js';
@@ -29,6 +30,10 @@ export type ProjectionName = (typeof PROJECTIONS)[number];
 /** What the forward needs from a LoRA adapter: the low-rank delta of one projection, or none. */
 export interface ProjectionAdapter {
   delta(layer: number, projection: ProjectionName, x: tf.Tensor2D): tf.Tensor2D | undefined;
+  /** The trainable tensors the deltas of `layer` read (needed to recompute a layer in the backward). */
+  layerParameters?(layer: number): tf.Tensor[];
+  /** The adapter's random stream (dropout), saved and restored to recompute a layer identically. */
+  randomState?: number;
 }
 
 interface LayerWeights {
@@ -49,6 +54,11 @@ export interface ForwardOptions {
   adapter?: ProjectionAdapter;
   /** Most attention scores formed at once (default 2^24); smaller values only split the work into more blocks. */
   attentionScoreBudget?: number;
+  /**
+   * Under a gradient tape, keep only each layer's input and recompute the layer in the backward (activation
+   * checkpointing): the same gradients for about one more forward of compute, and a fraction of the memory.
+   */
+  recomputeLayers?: boolean;
 }
 
 /**
@@ -264,10 +274,23 @@ export class CausalLM {
         const hIn = h;
         // One scope per layer: its intermediates are released before the next layer runs, so inference memory
         // is one layer's working set plus the residual stream (autodiff keeps what its backward needs).
-        h = tf.tidy(() => {
-          const a = tf.add(hIn, this.attention(this.rmsNorm(hIn, w.inputNorm) as tf.Tensor2D, l, { B, T }, rot, bias, opts));
+        const layer = (x: tf.Tensor2D, context: readonly tf.Tensor[]): tf.Tensor2D => {
+          const [cos, sin, mask] = context as [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D];
+          const a = tf.add(x, this.attention(this.rmsNorm(x, w.inputNorm) as tf.Tensor2D, l, { B, T }, { cos, sin }, mask, opts));
           return tf.add(a, this.mlp(this.rmsNorm(a, w.postNorm) as tf.Tensor2D, l, opts)) as tf.Tensor2D;
-        });
+        };
+        const context = [rot.cos, rot.sin, bias];
+        if (opts.recomputeLayers && !cache) {
+          const adapter = opts.adapter;
+          const params = adapter?.layerParameters?.(l) ?? [];
+          const random =
+            adapter?.randomState !== undefined
+              ? { get: () => adapter.randomState as number, set: (state: number) => (adapter.randomState = state) }
+              : undefined;
+          h = tf.tidy(() => recomputed(hIn, params, context, layer, random));
+        } else {
+          h = tf.tidy(() => layer(hIn, context));
+        }
       }
       return tf.reshape(this.rmsNorm(h, this.finalNorm), [B, T, this.config.hiddenSize]) as tf.Tensor3D;
     });
