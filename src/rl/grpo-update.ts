@@ -32,7 +32,8 @@ export interface GrpoUpdateConfig extends GrpoLossConfig {
   microBatchSize: number;
   /**
    * Bytes one forward/backward pass may use for activations (estimated by `passBytes`); micro-batches are cut
-   * so that each stays within it (a single sequence always runs). Default: no limit beyond microBatchSize.
+   * so that each stays within it (a single sequence always runs). Default: WASM_PASS_BUDGET_BYTES on the wasm
+   * backend (its heap is capped at 4 GiB), no limit beyond microBatchSize elsewhere.
    */
   memoryBudgetBytes?: number;
   /** Recompute each layer in the backward instead of keeping its activations (default true). */
@@ -136,6 +137,9 @@ function responseLogProbs(
   return { logProbs: tf.reshape(logProbs, [layout.B, layout.R]) as tf.Tensor2D, entropy: entropyGrid };
 }
 
+/** The default pass budget on wasm: what is left of the 4 GiB heap for activations beside a ~1B-parameter model. */
+export const WASM_PASS_BUDGET_BYTES = 1.5 * 2 ** 30;
+
 /**
  * Estimated peak bytes of one forward/backward pass over B sequences padded to T tokens: what autodiff keeps
  * per layer (all of a layer's activations, or only its input when layers are recomputed, plus one layer's
@@ -218,7 +222,8 @@ export async function grpoGradients(
   if (!Number.isInteger(cfg.microBatchSize) || cfg.microBatchSize < 1) throw new Error(`GRPO: micro-batch size must be a positive integer, got ${cfg.microBatchSize}`);
   const padId = cfg.padTokenId ?? 0;
   const recompute = cfg.recomputeLayers ?? true;
-  const layouts = microBatches(seqs, cfg.microBatchSize, cfg.memoryBudgetBytes, (b, t) => passBytes(model.config, b, t, recompute, cfg.logitsChunkSize)).map((group) =>
+  const budget = cfg.memoryBudgetBytes ?? (tf.getBackend() === 'wasm' ? WASM_PASS_BUDGET_BYTES : undefined);
+  const layouts = microBatches(seqs, cfg.microBatchSize, budget, (b, t) => passBytes(model.config, b, t, recompute, cfg.logitsChunkSize)).map((group) =>
     layoutMicroBatch(group, padId),
   );
   const normalizer = wholeBatchNormalizer(seqs);
