@@ -14,7 +14,7 @@
 // matMul takes the fast non-transposed path (SPEC §8). Base weights are plain tensors, never variables: no
 // gradient or optimizer state can exist for them. Positions and masks are built on the JS side from the ids.
 import { tf } from '../tensor/backend.js';
-import { linearFrozen } from '../tensor/ops.js';
+import { linearFrozen, matMulTrainable } from '../tensor/ops.js';
 import { recomputed } from '../tensor/recompute.js';
 import { SafetensorsCheckpoint } from '../checkpoint/safetensors.js';
 import { type ModelConfig, expectedTensors, loadModelConfig } from './config.js';
@@ -76,6 +76,21 @@ function attentionBias(keyMask: number[][], pastLength: number, T: number, S: nu
     }
   }
   return tf.tensor4d(bias, [B, 1, T, S]);
+}
+
+/**
+ * a[i] · b[i] (b[i]ᵀ when `transposeB`) for every i of the leading axis, as separate 2-D matMuls: batched and
+ * transposed matMuls take XNNPACK's slow path (a few GFLOP/s), plain 2-D ones the fast one. The gradients go
+ * through explicit transposes too (`matMulTrainable`).
+ */
+function planarMatMuls(a: tf.Tensor3D, b: tf.Tensor3D, transposeB: boolean): tf.Tensor3D {
+  const n = a.shape[0];
+  const right = transposeB ? (tf.transpose(b, [0, 2, 1]) as tf.Tensor3D) : b;
+  const as = tf.unstack(a) as tf.Tensor2D[];
+  const bs = tf.unstack(right) as tf.Tensor2D[];
+  const outs: tf.Tensor2D[] = [];
+  for (let i = 0; i < n; i++) outs.push(matMulTrainable(as[i] as tf.Tensor2D, bs[i] as tf.Tensor2D));
+  return tf.stack(outs) as tf.Tensor3D;
 }
 
 export class CausalLM {
@@ -208,10 +223,15 @@ export class CausalLM {
           const maskBlock = n === T ? mask : tf.slice(mask, [0, 0, t0, 0], [B, 1, n, S]);
           // Grouped-query attention without copying keys: the `groups` query heads of one kv head are stacked
           // along the query axis, so one batched matMul per kv head serves them all (head h uses kv head h / groups).
-          const qGrouped = tf.reshape(tf.transpose(qBlock, [0, 2, 1, 3]), [B * KV, groups * n, hd]);
-          const scores = tf.mul(tf.matMul(qGrouped, keysFlat, false, true), 1 / Math.sqrt(hd));
+          const qGrouped = tf.reshape(tf.transpose(qBlock, [0, 2, 1, 3]), [B * KV, groups * n, hd]) as tf.Tensor3D;
+          // Without a cache (training, scoring) the keys are transposed once and every kv head runs plain 2-D
+          // matMuls, XNNPACK's fast path, forward and backward; decoding keeps the batched form (transposing the
+          // whole cache per token would cost more than it saves).
+          const planar = !opts.cache;
+          const scores = tf.mul(planar ? planarMatMuls(qGrouped, keysFlat as tf.Tensor3D, true) : tf.matMul(qGrouped, keysFlat, false, true), 1 / Math.sqrt(hd));
           const probs = tf.softmax(tf.add(tf.reshape(scores, [B, H, n, S]), maskBlock));
-          const context = tf.matMul(tf.reshape(probs, [B * KV, groups * n, S]), valuesFlat);
+          const probsGrouped = tf.reshape(probs, [B * KV, groups * n, S]) as tf.Tensor3D;
+          const context = planar ? planarMatMuls(probsGrouped, valuesFlat as tf.Tensor3D, false) : tf.matMul(probsGrouped, valuesFlat);
           return tf.transpose(tf.reshape(context, [B, H, n, hd]), [0, 2, 1, 3]);
         }),
       );
