@@ -72,11 +72,37 @@ function before(row: Float32Array, a: number, b: number): boolean {
 }
 
 /**
+ * Every id of the row, best first (ties by id), by one native sort of numeric keys: the logit's float32 bits
+ * mapped to an unsigned order (higher logit → smaller key) times a power of two above V, plus the id. The keys
+ * stay below 2^53, so float64 holds them exactly.
+ */
+function sortedIds(row: Float32Array): Int32Array {
+  const V = row.length;
+  const scale = 2 ** Math.ceil(Math.log2(Math.max(2, V)));
+  const bits = new Uint32Array(new Float32Array(row).buffer);
+  const keys = new Float64Array(V);
+  for (let i = 0; i < V; i++) {
+    const u = bits[i] as number;
+    // Order-preserving float → uint32 (negative: flip all bits; positive: flip the sign bit), then descending.
+    const ordered = u & 0x80000000 ? ~u >>> 0 : (u | 0x80000000) >>> 0;
+    keys[i] = (0xffffffff - ordered) * scale + i;
+  }
+  keys.sort();
+  // Plain loops: TypedArray.from with a map function is several times slower in V8.
+  const ids = new Int32Array(V);
+  for (let i = 0; i < V; i++) ids[i] = (keys[i] as number) % scale;
+  return ids;
+}
+
+/**
  * The `k` highest-ranked ids of the row, best first, by one pass with a size-k heap (its root is the worst
  * kept id): O(V log k) instead of sorting all V ids.
  */
 export function topKIds(row: Float32Array, k: number): Int32Array {
   const n = Math.min(k, row.length);
+  const order = (a: number, b: number): number => (before(row, a, b) ? -1 : before(row, b, a) ? 1 : 0);
+  // Most of the row: one native numeric sort is cheaper than a heap that large.
+  if (n * 4 >= row.length) return sortedIds(row).slice(0, n);
   const heap = new Int32Array(n);
   let size = 0;
   const siftDown = (i: number): void => {
@@ -111,7 +137,7 @@ export function topKIds(row: Float32Array, k: number): Int32Array {
       siftDown(0);
     }
   }
-  return heap.sort((a, b) => (before(row, a, b) ? -1 : before(row, b, a) ? 1 : 0));
+  return heap.sort(order);
 }
 
 /**
@@ -132,7 +158,8 @@ export function truncatedCandidates(row: Float32Array, params: SamplingParams): 
   let m = useTopK ? params.topK : params.topP >= 1 ? V : Math.min(V, 64);
   for (;;) {
     const ids = topKIds(row, m);
-    const weights = Float64Array.from(ids, (i) => Math.exp((row[i] as number) * invT - max));
+    const weights = new Float64Array(ids.length);
+    for (let j = 0; j < ids.length; j++) weights[j] = Math.exp((row[ids[j] as number] as number) * invT - max);
     if (params.topP >= 1) return { ids, weights };
     const total = useTopK ? weights.reduce((a, b) => a + b, 0) : z;
     let cumulative = 0;
@@ -141,7 +168,8 @@ export function truncatedCandidates(row: Float32Array, params: SamplingParams): 
       if (cumulative >= params.topP) return { ids: ids.slice(0, j + 1), weights: weights.slice(0, j + 1) };
     }
     if (useTopK || m >= V) return { ids, weights };
-    m = Math.min(V, m * 4);
+    // Grow the head; once it would be a sizeable part of the row, take the whole row at once.
+    m = m * 8 * 4 >= V ? V : m * 8;
   }
 }
 
