@@ -1,7 +1,16 @@
 // GRPO step throughput: one full update (reference log-probs, forward + backward with the adapter, fused
-// log-probs, loss, AdamW) of a LoRA adapter (the defaults of docs/method.md, "Adapters": r 16, all seven projections) on random
-// sequences, for the tiny and the ~100M configurations. tokens/s counts every token through the update
-// (prompt and response); the ~100M model runs on wasm only (the cpu backend would take many minutes).
+// log-probs, loss, AdamW) of a LoRA adapter (r 16, all seven projections) on random sequences, for the tiny
+// and the ~100M configurations, on wasm with one thread and with all cores. tokens/s counts every token
+// through the update (prompt and response); the ~100M model runs on wasm only (the cpu backend would take many
+// minutes).
+//
+// Model-FLOPs utilization: the useful matMul work of an update (a forward for the reference log-probs, a
+// forward and an input-gradient backward with the adapter: 3 × 2 flops per weight per token, plus attention)
+// per second, divided by the rate of a projection-shaped matMul measured in the same run on the same threads.
+// Recomputing layers costs one more forward that this count leaves out, as MFU does by definition.
+//
+// Profile: one more update of the ~100M model (quick: the tiny one) under tf.profile, kernels grouped by name and input shapes,
+// the ten that take the most time.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,9 +19,10 @@ import { LORA_DEFAULTS, LoraAdapter } from '../src/model/lora.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { grpoUpdate, type TrainingSequence } from '../src/rl/grpo-update.js';
 import { AdamW } from '../src/rl/optimizer.js';
-import { initBackend } from '../src/tensor/backend.js';
+import type { ModelConfig } from '../src/model/config.js';
+import { tf } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
-import { benchBackends, median } from './run.js';
+import { benchEngines, initEngine, median } from './run.js';
 import type { BenchContext, BenchRow, BenchSuite } from './types.js';
 
 interface Case {
@@ -42,6 +52,75 @@ function sequences(n: number, prompt: number, response: number, vocab: number, s
   }));
 }
 
+/** Useful flops of one update per token of a sequence of T tokens (see the header). */
+function modelFlopsPerToken(c: ModelConfig, T: number): number {
+  const { hiddenSize: d, intermediateSize: ff, numHeads: H, numKvHeads: KV, headDim: hd, numLayers: L, vocabSize: V } = c;
+  const weights = L * (d * (H + 2 * KV) * hd + H * hd * d + 3 * d * ff) + d * V;
+  const attention = L * 2 * H * hd * T; // q·kᵀ and probs·v, half the positions on average (causal), ×2 flops
+  return 3 * 2 * (weights + attention);
+}
+
+/** GFLOP/s of an [M, d] × [d, ff] matMul (the projection shape of the model) on the active backend. */
+function matMulRate(M: number, K: number, N: number): number {
+  const rng = new Rng(3);
+  const a = tf.tensor2d(Float32Array.from({ length: M * K }, () => rng.next() - 0.5), [M, K]);
+  const b = tf.tensor2d(Float32Array.from({ length: K * N }, () => rng.next() - 0.5), [K, N]);
+  const once = (): void => tf.tidy(() => void tf.matMul(a, b).dataSync());
+  once();
+  const times: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const t = performance.now();
+    once();
+    times.push((performance.now() - t) / 1000);
+  }
+  tf.dispose([a, b]);
+  return (2 * M * K * N) / median(times) / 1e9;
+}
+
+interface KernelGroup {
+  name: string;
+  shapes: string;
+  ms: number;
+  calls: number;
+  flops: number;
+}
+
+/** flops of a matMul kernel from its input and output shapes (0 for other kernels). */
+function kernelFlops(name: string, inputShapes: number[][], outputShapes: number[][]): number {
+  if (!/MatMul/.test(name)) return 0;
+  const a = inputShapes[0] ?? [];
+  const out = outputShapes[0] ?? [];
+  const M = out[out.length - 2] ?? 1;
+  const [r, c] = [a[a.length - 2] ?? 1, a[a.length - 1] ?? 1];
+  const K = r === M ? c : r;
+  return 2 * out.reduce((x, y) => x * y, 1) * K;
+}
+
+/** The top kernels by total time of `f`, grouped by name and input shapes. */
+async function profileKernels(f: () => Promise<unknown>, top: number): Promise<{ groups: KernelGroup[]; totalMs: number }> {
+  const info = await tf.profile(async () => {
+    await f();
+  });
+  const groups = new Map<string, KernelGroup>();
+  let totalMs = 0;
+  const backend = tf.getBackend();
+  for (const k of info.kernels) {
+    // customGrad scopes (recomputed layers, frozen linears) are listed too, with their inner kernels listed
+    // separately: count only real kernels.
+    if (tf.getKernel(k.name, backend) === undefined) continue;
+    const ms = typeof k.kernelTimeMs === 'number' ? k.kernelTimeMs : 0;
+    const shapes = k.inputShapes.map((s) => `[${(s ?? []).join(',')}]`).join('×');
+    const key = `${k.name} ${shapes}`;
+    const g = groups.get(key) ?? { name: k.name, shapes, ms: 0, calls: 0, flops: 0 };
+    g.ms += ms;
+    g.calls++;
+    g.flops += kernelFlops(k.name, k.inputShapes as number[][], k.outputShapes as number[][]);
+    groups.set(key, g);
+    totalMs += ms;
+  }
+  return { groups: [...groups.values()].sort((a, b) => b.ms - a.ms).slice(0, top), totalMs };
+}
+
 export const suite: BenchSuite = {
   name: 'grpo',
   async run(ctx: BenchContext): Promise<BenchRow[]> {
@@ -50,8 +129,9 @@ export const suite: BenchSuite = {
     try {
       for (const c of CASES) {
         const dir = makeTinyCheckpoint({ ...c.make, out: join(root, c.key) }).dir;
-        for (const backend of benchBackends(ctx).filter((b): b is 'wasm' | 'cpu' => (c.backends as string[]).includes(b))) {
-          await initBackend(backend);
+        for (const engine of benchEngines(ctx).filter((e) => (c.backends as string[]).includes(e.backend))) {
+          const backend = engine.backend;
+          await initEngine(engine);
           const model = await CausalLM.load(dir);
           const adapter = LoraAdapter.create('solver', model.config, LORA_DEFAULTS, { seed: 1, randomB: true, randomBStd: 0.01 });
           const params = Object.fromEntries(adapter.variables());
@@ -59,7 +139,7 @@ export const suite: BenchSuite = {
           const n = ctx.quick ? Math.max(2, c.sequences / 4) : c.sequences;
           const seqs = sequences(n, c.prompt, c.response, model.config.vocabSize, 7);
           const cfg = { microBatchSize: c.microBatch, klCoef: 0.01 };
-          ctx.log(`grpo: ${c.key} on ${backend}: warm-up`);
+          ctx.log(`grpo: ${c.key} on ${engine.label}: warm-up`);
           await grpoUpdate(model, adapter, optimizer, params, seqs.slice(0, Math.min(2, n)), cfg);
           const repeats = ctx.quick || c.key === '100m' ? 1 : 3;
           const speeds: number[] = [];
@@ -69,9 +149,33 @@ export const suite: BenchSuite = {
             speeds.push(m.tokensPerSecond);
             secs.push(m.seconds);
           }
-          const note = `${n} seqs × (${c.prompt} prompt + ${c.response} response), micro-batch ${c.microBatch}, LoRA r${LORA_DEFAULTS.r} on 7 projections, ${(model.parameterCount() / 1e6).toFixed(1)}M base params`;
-          rows.push({ case: `grpo step ${c.key}`, engine: `sesa/${backend}`, metric: 'throughput', value: median(speeds), unit: 'tok/s', notes: note });
-          rows.push({ case: `grpo step ${c.key}`, engine: `sesa/${backend}`, metric: 'step time', value: median(secs), unit: 's' });
+          const T = c.prompt + c.response;
+          const note = `${n} seqs × (${c.prompt} prompt + ${c.response} response), micro-batch ${c.microBatch}, layers recomputed in the backward, LoRA r${LORA_DEFAULTS.r} on 7 projections, ${(model.parameterCount() / 1e6).toFixed(1)}M base params`;
+          const caseName = `grpo step ${c.key}`;
+          rows.push({ case: caseName, engine: engine.label, metric: 'throughput', value: median(speeds), unit: 'tok/s', notes: note });
+          rows.push({ case: caseName, engine: engine.label, metric: 'step time', value: median(secs), unit: 's' });
+          if (backend === 'wasm') {
+            const rate = matMulRate(c.microBatch * T, model.config.hiddenSize, model.config.intermediateSize);
+            const achieved = (median(speeds) * modelFlopsPerToken(model.config, T)) / 1e9;
+            rows.push({ case: caseName, engine: engine.label, metric: 'matMul rate', value: rate, unit: 'GFLOP/s', notes: `[${c.microBatch * T},${model.config.hiddenSize}]×[${model.config.hiddenSize},${model.config.intermediateSize}] in this run, same threads` });
+            rows.push({ case: caseName, engine: engine.label, metric: 'model GFLOP/s', value: achieved, unit: 'GFLOP/s' });
+            rows.push({ case: caseName, engine: engine.label, metric: 'MFU vs matMul', value: achieved / rate, unit: '×', notes: 'useful update flops per second ÷ the matMul rate above' });
+          }
+          const profiled = ctx.quick ? 'tiny' : '100m';
+          if (c.key === profiled && engine.label === benchEngines(ctx).filter((e) => e.backend === 'wasm').at(-1)?.label) {
+            ctx.log(`grpo: ${c.key} on ${engine.label}: kernel profile`);
+            const { groups, totalMs } = await profileKernels(() => grpoUpdate(model, adapter, optimizer, params, seqs, cfg), 10);
+            groups.forEach((g, i) => {
+              rows.push({
+                case: `profile: grpo step ${c.key} (${engine.label})`,
+                engine: `#${i + 1} ${g.name} ${g.shapes}`,
+                metric: `${g.calls} calls${g.flops > 0 ? `, ${((g.flops / (g.ms / 1000)) / 1e9).toFixed(1)} GFLOP/s` : ''}`,
+                value: g.ms,
+                unit: 'ms',
+                notes: `share of all kernel time: ${((100 * g.ms) / totalMs).toFixed(1)}% (kernel times under tf.profile; total ${(totalMs / 1000).toFixed(1)} s)`,
+              });
+            });
+          }
           optimizer.dispose();
           adapter.dispose();
           model.dispose();

@@ -8,10 +8,10 @@
 // - Decode = tokens/s of the next D single-token steps per sequence with the KV cache (each step: forward,
 //   logits of the new position, greedy pick in JS; llama.cpp: `sequence.evaluate` at temperature 0).
 // - One warm-up run, then the median of a few repeats, each on a fresh cache.
-// - llama.cpp runs with an F32 KV cache and flash attention off (the precision our cache has), on 1 thread
-//   (tfjs-wasm and tfjs-cpu are single-threaded in Node) and on all cores as a separate row. `ratio` is ours
-//   divided by llama.cpp on 1 thread for the same case. Batch 8 on llama.cpp = 8 sequences of one context,
-//   evaluated together in the same batches.
+// - Ours runs on wasm with one thread and with all cores (and on the cpu backend); llama.cpp runs with an F32
+//   KV cache and flash attention off (the precision our cache has), on 1 thread and on all cores. `ratio` is
+//   ours divided by llama.cpp on the same number of threads for the same case (the cpu backend: 1 thread).
+//   Batch 8 on llama.cpp = 8 sequences of one context, evaluated together in the same batches.
 // - The cpu backend (~1 GFLOP/s) gets shorter prompts and fewer decode steps on the ~100M model; the case
 //   name says P (prompt tokens) and D (decode steps), and llama.cpp is measured at the same P and D.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -23,7 +23,7 @@ import { CausalLM } from '../src/model/qwen3.js';
 import { type Llama, type LlamaModel, openLlama } from '../src/llama-cpp/binding.js';
 import { initBackend, tf } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
-import { benchBackends, median, type BenchBackend } from './run.js';
+import { type BenchBackend, type BenchEngine, benchEngines, initEngine, median } from './run.js';
 import type { BenchContext, BenchRow, BenchSuite } from './types.js';
 
 interface ModelSpec {
@@ -223,7 +223,7 @@ export const suite: BenchSuite = {
   name: 'inference',
   async run(ctx: BenchContext): Promise<BenchRow[]> {
     const rows: BenchRow[] = [];
-    const backends = benchBackends(ctx);
+    const engines = benchEngines(ctx);
     const specs = ctx.quick ? [TINY] : [TINY, M100];
     const allThreads = Math.max(1, ctx.threads);
     const threadCounts = allThreads > 1 ? [1, allThreads] : [1];
@@ -250,9 +250,10 @@ export const suite: BenchSuite = {
         const seed = 1000 + mi;
 
         // Ours, per backend.
-        const ours: Array<{ backend: BenchBackend; setting: Setting; timing: Timing }> = [];
-        for (const backend of backends) {
-          await initBackend(backend);
+        const ours: Array<{ engine: BenchEngine; setting: Setting; timing: Timing }> = [];
+        for (const engine of engines) {
+          const backend = engine.backend;
+          await initEngine(engine);
           const before = tf.memory().numTensors;
           const model = await CausalLM.load(dir);
           try {
@@ -260,15 +261,15 @@ export const suite: BenchSuite = {
               t = performance.now();
               const timing = await sesaMeasure(model, s, seed);
               ctx.log(
-                `sesa/${backend} ${caseName(spec.key, s)}: prefill ${timing.prefillTokS.toFixed(1)} tok/s, decode ${timing.decodeTokS.toFixed(1)} tok/s (${((performance.now() - t) / 1000).toFixed(1)} s)`,
+                `${engine.label} ${caseName(spec.key, s)}: prefill ${timing.prefillTokS.toFixed(1)} tok/s, decode ${timing.decodeTokS.toFixed(1)} tok/s (${((performance.now() - t) / 1000).toFixed(1)} s)`,
               );
-              ours.push({ backend, setting: s, timing });
+              ours.push({ engine, setting: s, timing });
             }
           } finally {
             model.dispose();
           }
           const leaked = tf.memory().numTensors - before;
-          if (leaked !== 0) ctx.log(`warning: ${leaked} tensors leaked on ${backend}`);
+          if (leaked !== 0) ctx.log(`warning: ${leaked} tensors leaked on ${engine.label}`);
         }
 
         // llama.cpp at every distinct setting ours used, on 1 thread and on all cores.
@@ -302,19 +303,20 @@ export const suite: BenchSuite = {
         for (const name of cases) {
           for (const metric of ['prefill', 'decode'] as const) {
             const key = metric === 'prefill' ? 'prefillTokS' : 'decodeTokS';
-            const ref1 = reference.get(`${name}|1`);
             for (const o of ours.filter((x) => caseName(spec.key, x.setting) === name)) {
+              const threads = o.engine.threads ?? 1;
+              const ref = reference.get(`${name}|${threads}`);
               rows.push({
                 case: name,
-                engine: `sesa/${o.backend}`,
+                engine: o.engine.label,
                 metric,
                 value: o.timing[key],
                 unit: 'tok/s',
-                ...(ref1 ? { ratio: o.timing[key] / ref1[key] } : {}),
+                ...(ref ? { ratio: o.timing[key] / ref[key] } : {}),
                 notes:
                   `${desc}; median of ${o.setting.repeats} after a warm-up` +
-                  (o.backend === 'cpu' && spec.key === '100m' ? '; cpu backend (~1 GFLOP/s): shorter prompt and fewer steps' : '') +
-                  (ref1 ? '; ratio = ours / llama.cpp on 1 thread' : '; llama.cpp unavailable, no ratio'),
+                  (o.engine.backend === 'cpu' && spec.key === '100m' ? '; cpu backend (~1 GFLOP/s): shorter prompt and fewer steps' : '') +
+                  (ref ? `; ratio = ours / llama.cpp on ${threads} thread${threads > 1 ? 's' : ''}` : '; no llama.cpp row at this thread count, no ratio'),
               });
             }
             for (const threads of threadCounts) {

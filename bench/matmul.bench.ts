@@ -1,10 +1,10 @@
-// matMul GFLOP/s per tfjs backend: square 256 and 1024, a projection-shaped [128,1024]×[1024,3072], the same
+// matMul GFLOP/s per tfjs backend (wasm on 1 thread and on all cores): square 256 and 1024, a projection-shaped [128,1024]×[1024,3072], the same
 // with B transposed (the slow path on wasm), and a decode-shaped GEMV. f32, 2·M·N·K flops per call.
 // The cpu and wasm backends run kernels eagerly and synchronously, so the time of `tf.matMul` is the time of
 // the multiplication (the result is not read back).
-import { initBackend, tf } from '../src/tensor/backend.js';
+import { tf } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
-import { benchBackends, median } from './run.js';
+import { benchEngines, initEngine, median } from './run.js';
 import type { BenchContext, BenchRow, BenchSuite } from './types.js';
 
 interface MatMulCase {
@@ -51,8 +51,9 @@ export const suite: BenchSuite = {
   async run(ctx: BenchContext): Promise<BenchRow[]> {
     const rows: BenchRow[] = [];
     const rng = new Rng(7);
-    for (const backend of benchBackends(ctx)) {
-      await initBackend(backend);
+    for (const engine of benchEngines(ctx, 'tfjs')) {
+      const backend = engine.backend;
+      await initEngine(engine);
       const before = tf.memory().numTensors;
       for (const c of CASES) {
         if (ctx.quick && backend === 'cpu' && c.heavy) continue;
@@ -67,10 +68,10 @@ export const suite: BenchSuite = {
             backend === 'cpu' ? 0.5 : 0.2,
           );
           const gflops = (2 * c.m * c.n * c.k) / seconds / 1e9;
-          ctx.log(`${backend} ${c.name}: ${(seconds * 1000).toFixed(2)} ms, ${gflops.toFixed(2)} GFLOP/s`);
+          ctx.log(`${engine.label} ${c.name}: ${(seconds * 1000).toFixed(2)} ms, ${gflops.toFixed(2)} GFLOP/s`);
           rows.push({
             case: c.name,
-            engine: `tfjs/${backend}`,
+            engine: engine.label,
             metric: 'matMul',
             value: gflops,
             unit: 'GFLOP/s',
@@ -82,7 +83,7 @@ export const suite: BenchSuite = {
         }
       }
       const leaked = tf.memory().numTensors - before;
-      if (leaked !== 0) ctx.log(`warning: ${leaked} tensors leaked on ${backend}`);
+      if (leaked !== 0) ctx.log(`warning: ${leaked} tensors leaked on ${engine.label}`);
     }
     return rows;
   },

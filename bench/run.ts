@@ -11,6 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
 import { writeJsonAtomic } from '../src/checkpoint/atomic.js';
 import { LLAMA_CPP_SIDE_DIR } from '../src/llama-cpp/binding.js';
+import { initBackend } from '../src/tensor/backend.js';
 import type { BenchContext, BenchRow, BenchSuite } from './types.js';
 
 /** tfjs backends a benchmark may run on. */
@@ -30,6 +31,34 @@ export const DEFAULT_BACKENDS: readonly BenchBackend[] = ['wasm', 'cpu'];
 export function benchBackends(ctx: BenchContext): BenchBackend[] {
   const b = (ctx as Partial<RunnerContext>).backends;
   return b && b.length > 0 ? [...b] : [...DEFAULT_BACKENDS];
+}
+
+/** One engine of ours to measure: a backend and its compute threads. */
+export interface BenchEngine {
+  backend: BenchBackend;
+  /** Compute threads (wasm); undefined: the backend's own choice (cpu: 1, tensorflow: its pool). */
+  threads?: number;
+  /** Row label, e.g. "sesa/wasm-2t". */
+  label: string;
+}
+
+/**
+ * The engines to measure: wasm on one thread and on `ctx.threads` (when more than one), then the other
+ * backends. Rows on 1 and N threads in the same run give the thread speed-up as a ratio on one machine state.
+ */
+export function benchEngines(ctx: BenchContext, prefix = 'sesa'): BenchEngine[] {
+  const out: BenchEngine[] = [];
+  for (const backend of benchBackends(ctx)) {
+    if (backend === 'wasm') {
+      for (const threads of ctx.threads > 1 ? [1, ctx.threads] : [1]) out.push({ backend, threads, label: `${prefix}/wasm-${threads}t` });
+    } else out.push({ backend, label: `${prefix}/${backend}` });
+  }
+  return out;
+}
+
+/** Activates an engine's backend with its threads. */
+export async function initEngine(engine: BenchEngine): Promise<void> {
+  await initBackend(engine.backend, engine.threads !== undefined ? { threads: engine.threads } : {});
 }
 
 export interface MachineInfo {

@@ -12,9 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeTinyCheckpoint, type MakeTinyOptions } from '../src/checkpoint/make-tiny.js';
 import { generateSyntheticCorpus } from '../src/corpus/synthetic.js';
-import type { Generation } from '../src/model/generate.js';
+import type { Generation, SessionRow } from '../src/model/generate.js';
 import { LORA_DEFAULTS, LoraAdapter } from '../src/model/lora.js';
-import { ModelPolicy, type Policy, type PolicyGenerateOptions } from '../src/model/policy.js';
+import { ModelPolicy, type Policy, type PolicyGenerateOptions, type PolicySession, replaySession } from '../src/model/policy.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { PolicyTextGenerator } from '../src/model/text-generator.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
@@ -30,14 +30,17 @@ import { stepSettingsOf } from '../src/selfplay/step-settings.js';
 import { GrpoPolicyUpdater, type TrainedRole } from '../src/selfplay/updater.js';
 import { SkillBank } from '../src/skills/bank.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
-import { initBackend } from '../src/tensor/backend.js';
+import { initBackend, tf } from '../src/tensor/backend.js';
 import type { BenchContext, BenchRow, BenchSuite } from './types.js';
 
-/** Bench harness: the model generates each turn, then a search call is appended until the last turn. */
+/**
+ * Bench harness: the model generates each turn, then a search call is appended until the last turn. It runs
+ * on the inner policy's session, so the KV cache is kept across turns exactly as for a model that wrote the
+ * call itself.
+ */
 export class SearchTurnsPolicy implements Policy {
   readonly name = 'search-turns-harness';
   generatedTokens = 0;
-  private calls = 0;
   constructor(
     private readonly inner: Policy,
     private readonly turns: number,
@@ -45,17 +48,60 @@ export class SearchTurnsPolicy implements Policy {
   renderChat = (m: Parameters<Policy['renderChat']>[0]): number[] => this.inner.renderChat(m);
   encode = (t: string): number[] => this.inner.encode(t);
   decode = (ids: readonly number[]): string => this.inner.decode(ids);
-  async generate(prompts: number[][], opts: PolicyGenerateOptions): Promise<Generation[]> {
-    const turn = this.calls++;
-    const tail = turn + 1 < this.turns ? ' <search> river town founded </search>' : ' <answer> Grimane </answer>';
-    const extra = this.inner.encode(tail);
-    // The appended action counts against the turn's budget, as the model's own tokens would.
-    const gens = await this.inner.generate(prompts, { ...opts, maxNewTokens: Math.max(1, opts.maxNewTokens - extra.length), stopStrings: [] });
-    return gens.map((g) => {
-      this.generatedTokens += g.ids.length;
-      return { ids: [...g.ids, ...extra], logprobs: [...g.logprobs, ...extra.map(() => 0)], finishReason: 'stop', stopString: turn + 1 < this.turns ? '</search>' : '</answer>' };
-    });
+  generate(): Promise<Generation[]> {
+    throw new Error('SearchTurnsPolicy runs through its session only');
   }
+  openSession(): PolicySession {
+    const inner = this.inner.openSession?.() ?? replaySession(this.inner);
+    let calls = 0;
+    return {
+      generate: async (rows: readonly SessionRow[], opts: PolicyGenerateOptions): Promise<Generation[]> => {
+        const turn = calls++;
+        const tail = turn + 1 < this.turns ? ' <search> river town founded </search>' : ' <answer> Grimane </answer>';
+        const extra = this.inner.encode(tail);
+        // The appended action counts against the turn's budget, as the model's own tokens would.
+        const budget = (r: SessionRow): number => Math.max(1, Math.min(opts.maxNewTokens, r.maxNewTokens ?? opts.maxNewTokens) - extra.length);
+        const gens = await inner.generate(
+          rows.map((r) => ({ ...r, maxNewTokens: budget(r) })),
+          { ...opts, maxNewTokens: Math.max(...rows.map(budget)), stopStrings: [] },
+        );
+        return gens.map((g) => {
+          this.generatedTokens += g.ids.length;
+          return { ids: [...g.ids, ...extra], logprobs: [...g.logprobs, ...extra.map(() => 0)], finishReason: 'stop', stopString: turn + 1 < this.turns ? '</search>' : '</answer>' };
+        });
+      },
+      release: (key) => inner.release(key),
+      close: () => inner.close(),
+    };
+  }
+}
+
+/** The wasm heap's size: it only grows, so it is the high-water mark of the process so far. */
+function wasmHeapBytes(): number {
+  const backend = tf.backend() as unknown as { wasm?: { HEAPU8?: Uint8Array } };
+  return backend.wasm?.HEAPU8?.buffer.byteLength ?? Number.NaN;
+}
+
+/**
+ * Wraps an object so that every async method call records, under `label`, the largest live tensor bytes seen
+ * at its end and the heap's high-water mark.
+ */
+function probed<T extends object>(obj: T, label: string, peaks: Map<string, { live: number; heap: number }>): T {
+  return new Proxy(obj, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        const out = (value as (...a: unknown[]) => unknown).apply(target, args);
+        if (!(out instanceof Promise)) return out;
+        return out.then((r) => {
+          const prev = peaks.get(label) ?? { live: 0, heap: 0 };
+          peaks.set(label, { live: Math.max(prev.live, tf.memory().numBytes), heap: Math.max(prev.heap, wasmHeapBytes()) });
+          return r;
+        });
+      };
+    },
+  });
 }
 
 interface Case {
@@ -69,7 +115,7 @@ interface Case {
 
 const CASES: Case[] = [
   { key: 'tiny', make: { arch: 'qwen3', layers: 2, hidden: 64, heads: 4, kvHeads: 2, headDim: 16, intermediate: 128, vocab: 2000, seed: 1 }, batch: 8, tokensPerTurn: 32, step: { seeds: 2, proposals: 4, turns: 3, responseTokens: 512, microBatch: 4 } },
-  { key: '100m', make: { arch: 'qwen3', layers: 12, hidden: 768, heads: 12, kvHeads: 4, headDim: 64, intermediate: 2048, vocab: 32000, seed: 2 }, batch: 4, tokensPerTurn: 16, step: { seeds: 1, proposals: 2, turns: 2, responseTokens: 192, microBatch: 1 } },
+  { key: '100m', make: { arch: 'qwen3', layers: 12, hidden: 768, heads: 12, kvHeads: 4, headDim: 64, intermediate: 2048, vocab: 32000, seed: 2 }, batch: 4, tokensPerTurn: 16, step: { seeds: 2, proposals: 4, turns: 3, responseTokens: 192, microBatch: 4 } },
 ];
 
 export const suite: BenchSuite = {
@@ -99,7 +145,8 @@ export const suite: BenchSuite = {
         let t = performance.now();
         const plain = await runRollouts(policy, searcher, requests, { ...base, maxTurns: 1 });
         const plainTokens = plain.reduce((a, r) => a + r.responseMask.filter((m) => m === 1).length, 0);
-        rows.push({ case: `rollouts ${c.key} b${c.batch}, 1 turn`, engine: 'sesa/wasm', metric: 'generated', value: plainTokens / ((performance.now() - t) / 1000), unit: 'tok/s' });
+        const plainRate = plainTokens / ((performance.now() - t) / 1000);
+        rows.push({ case: `rollouts ${c.key} b${c.batch}, 1 turn`, engine: 'sesa/wasm', metric: 'generated', value: plainRate, unit: 'tok/s' });
 
         ctx.log(`selfplay: ${c.key} rollouts with 3 search turns`);
         const harness = new SearchTurnsPolicy(policy, 4);
@@ -107,14 +154,16 @@ export const suite: BenchSuite = {
         const searched = await runRollouts(harness, searcher, requests, { ...base, maxTurns: 4 });
         const s = (performance.now() - t) / 1000;
         const queries = searched.reduce((a, r) => a + r.queries.length, 0);
+        const searchedRate = harness.generatedTokens / s;
         rows.push({
           case: `rollouts ${c.key} b${c.batch}, 3 search turns + answer`,
           engine: 'sesa/wasm',
           metric: 'generated',
-          value: harness.generatedTokens / s,
+          value: searchedRate,
           unit: 'tok/s',
-          notes: `${queries} searches, ${(searched.reduce((a, r) => a + r.responseIds.length, 0) / c.batch).toFixed(0)} response tokens per rollout incl. observations; model tokens only in the rate`,
+          notes: `${queries} searches, ${(searched.reduce((a, r) => a + r.responseIds.length, 0) / c.batch).toFixed(0)} response tokens per rollout incl. observations; model tokens only in the rate; the KV cache is kept across turns`,
         });
+        rows.push({ case: `rollouts ${c.key} b${c.batch}`, engine: 'sesa/wasm', metric: '3 search turns / 1 turn', value: searchedRate / plainRate, unit: '×', notes: 'goal ≥ 0.6' });
 
         ctx.log(`selfplay: ${c.key} one SESA step`);
         const bank = await SkillBank.open(join(root, `${c.key}-skills.json`), { embedder: new LexicalEmbedder() });
@@ -130,18 +179,24 @@ export const suite: BenchSuite = {
         const settings = { maxTurns: c.step.turns, maxTokensPerTurn: c.tokensPerTurn, maxResponseTokens: c.step.responseTokens, temperature: 1, passagesPerQuery: 3 };
         const judgeText = new PolicyTextGenerator(new ModelPolicy('base', model, tokenizer, undefined));
         const stepCase = `sesa step ${c.key} (${c.step.seeds} seeds × ${c.step.proposals} proposals, ${c.step.turns} turns, G 5)`;
+        const peaks = new Map<string, { live: number; heap: number }>();
         try {
           const step = await sesaStep(
             1,
             synth.seeds,
             {
-              proposer: new ProposerRole(new ModelPolicy('proposer', model, tokenizer, adapters.proposer), searcher, settings),
-              solver: new SolverRole(new ModelPolicy('solver', model, tokenizer, adapters.solver), searcher, bank, settings),
+              proposer: probed(new ProposerRole(new ModelPolicy('proposer', model, tokenizer, adapters.proposer), searcher, settings), 'propose', peaks),
+              solver: probed(new SolverRole(new ModelPolicy('solver', model, tokenizer, adapters.solver), searcher, bank, settings), 'solve', peaks),
               skills: bank,
               judge: new AnswerJudge(judgeText),
               ragJudge: judgeText,
-              // One sequence per backward on the ~100M model: its activations must fit the 4 GiB wasm heap.
-              updater: new GrpoPolicyUpdater(model, roles, { microBatchSize: c.step.microBatch, padTokenId: tokenizer.padTokenId }),
+              // Layers recomputed in the backward and passes cut to a memory budget: the ~100M step fits the
+              // 4 GiB wasm heap.
+              updater: probed(
+                new GrpoPolicyUpdater(model, roles, { microBatchSize: c.step.microBatch, padTokenId: tokenizer.padTokenId, memoryBudgetBytes: 1.5 * 2 ** 30 }),
+                'update',
+                peaks,
+              ),
               distiller: judgeText,
             },
             stepSettingsOf({ ...TRAIN_DEFAULTS, seedsPerStep: c.step.seeds, proposalsPerSeed: c.step.proposals, groupSize: 5, seed: 0 }),
@@ -156,6 +211,10 @@ export const suite: BenchSuite = {
               unit: 's',
               ...(phase === 'total' ? { notes: `random weights: ${step.metrics.validQuestions} valid questions of ${step.metrics.proposals}, so solve/judge ≈ 0 and only the proposer is updated` } : {}),
             });
+          }
+          for (const [phase, p] of peaks) {
+            rows.push({ case: stepCase, engine: 'sesa/wasm', metric: `${phase}: live tensors`, value: p.live / 2 ** 20, unit: 'MiB', notes: 'largest live tensor bytes at the end of a call of the phase' });
+            rows.push({ case: stepCase, engine: 'sesa/wasm', metric: `${phase}: heap high-water`, value: p.heap / 2 ** 20, unit: 'MiB', notes: 'wasm heap size after the phase (it only grows: the peak of the process so far; the cap is 4096 MiB)' });
           }
         } catch (err) {
           // A wasm abort (out of heap) is reported as a row; the rows measured so far are kept.

@@ -41,6 +41,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   model: 'qwen3-0.6b',
   backend: 'cpu',
   gpus: 1,
+  threads: 2,
   workers: 2,
   'rollout-engine': 'llama.cpp',
   steps: 12,

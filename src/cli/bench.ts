@@ -7,7 +7,6 @@ import { type CommonArgs, withCommonOptions } from './common.js';
 interface BenchArgs extends CommonArgs {
   only?: string[];
   quick: boolean;
-  threads?: number;
   out?: string;
 }
 
@@ -28,7 +27,6 @@ export const command: CommandModule<object, BenchArgs> = {
         coerce: (v: string[]) => v.flatMap((s) => s.split(',')).map((s) => s.trim()).filter((s) => s.length > 0),
       })
       .option('quick', { type: 'boolean', default: false, describe: 'small sizes and few repeats (a smoke run)' })
-      .option('threads', { type: 'number', describe: 'threads of the "all cores" llama.cpp rows (default: all cores)' })
       .option('out', { type: 'string', describe: 'results folder (default: bench/results)' })
       .epilog('--backend auto measures wasm and cpu; --backend wasm|cpu|tensorflow measures only that backend.')
       .check((a) => {

@@ -1,9 +1,11 @@
 // Options and output shared by every command: --backend and --json.
 import type { Argv } from 'yargs';
-import { BACKEND_CHOICES, type BackendChoice, initBackend, type BackendInfo } from '../tensor/backend.js';
+import { BACKEND_CHOICES, type BackendChoice, describeBackend, initBackend, type BackendInfo } from '../tensor/backend.js';
 
 export interface CommonArgs {
   backend: BackendChoice;
+  /** Compute threads (wasm); default: all cores. */
+  threads?: number;
   json: boolean;
 }
 
@@ -14,13 +16,14 @@ export function withCommonOptions<T>(y: Argv<T>): Argv<T & CommonArgs> {
       default: 'auto' as BackendChoice,
       describe: 'tensor backend (auto picks the fastest available and says which)',
     })
+    .option('threads', { type: 'number', describe: 'compute threads of the wasm backend (default: all cores)' })
     .option('json', { type: 'boolean', default: false, describe: 'print one JSON object for scripts' }) as Argv<T & CommonArgs>;
 }
 
 /** Initialises the backend; in human mode says which one runs (on stderr, so stdout stays clean). */
 export async function startBackend(args: CommonArgs): Promise<BackendInfo> {
-  const info = await initBackend(args.backend);
-  if (!args.json) process.stderr.write(`backend: ${info.name} (${info.provider}; ${info.reason})\n`);
+  const info = await initBackend(args.backend, args.threads !== undefined ? { threads: args.threads } : {});
+  if (!args.json) process.stderr.write(`backend: ${describeBackend(info)}\n`);
   return info;
 }
 

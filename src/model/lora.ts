@@ -153,6 +153,25 @@ export class LoraAdapter implements ProjectionAdapter {
     return tf.mul(matMulTrainable(matMulTrainable(input, pair.a), pair.b), this.scale);
   }
 
+  /** The variables the deltas of `layer` read (A then B per projection): what a recomputed layer differentiates. */
+  layerParameters(layer: number): tf.Variable[] {
+    const out: tf.Variable[] = [];
+    for (const p of PROJECTIONS) {
+      const pair = this.pairs.get(moduleName(layer, p));
+      if (pair) out.push(pair.a, pair.b);
+    }
+    return out;
+  }
+
+  /** Where the dropout stream stands; a recomputed layer sets it back to replay the same masks. */
+  get randomState(): number {
+    return this.dropoutSeed;
+  }
+
+  set randomState(seed: number) {
+    this.dropoutSeed = seed;
+  }
+
   /** The trainable variables, named `<module>.lora_A` / `.lora_B` (stable order: layer, projection). */
   variables(): Map<string, tf.Variable> {
     const out = new Map<string, tf.Variable>();

@@ -18,6 +18,7 @@
 // Positions and masks are built on the JS side from the ids.
 import { tf } from '../tensor/backend.js';
 import { linearFrozen, matMulTrainable } from '../tensor/ops.js';
+import { recomputed } from '../tensor/recompute.js';
 import { SafetensorsCheckpoint } from '../checkpoint/safetensors.js';
 import { type ModelConfig, expectedTensors, loadModelConfig } from './config.js';
 import { inverseFrequencies, ropeTables } from './rope.js';
@@ -32,6 +33,10 @@ export type ProjectionName = (typeof PROJECTIONS)[number];
 /** What the forward needs from a LoRA adapter: the low-rank delta of one projection, or none. */
 export interface ProjectionAdapter {
   delta(layer: number, projection: ProjectionName, x: tf.Tensor2D): tf.Tensor2D | undefined;
+  /** The trainable tensors the deltas of `layer` read (needed to recompute a layer in the backward). */
+  layerParameters?(layer: number): tf.Tensor[];
+  /** The adapter's random stream (dropout), saved and restored to recompute a layer identically. */
+  randomState?: number;
 }
 
 interface LayerWeights {
@@ -52,6 +57,11 @@ export interface ForwardOptions {
   adapter?: ProjectionAdapter;
   /** Most attention scores formed at once (default 2^24); smaller values only split the work into more blocks. */
   attentionScoreBudget?: number;
+  /**
+   * Under a gradient tape, keep only each layer's input and recompute the layer in the backward (activation
+   * checkpointing): the same gradients for about one more forward of compute, and a fraction of the memory.
+   */
+  recomputeLayers?: boolean;
 }
 
 export interface LoadOptions {
@@ -67,10 +77,12 @@ export interface TrainingHead {
 
 let nextTrainableInstance = 0;
 
-/** Additive attention mask [B, 1, T, S]: 0 where query t may see key s (causal and not padding), else −1e9. */
-function attentionBias(keyMask: number[][], pastLength: number, T: number): tf.Tensor4D {
+/**
+ * Additive attention mask [B, 1, T, S]: 0 where query t may see key slot s (causal, a real token, and a slot
+ * that exists: `keyMask` rows may be shorter than S, the rest is unwritten cache capacity), else −1e9.
+ */
+function attentionBias(keyMask: number[][], pastLength: number, T: number, S: number): tf.Tensor4D {
   const B = keyMask.length;
-  const S = pastLength + T;
   const bias = new Float32Array(B * T * S);
   for (let b = 0; b < B; b++) {
     const row = keyMask[b] as number[];
@@ -80,6 +92,21 @@ function attentionBias(keyMask: number[][], pastLength: number, T: number): tf.T
     }
   }
   return tf.tensor4d(bias, [B, 1, T, S]);
+}
+
+/**
+ * a[i] · b[i] (b[i]ᵀ when `transposeB`) for every i of the leading axis, as separate 2-D matMuls: batched and
+ * transposed matMuls take XNNPACK's slow path (a few GFLOP/s), plain 2-D ones the fast one. The gradients go
+ * through explicit transposes too (`matMulTrainable`).
+ */
+function planarMatMuls(a: tf.Tensor3D, b: tf.Tensor3D, transposeB: boolean): tf.Tensor3D {
+  const n = a.shape[0];
+  const right = transposeB ? (tf.transpose(b, [0, 2, 1]) as tf.Tensor3D) : b;
+  const as = tf.unstack(a) as tf.Tensor2D[];
+  const bs = tf.unstack(right) as tf.Tensor2D[];
+  const outs: tf.Tensor2D[] = [];
+  for (let i = 0; i < n; i++) outs.push(matMulTrainable(as[i] as tf.Tensor2D, bs[i] as tf.Tensor2D));
+  return tf.stack(outs) as tf.Tensor3D;
 }
 
 export class CausalLM {
@@ -163,7 +190,8 @@ export class CausalLM {
 
   /** A fresh, empty KV cache for a batch of `batchSize` sequences. */
   newCache(batchSize: number): KVCache {
-    return new KVCache(this.config.numLayers, batchSize);
+    const { numLayers, numKvHeads: kvHeads, headDim } = this.config;
+    return new KVCache({ numLayers, kvHeads, headDim }, batchSize);
   }
 
   private rmsNorm(x: tf.Tensor, weight: tf.Tensor1D): tf.Tensor {
@@ -233,10 +261,15 @@ export class CausalLM {
           const maskBlock = n === T ? mask : tf.slice(mask, [0, 0, t0, 0], [B, 1, n, S]);
           // Grouped-query attention without copying keys: the `groups` query heads of one kv head are stacked
           // along the query axis, so one batched matMul per kv head serves them all (head h uses kv head h / groups).
-          const qGrouped = tf.reshape(tf.transpose(qBlock, [0, 2, 1, 3]), [B * KV, groups * n, hd]);
-          const scores = tf.mul(tf.matMul(qGrouped, keysFlat, false, true), 1 / Math.sqrt(hd));
+          const qGrouped = tf.reshape(tf.transpose(qBlock, [0, 2, 1, 3]), [B * KV, groups * n, hd]) as tf.Tensor3D;
+          // Without a cache (training, scoring) the keys are transposed once and every kv head runs plain 2-D
+          // matMuls, XNNPACK's fast path, forward and backward; decoding keeps the batched form (transposing the
+          // whole cache per token would cost more than it saves).
+          const planar = !opts.cache;
+          const scores = tf.mul(planar ? planarMatMuls(qGrouped, keysFlat as tf.Tensor3D, true) : tf.matMul(qGrouped, keysFlat, false, true), 1 / Math.sqrt(hd));
           const probs = tf.softmax(tf.add(tf.reshape(scores, [B, H, n, S]), maskBlock));
-          const context = tf.matMul(tf.reshape(probs, [B * KV, groups * n, S]), valuesFlat);
+          const probsGrouped = tf.reshape(probs, [B * KV, groups * n, S]) as tf.Tensor3D;
+          const context = planar ? planarMatMuls(probsGrouped, valuesFlat as tf.Tensor3D, false) : tf.matMul(probsGrouped, valuesFlat);
           return tf.transpose(tf.reshape(context, [B, H, n, hd]), [0, 2, 1, 3]);
         }),
       );
@@ -268,36 +301,54 @@ export class CausalLM {
     if (cache && cache.batchSize !== B) throw new Error(`forward: cache holds ${cache.batchSize} sequences, batch has ${B}`);
 
     // Position of each token = number of real tokens before it in its row (so left padding shifts nothing).
-    const pastLength = cache?.length ?? 0;
-    const positions = new Int32Array(B * T);
-    const keyMask: number[][] = [];
-    for (let b = 0; b < B; b++) {
-      let next = cache ? (cache.nextPosition[b] as number) : 0;
-      const maskRow = mask[b] as number[];
-      for (let t = 0; t < T; t++) {
-        positions[b * T + t] = next;
-        if (maskRow[t] === 1) next++;
+    let positions: Int32Array;
+    let pastLength = 0;
+    let keyMask: number[][];
+    if (cache) {
+      ({ positions, pastLength } = cache.beginChunk(mask));
+      keyMask = cache.keyMask;
+    } else {
+      positions = new Int32Array(B * T);
+      for (let b = 0; b < B; b++) {
+        let next = 0;
+        const maskRow = mask[b] as number[];
+        for (let t = 0; t < T; t++) {
+          positions[b * T + t] = next;
+          if (maskRow[t] === 1) next++;
+        }
       }
-      if (cache) cache.nextPosition[b] = next;
-      keyMask.push([...(cache ? (cache.keyMask[b] as number[]) : []), ...maskRow]);
+      keyMask = mask;
     }
-    if (cache) cache.keyMask = keyMask;
+    const keyWidth = cache ? cache.attentionWidth : T;
 
     const { cos, sin } = ropeTables(this.invFreq, positions);
     const half = this.config.headDim / 2;
     return tf.tidy(() => {
       const rot = { cos: tf.tensor4d(cos, [B, T, 1, half]), sin: tf.tensor4d(sin, [B, T, 1, half]) };
-      const bias = attentionBias(keyMask, pastLength, T);
+      const bias = attentionBias(keyMask, pastLength, T, keyWidth);
       let h = tf.gather(this.embed, tf.tensor1d(inputIds.flat(), 'int32')) as tf.Tensor2D;
       for (let l = 0; l < this.config.numLayers; l++) {
         const w = this.layers[l] as LayerWeights;
         const hIn = h;
         // One scope per layer: its intermediates are released before the next layer runs, so inference memory
         // is one layer's working set plus the residual stream (autodiff keeps what its backward needs).
-        h = tf.tidy(() => {
-          const a = tf.add(hIn, this.attention(this.rmsNorm(hIn, w.inputNorm) as tf.Tensor2D, l, { B, T }, rot, bias, opts));
+        const layer = (x: tf.Tensor2D, context: readonly tf.Tensor[]): tf.Tensor2D => {
+          const [cos, sin, mask] = context as [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D];
+          const a = tf.add(x, this.attention(this.rmsNorm(x, w.inputNorm) as tf.Tensor2D, l, { B, T }, { cos, sin }, mask, opts));
           return tf.add(a, this.mlp(this.rmsNorm(a, w.postNorm) as tf.Tensor2D, l, opts)) as tf.Tensor2D;
-        });
+        };
+        const context = [rot.cos, rot.sin, bias];
+        if (opts.recomputeLayers && !cache) {
+          const adapter = opts.adapter;
+          const params = adapter?.layerParameters?.(l) ?? [];
+          const random =
+            adapter?.randomState !== undefined
+              ? { get: () => adapter.randomState as number, set: (state: number) => (adapter.randomState = state) }
+              : undefined;
+          h = tf.tidy(() => recomputed(hIn, params, context, layer, random));
+        } else {
+          h = tf.tidy(() => layer(hIn, context));
+        }
       }
       return tf.reshape(this.rmsNorm(h, this.finalNorm), [B, T, this.config.hiddenSize]) as tf.Tensor3D;
     });

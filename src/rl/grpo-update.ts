@@ -9,6 +9,7 @@
 // Only the adapter's variables get gradients: the base weights are plain tensors.
 import { tokenLogProbsWithEntropy } from '../../kernels/token-logprob.js';
 import type { LoraAdapter } from '../model/lora.js';
+import type { ModelConfig } from '../model/config.js';
 import type { CausalLM } from '../model/qwen3.js';
 import { tf } from '../tensor/backend.js';
 import { accumulateGradients, disposeGrads } from './accumulate.js';
@@ -34,8 +35,16 @@ export interface TrainingSequence {
 }
 
 export interface GrpoUpdateConfig extends GrpoLossConfig {
-  /** Sequences per forward/backward pass; gradients are accumulated over the passes. */
+  /** Most sequences per forward/backward pass; gradients are accumulated over the passes. */
   microBatchSize: number;
+  /**
+   * Bytes one forward/backward pass may use for activations (estimated by `passBytes`); micro-batches are cut
+   * so that each stays within it (a single sequence always runs). Default: WASM_PASS_BUDGET_BYTES on the wasm
+   * backend (its heap is capped at 4 GiB), no limit beyond microBatchSize elsewhere.
+   */
+  memoryBudgetBytes?: number;
+  /** Recompute each layer in the backward instead of keeping its activations (default true). */
+  recomputeLayers?: boolean;
   /** Rows of logits formed at once in the fused log-prob kernel. */
   logitsChunkSize?: number;
   padTokenId?: number;
@@ -128,8 +137,14 @@ export function layoutMicroBatch(seqs: readonly TrainingSequence[], padId: numbe
  * and the entropy of each slot's distribution [B, R] (a constant for metrics). Both are of softmax(logits / T):
  * logits / T = (h / T)·W, so each selected hidden state is scaled by its sequence's 1 / T before the head.
  */
-function responseLogProbs(model: CausalLM, layout: MicroBatchLayout, adapter: LoraAdapter | undefined, chunkSize: number | undefined): { logProbs: tf.Tensor2D; entropy: tf.Tensor2D } {
-  const hidden = model.forward(layout.ids, { attentionMask: layout.attention, ...(adapter ? { adapter } : {}) });
+function responseLogProbs(
+  model: CausalLM,
+  layout: MicroBatchLayout,
+  adapter: LoraAdapter | undefined,
+  chunkSize: number | undefined,
+  recomputeLayers = false,
+): { logProbs: tf.Tensor2D; entropy: tf.Tensor2D } {
+  const hidden = model.forward(layout.ids, { attentionMask: layout.attention, recomputeLayers, ...(adapter ? { adapter } : {}) });
   const flat = tf.reshape(hidden, [-1, model.config.hiddenSize]) as tf.Tensor2D;
   const gathered = tf.gather(flat, tf.tensor1d(layout.hiddenRows, 'int32')) as tf.Tensor2D;
   const selected = tf.mul(gathered, tf.tensor2d(layout.invTemperature, [layout.invTemperature.length, 1])) as tf.Tensor2D;
@@ -141,6 +156,54 @@ function responseLogProbs(model: CausalLM, layout: MicroBatchLayout, adapter: Lo
   const entropyGrid = tf.reshape(entropy, [layout.B, layout.R]) as tf.Tensor2D;
   entropy.dispose(); // the kernel keeps it outside any tidy scope; the reshaped view holds the data now
   return { logProbs: tf.reshape(logProbs, [layout.B, layout.R]) as tf.Tensor2D, entropy: entropyGrid };
+}
+
+/** The default pass budget on wasm: what is left of the 4 GiB heap for activations beside a ~1B-parameter model. */
+export const WASM_PASS_BUDGET_BYTES = 1.5 * 2 ** 30;
+
+/**
+ * Estimated peak bytes of one forward/backward pass over B sequences padded to T tokens: what autodiff keeps
+ * per layer (all of a layer's activations, or only its input when layers are recomputed, plus one layer's
+ * working set), the attention scores of a layer, and one chunk of logits with its gradient.
+ */
+export function passBytes(config: ModelConfig, B: number, T: number, recomputeLayers: boolean, logitsChunk = 0): number {
+  const { hiddenSize: d, intermediateSize: ff, numHeads: H, numKvHeads: KV, headDim: hd, numLayers: L, vocabSize: V } = config;
+  const tokens = B * T;
+  // Per token and layer: norms and residuals (~6 d), q/k/v/context (H + 2 KV + H)·hd, gate/up/act (3 ff), plus
+  // the scores and probabilities of attention (2 H T per token).
+  const layerFloats = tokens * (6 * d + (2 * H + 2 * KV) * hd + 3 * ff) + 2 * B * H * T * T;
+  const kept = recomputeLayers ? L * tokens * d + 2 * layerFloats : L * layerFloats;
+  const logits = 2 * Math.min(tokens, logitsChunk > 0 ? logitsChunk : Math.max(1, Math.floor(2 ** 22 / V))) * V;
+  return 4 * (kept + logits + 2 * tokens * d);
+}
+
+/**
+ * Cuts the sequences, in order, into micro-batches of at most `maxSize` whose estimated pass bytes stay within
+ * `budget` (a sequence that alone exceeds it runs alone).
+ */
+export function microBatches(
+  seqs: readonly TrainingSequence[],
+  maxSize: number,
+  budget: number | undefined,
+  bytesOf: (batch: number, tokens: number) => number,
+): TrainingSequence[][] {
+  const out: TrainingSequence[][] = [];
+  let current: TrainingSequence[] = [];
+  let longest = 0;
+  for (const s of seqs) {
+    const len = s.promptIds.length + s.responseIds.length;
+    const wouldBe = Math.max(longest, len);
+    const fits = current.length < maxSize && (budget === undefined || bytesOf(current.length + 1, wouldBe) <= budget);
+    if (current.length > 0 && !fits) {
+      out.push(current);
+      current = [];
+      longest = 0;
+    }
+    current.push(s);
+    longest = Math.max(longest, len);
+  }
+  if (current.length > 0) out.push(current);
+  return out;
 }
 
 export function wholeBatchNormalizer(seqs: readonly TrainingSequence[]): LossNormalizer {
@@ -179,8 +242,11 @@ export async function grpoGradients(
   if (seqs.length === 0) throw new Error('GRPO: no sequences to train on');
   if (!Number.isInteger(cfg.microBatchSize) || cfg.microBatchSize < 1) throw new Error(`GRPO: micro-batch size must be a positive integer, got ${cfg.microBatchSize}`);
   const padId = cfg.padTokenId ?? 0;
-  const layouts: MicroBatchLayout[] = [];
-  for (let i = 0; i < seqs.length; i += cfg.microBatchSize) layouts.push(layoutMicroBatch(seqs.slice(i, i + cfg.microBatchSize), padId));
+  const recompute = cfg.recomputeLayers ?? true;
+  const budget = cfg.memoryBudgetBytes ?? (tf.getBackend() === 'wasm' ? WASM_PASS_BUDGET_BYTES : undefined);
+  const layouts = microBatches(seqs, cfg.microBatchSize, budget, (b, t) => passBytes(model.config, b, t, recompute, cfg.logitsChunkSize)).map((group) =>
+    layoutMicroBatch(group, padId),
+  );
   const normalizer = cfg.normalizer ?? wholeBatchNormalizer(seqs);
   const klCoef = cfg.klCoef ?? 0.01;
   const maxLen = cfg.maxLen ?? Math.max(...layouts.map((l) => l.R));
@@ -199,7 +265,7 @@ export async function grpoGradients(
   try {
     const acc = accumulateGradients(params, layouts.length, (i) => {
       const layout = layouts[i] as MicroBatchLayout;
-      const { logProbs, entropy } = responseLogProbs(model, layout, adapter, cfg.logitsChunkSize);
+      const { logProbs, entropy } = responseLogProbs(model, layout, adapter, cfg.logitsChunkSize, recompute);
       const { B, R } = layout;
       const { loss, metrics } = grpoLoss(
         {

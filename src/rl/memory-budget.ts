@@ -35,12 +35,17 @@ const LOGITS_COPIES = 3;
 
 export type MemoryShape = Pick<ModelConfig, 'numLayers' | 'hiddenSize' | 'numHeads' | 'numKvHeads' | 'headDim' | 'intermediateSize' | 'vocabSize'>;
 
-/** Estimated bytes for the forward and backward of `batch` sequences padded to `tokens` positions. */
-export function microBatchBytes(m: MemoryShape, batch: number, tokens: number, loraRank = 0): number {
+/**
+ * Estimated bytes for the forward and backward of `batch` sequences padded to `tokens` positions. With
+ * `recomputeLayers` (the GRPO update's default) only each layer's input is kept through the pass and one
+ * layer's activations exist at a time, so the per-layer term counts once.
+ */
+export function microBatchBytes(m: MemoryShape, batch: number, tokens: number, loraRank = 0, recomputeLayers = false): number {
   const perToken = HIDDEN_COPIES * m.hiddenSize + ATTENTION_COPIES * (m.numHeads + 2 * m.numKvHeads) * m.headDim + MLP_COPIES * m.intermediateSize + 7 * 2 * loraRank;
   const perLayer = PER_TOKEN_FACTOR * batch * tokens * perToken + PER_PAIR_FACTOR * SCORE_COPIES * batch * m.numHeads * tokens * tokens;
   const logits = LOGITS_COPIES * LOGITS_CHUNK * m.vocabSize;
-  return F32 * (m.numLayers * perLayer + logits);
+  const layers = recomputeLayers ? PER_TOKEN_FACTOR * batch * tokens * m.hiddenSize * m.numLayers + perLayer : m.numLayers * perLayer;
+  return F32 * (layers + logits);
 }
 
 export interface SequenceLength {
@@ -71,7 +76,7 @@ function gib(bytes: number): string {
  * longest, as the GRPO update lays them out) fits `freeBytes`; a MemoryBudgetError with the numbers when
  * even one sequence does not. `what` names the update in messages.
  */
-export function planMicroBatches(seqs: readonly SequenceLength[], requested: number, shape: MemoryShape, freeBytes: number, opts: { loraRank?: number; heapLimitBytes: number; what: string }): MicroBatchPlan {
+export function planMicroBatches(seqs: readonly SequenceLength[], requested: number, shape: MemoryShape, freeBytes: number, opts: { loraRank?: number; recomputeLayers?: boolean; heapLimitBytes: number; what: string }): MicroBatchPlan {
   const budget = freeBytes * HEAP_SAFETY_FRACTION;
   let worst: MicroBatchPlan['largest'] = { tokens: 0, sequences: 0, bytes: 0 };
   for (let size = Math.max(1, requested); size >= 1; size--) {
@@ -79,7 +84,7 @@ export function planMicroBatches(seqs: readonly SequenceLength[], requested: num
     for (let i = 0; i < seqs.length; i += size) {
       const chunk = seqs.slice(i, i + size);
       const tokens = Math.max(...chunk.map((s) => s.tokens));
-      const bytes = microBatchBytes(shape, chunk.length, tokens, opts.loraRank ?? 0);
+      const bytes = microBatchBytes(shape, chunk.length, tokens, opts.loraRank ?? 0, opts.recomputeLayers ?? false);
       if (bytes > worst.bytes) worst = { tokens, sequences: chunk.length, bytes };
     }
     if (worst.bytes <= budget) return { microBatchSize: size, largest: worst };

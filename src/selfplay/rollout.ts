@@ -1,12 +1,14 @@
 // The rollout engine (docs/method.md, "Rollouts"): batched multi-turn generation with a search tool.
 //
 // Each turn, every unfinished rollout generates until `</search>`, its final tag (`</answer>` for the solver,
-// `</question>` for the proposer), EOS or its token budget. All searches of the turn go to the searcher in one
+// `</question>` for the proposer), EOS or its token budget. A policy session keeps each rollout's KV cache
+// between turns, so a turn runs only the tokens appended since the last one (the observation); rollouts with
+// the same prompt (a group) share one prefill. All searches of the turn go to the searcher in one
 // batch; each result is spliced into the same assistant turn as `\n<information>\n…</information>\n\n` and
 // generation continues. Generated tokens carry loss mask 1 and their sampling log-probs; tool output carries
 // mask 0. An output with no valid action gets a short corrective observation (also mask 0).
 import type { Generation } from '../model/generate.js';
-import type { Policy } from '../model/policy.js';
+import { type Policy, type PolicySession, replaySession } from '../model/policy.js';
 import type { Passage, Searcher } from '../search/types.js';
 import { renderResults } from '../search/types.js';
 
@@ -97,13 +99,32 @@ export async function runRollouts(policy: Policy, searcher: Searcher, requests: 
     r.logprobs.push(...(logprobs ?? ids.map(() => 0)));
   };
 
+  const session = policy.openSession?.() ?? replaySession(policy);
+  try {
+    await runTurns(live, session, searcher, config, stopStrings, append, policy);
+  } finally {
+    session.close();
+  }
+  return live.map((l) => l.rollout);
+}
+
+async function runTurns(
+  live: Live[],
+  session: PolicySession,
+  searcher: Searcher,
+  config: RolloutConfig,
+  stopStrings: string[],
+  append: (r: Rollout, ids: number[], logprobs: number[] | undefined) => void,
+  policy: Policy,
+): Promise<void> {
+  const keyOf = new Map(live.map((l, i) => [l, i]));
   for (let turn = 0; turn < config.maxTurns; turn++) {
     const active = live.filter((l) => !l.done);
     if (active.length === 0) break;
     const budgets = active.map((l) => Math.min(config.maxTokensPerTurn, config.maxResponseTokens - l.rollout.responseIds.length));
     const maxNewTokens = Math.max(...budgets);
-    const generations: Generation[] = await policy.generate(
-      active.map((l) => [...l.rollout.promptIds, ...l.rollout.responseIds]),
+    const generations: Generation[] = await session.generate(
+      active.map((l, i) => ({ key: keyOf.get(l) as number, ids: [...l.rollout.promptIds, ...l.rollout.responseIds], maxNewTokens: budgets[i] as number })),
       { maxNewTokens, temperature: config.temperature, seed: config.seed * TURN_SEED_STRIDE + turn, stopStrings },
     );
 
@@ -166,6 +187,6 @@ export async function runRollouts(policy: Policy, searcher: Searcher, requests: 
         l.done = true;
       }
     }
+    for (const l of active) if (l.done) session.release(keyOf.get(l) as number);
   }
-  return live.map((l) => l.rollout);
 }

@@ -31,7 +31,7 @@ import { E5Embedder } from '../skills/e5.js';
 import type { Embedder } from '../skills/embedder.js';
 import { LexicalEmbedder } from '../skills/lexical.js';
 import { WASM_HEAP_LIMIT_BYTES } from '../rl/memory-budget.js';
-import { type BackendInfo, initBackend, tf } from '../tensor/backend.js';
+import { type BackendInfo, describeBackend, initBackend, tf } from '../tensor/backend.js';
 import { isLoopbackUrl } from '../util/loopback.js';
 import { parseSavedConfig, resumeChanges, showValue, flagName, type TrainConfig, validateConfig } from './config.js';
 import { probeChat, probeRetriever } from './endpoints.js';
@@ -239,8 +239,8 @@ function loadCheckpointPayload(dir: string, config: TrainConfig, model: CausalLM
 }
 
 async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks, log: (line: string) => void, progress: { started: boolean }, resumeDir?: string): Promise<TrainSummary> {
-  const backend = await initBackend(config.backend);
-  log(`backend: ${backend.name} (${backend.provider}; ${backend.reason})`);
+  const backend = await initBackend(config.backend, config.threads !== undefined ? { threads: config.threads } : {});
+  log(`backend: ${describeBackend(backend)}`);
   // Held-out questions are read before anything heavy loads, so a bad --eval-data fails at once.
   const heldOut = config.evalEvery > 0 ? heldOutQuestions(config.evalData as string, config.evalLimit, defaultDataDir(undefined)) : undefined;
   if (heldOut) log(`held-out eval: ${heldOut.length} questions from ${config.evalData} at step 0, every ${config.evalEvery} steps and at the end`);

@@ -91,7 +91,7 @@ export class GrpoPolicyUpdater implements PolicyUpdater {
         this.config.microBatchSize,
         this.model.config,
         free,
-        { loraRank: adapter.config.r, heapLimitBytes: this.heap.limitBytes, what: `the ${role} update` },
+        { loraRank: adapter.config.r, recomputeLayers: this.config.recomputeLayers ?? true, heapLimitBytes: this.heap.limitBytes, what: `the ${role} update` },
       );
       if (plan.microBatchSize < this.config.microBatchSize) {
         this.heap.onSplit?.(

@@ -2,12 +2,15 @@
 //
 // - `tensorflow`: @tensorflow/tfjs-node-gpu (CUDA) or @tensorflow/tfjs-node, optional peer dependencies that
 //   are imported only when installed (their install downloads libtensorflow, impossible on some machines).
-// - `wasm`: @tensorflow/tfjs-backend-wasm (XNNPACK, SIMD), with the workarounds of docs/method.md, "The tensor stack", in ./wasm-fixes.ts.
+// - `wasm`: @tensorflow/tfjs-backend-wasm (XNNPACK, SIMD), with the workarounds in ./wasm-fixes.ts; on more
+//   than one thread (the default: all cores) its threaded build, started by ./wasm-threads.ts.
 // - `cpu`: the pure-JS reference backend (slow, but exact and always present).
 // - `auto`: the fastest that is available, in that order, and it says which it picked.
+import { availableParallelism } from 'node:os';
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { registerWasmFixes } from './wasm-fixes.js';
+import { activateThreadedWasm, releaseThreadedWasm } from './wasm-threads.js';
 import { registerGradientFixes } from './gradient-fixes.js';
 
 export { tf };
@@ -23,6 +26,19 @@ export interface BackendInfo {
   provider: string;
   /** Why it was picked (for `auto`) or that it was asked for. */
   reason: string;
+  /** Compute threads: wasm runs exactly this many; cpu is 1; tensorflow: its own pool (undefined). */
+  threads: number | undefined;
+}
+
+export interface BackendOptions {
+  /** Compute threads for wasm (default: all cores, `availableParallelism()`); cpu accepts only 1. */
+  threads?: number;
+}
+
+/** `backend: wasm (provider; reason; 2 threads)`, the line commands print at start. */
+export function describeBackend(info: BackendInfo): string {
+  const threads = info.threads === undefined ? 'threads managed by libtensorflow' : `${info.threads} thread${info.threads === 1 ? '' : 's'}`;
+  return `${info.name} (${info.provider}; ${info.reason}; ${threads})`;
 }
 
 let active: BackendInfo | undefined;
@@ -55,12 +71,18 @@ async function loadTensorflowBinding(): Promise<string | undefined> {
   return undefined;
 }
 
-async function activate(name: BackendName): Promise<void> {
-  const ok = await tf.setBackend(name);
-  await tf.ready();
-  // tfjs falls back to another backend when initialisation fails; never accept that silently (docs/method.md, "The tensor stack").
-  if (!ok || tf.getBackend() !== name) {
-    throw new Error(`tfjs backend '${name}' failed to initialise (active backend is '${tf.getBackend()}')`);
+async function activate(name: BackendName, threads: number | undefined): Promise<void> {
+  if (name === 'wasm' && threads !== undefined && threads > 1) {
+    await activateThreadedWasm(threads);
+  } else {
+    // One wasm thread is the package's own (single-threaded SIMD) build; it is also what cpu tests switch to.
+    if (name === 'wasm') releaseThreadedWasm();
+    const ok = await tf.setBackend(name);
+    await tf.ready();
+    // tfjs falls back to another backend when initialisation fails; never accept that silently.
+    if (!ok || tf.getBackend() !== name) {
+      throw new Error(`tfjs backend '${name}' failed to initialise (active backend is '${tf.getBackend()}')`);
+    }
   }
   registerGradientFixes();
   if (name === 'wasm') registerWasmFixes();
@@ -70,9 +92,11 @@ async function activate(name: BackendName): Promise<void> {
  * Selects and initialises a backend. Idempotent for the same choice; switching backends in one process is
  * allowed (tests do it) and re-activates the requested one.
  */
-export async function initBackend(choice: BackendChoice = 'auto'): Promise<BackendInfo> {
+export async function initBackend(choice: BackendChoice = 'auto', options: BackendOptions = {}): Promise<BackendInfo> {
   quietTfjsBanner();
-  let info: BackendInfo;
+  const requested = options.threads;
+  if (requested !== undefined && (!Number.isInteger(requested) || requested < 1)) throw new Error(`--threads must be a positive integer, got ${requested}`);
+  let info: Omit<BackendInfo, 'threads'>;
   if (choice === 'tensorflow') {
     const pkg = await loadTensorflowBinding();
     if (!pkg) {
@@ -97,9 +121,17 @@ export async function initBackend(choice: BackendChoice = 'auto'): Promise<Backe
           reason: 'auto: no native TensorFlow binding installed; wasm (SIMD) is the fastest available',
         };
   }
-  await activate(info.name);
-  active = info;
-  return info;
+  let threads: number | undefined;
+  if (info.name === 'wasm') threads = requested ?? availableParallelism();
+  else if (info.name === 'cpu') {
+    if (requested !== undefined && requested > 1) throw new Error(`--threads ${requested}: the cpu backend runs on one thread; use --backend wasm for more`);
+    threads = 1;
+  } else if (requested !== undefined) {
+    throw new Error(`--threads ${requested}: the tensorflow backend sizes its own thread pool; leave --threads unset`);
+  }
+  await activate(info.name, threads);
+  active = { ...info, threads };
+  return active;
 }
 
 export function activeBackend(): BackendInfo {

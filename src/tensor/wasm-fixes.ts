@@ -4,7 +4,8 @@
 //    We register a typed-array implementation.
 // 2. The wasm `Slice` kernel reads its whole input back from the heap on every call, so slicing one row of a
 //    large tensor (the KV cache, per-head attention) costs a full copy. We re-register it to copy only the
-//    slice.
+//    slice. `Unpack` (unstack, the gradient of stack) and `SplitV` (split, the gradient of concat) call that
+//    slice once per output, so n outputs cost n full copies: they are re-registered the same way.
 // The third, matMul gradients that use transposed operands (7× slower on XNNPACK), is handled where matMul is
 // called: see `linear` in ./ops.ts, which is correct on every backend.
 import * as tf from '@tensorflow/tfjs';
@@ -48,6 +49,56 @@ export function registerWasmFixes(): void {
         for (let j = 0; j < rowSize; j++) outValues[dst + j] = (outValues[dst + j] as number) + (values[src + j] as number);
       }
       return out;
+    },
+  });
+
+  // Pieces along one axis: output j takes `sizes[j]` entries of the axis starting at their running sum.
+  const splitAlong = (wasm: WasmBackendLike, x: tf.TensorInfo, axis: number, sizes: number[], keepAxis: boolean): tf.TensorInfo[] => {
+    const rank = x.shape.length;
+    const ax = axis < 0 ? axis + rank : axis;
+    const outer = sizeOf(x.shape.slice(0, ax));
+    const inner = sizeOf(x.shape.slice(ax + 1));
+    const n = x.shape[ax] as number;
+    const outs = sizes.map((size) => {
+      const shape = [...x.shape];
+      if (keepAxis) shape[ax] = size;
+      else shape.splice(ax, 1);
+      return wasm.makeOutput(shape, x.dtype);
+    });
+    const src = wasm.typedArrayFromHeap(x);
+    let start = 0;
+    sizes.forEach((size, j) => {
+      const dst = wasm.typedArrayFromHeap(outs[j] as tf.TensorInfo);
+      const run = size * inner;
+      for (let o = 0; o < outer; o++) dst.set(src.subarray((o * n + start) * inner, (o * n + start) * inner + run), o * run);
+      start += size;
+    });
+    return outs;
+  };
+
+  tf.unregisterKernel('Unpack', 'wasm');
+  tf.registerKernel({
+    kernelName: 'Unpack',
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend, attrs }) => {
+      const { value } = inputs as { value: tf.TensorInfo };
+      const axis = (attrs as { axis: number }).axis;
+      const rank = value.shape.length;
+      const n = value.shape[axis < 0 ? axis + rank : axis] as number;
+      return splitAlong(backend as unknown as WasmBackendLike, value, axis, new Array<number>(n).fill(1), false);
+    },
+  });
+
+  tf.unregisterKernel('SplitV', 'wasm');
+  tf.registerKernel({
+    kernelName: 'SplitV',
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend, attrs }) => {
+      const { x } = inputs as { x: tf.TensorInfo };
+      const { numOrSizeSplits, axis } = attrs as unknown as { numOrSizeSplits: number | number[]; axis: number };
+      const ax = tf.util.parseAxisParam(axis, x.shape)[0] as number;
+      const sizes = tf.backend_util.prepareSplitSize(x as unknown as tf.Tensor, numOrSizeSplits, ax);
+      return splitAlong(backend as unknown as WasmBackendLike, x, ax, sizes, true);
     },
   });
 

@@ -81,7 +81,7 @@ describe('the updater on the wasm heap', () => {
     const whole = await new GrpoPolicyUpdater(model, roles(), cfg).update('solver', groups(1));
     const splits: string[] = [];
     // A heap whose free part holds micro-batches of 2 of these rollouts but not 4.
-    const two = microBatchBytes(model.config, 2, 49 + 4, 4);
+    const two = microBatchBytes(model.config, 2, 49 + 4, 4, true); // the update recomputes layers by default
     const limit = tf.memory().numBytes + (two * 1.05) / 0.8;
     const split = await new GrpoPolicyUpdater(model, roles(), cfg, {}, { limitBytes: limit, usedBytes: () => tf.memory().numBytes, onSplit: (m) => splits.push(m) }).update('solver', groups(1));
     expect(splits).toHaveLength(1);

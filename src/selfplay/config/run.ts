@@ -1,5 +1,5 @@
 // The run group: what to train, how long, where the run folder is, and the recipe (docs/method.md, "Recipes").
-import { choice, fixedForRun, int, str } from './setting.js';
+import { choice, fixedForRun, int, optionalNum, str } from './setting.js';
 
 /** Multi-worker training does not exist yet: more than one GPU is refused plainly. */
 export const MAX_SUPPORTED_GPUS = 1;
@@ -21,6 +21,7 @@ export const RUN_SETTINGS = {
     help: 'devices (one process, one device; more needs the multi-worker trainer)',
     check: (v) => (v <= MAX_SUPPORTED_GPUS ? undefined : `${v}: multi-GPU training needs the multi-worker trainer, which does not exist yet; run with --gpus 1 (one process, one device)`),
   }),
+  threads: optionalNum({ min: 1, check: (v) => (v === undefined || Number.isInteger(v) ? undefined : `must be a whole number of threads, got ${v}`), help: 'compute threads of the wasm backend (default: all cores; a count the backend does not honour is an error)' }),
   workers: int(1, {
     help: 'worker processes for data-parallel GRPO updates (each holds the model and both adapters; docs/scale-out.md); 1 = all in this process',
   }),
