@@ -43,6 +43,8 @@ export interface TranscriptSet {
     byErrors: Record<string, number>;
     byCards: Record<string, number>;
     skipped: number;
+    /** Dropped because they mention a held-out answer or question of the demo or fresh world. */
+    excluded: number;
   };
 }
 
@@ -85,6 +87,14 @@ export async function buildTranscripts(opts: TranscriptSetOptions): Promise<Tran
   const rng = new Rng(opts.seed);
   const transcripts: Transcript[] = [];
   let skipped = 0;
+  let excluded = 0;
+  // Names repeat across worlds (they are built from one syllable table): a transcript that so much as
+  // mentions a held-out answer or question of the demo or fresh world is dropped.
+  const banned = heldOutStrings().map((b) => new RegExp(`(^|[^\\p{L}\\p{N}])${b.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^\\p{L}\\p{N}])`, 'u'));
+  const clean = (t: Transcript): boolean => {
+    const text = t.messages.map((m) => m.content.toLowerCase()).join('\n');
+    return !banned.some((b) => b.test(text));
+  };
   const total = opts.worldSeeds.length * (opts.solverPerWorld + opts.proposerPerWorld);
   for (const seed of opts.worldSeeds) {
     const world = new World({ seed, passages: opts.passages });
@@ -102,6 +112,10 @@ export async function buildTranscripts(opts: TranscriptSetOptions): Promise<Tran
         skipped++;
         continue;
       }
+      if (!clean(t)) {
+        excluded++;
+        continue;
+      }
       transcripts.push(t);
       made++;
       opts.onProgress?.(transcripts.length, total);
@@ -114,6 +128,10 @@ export async function buildTranscripts(opts: TranscriptSetOptions): Promise<Tran
       const t = await expertPropose(world, searcher, (path[path.length - 1] as SynthFact).object, hops, opts.rates, rng);
       if (!t) {
         skipped++;
+        continue;
+      }
+      if (!clean(t)) {
+        excluded++;
         continue;
       }
       transcripts.push(t);
@@ -145,8 +163,21 @@ export async function buildTranscripts(opts: TranscriptSetOptions): Promise<Tran
       byErrors,
       byCards,
       skipped,
+      excluded,
     },
   };
+}
+
+/** Lowercased golden answers and questions of the demo and fresh worlds' held-out sets. */
+export function heldOutStrings(): string[] {
+  const out = new Set<string>();
+  for (const opts of [DEMO_WORLD, FRESH_WORLD]) {
+    for (const q of new World(opts).heldOut) {
+      out.add(q.question.toLowerCase());
+      for (const g of q.golden_answers) out.add(g.toLowerCase());
+    }
+  }
+  return [...out];
 }
 
 export function writeTranscripts(file: string, transcripts: readonly Transcript[]): void {

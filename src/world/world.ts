@@ -193,7 +193,7 @@ export class World {
   parseQuestion(question: string): ParsedQuestion | undefined {
     let q = lower(question);
     const prefix = lower(LONG_FORM_PREFIX);
-    if (q.startsWith(prefix)) q = q.slice(prefix.length);
+    if (q.startsWith(prefix)) q = q.slice(prefix.length).trim();
     for (const { relation, re } of Q_TEMPLATES) {
       const m = re.exec(q);
       if (!m) continue;
