@@ -7,6 +7,7 @@ import yargs, { type CommandModule } from 'yargs';
 type AnyCommandModule = { command: unknown };
 const COMMAND_MODULES: Array<() => Promise<AnyCommandModule>> = [
   () => import('./train.js'),
+  () => import('./sft.js'),
   () => import('./generate.js'),
   () => import('./score.js'),
   () => import('./make-tiny.js'),

@@ -12,9 +12,12 @@
 //
 // Projection weights are held as [in, out] (transposed from Hugging Face's [out, in] once at load) so every
 // matMul takes the fast non-transposed path (SPEC §8). Base weights are plain tensors, never variables: no
-// gradient or optimizer state can exist for them. Positions and masks are built on the JS side from the ids.
+// gradient or optimizer state can exist for them, unless the model is loaded `trainable` for full-weight
+// fine-tuning (docs/sft.md): then every weight is a tf.Variable, the projections take trainable matMuls, and a
+// tied head is the embedding's transpose formed on each use (so both uses train the one table).
+// Positions and masks are built on the JS side from the ids.
 import { tf } from '../tensor/backend.js';
-import { linearFrozen } from '../tensor/ops.js';
+import { linearFrozen, matMulTrainable } from '../tensor/ops.js';
 import { SafetensorsCheckpoint } from '../checkpoint/safetensors.js';
 import { type ModelConfig, expectedTensors, loadModelConfig } from './config.js';
 import { inverseFrequencies, ropeTables } from './rope.js';
@@ -51,6 +54,19 @@ export interface ForwardOptions {
   attentionScoreBudget?: number;
 }
 
+export interface LoadOptions {
+  /** Every weight a trainable tf.Variable named by its Hugging Face tensor name (full-weight training). */
+  trainable?: boolean;
+}
+
+/** The LM head for a loss with gradients: W [d, V] and Wᵀ [V, d] (see `CausalLM.trainingHead`). */
+export interface TrainingHead {
+  weight: tf.Tensor2D;
+  weightT: tf.Tensor2D;
+}
+
+let nextTrainableInstance = 0;
+
 /** Additive attention mask [B, 1, T, S]: 0 where query t may see key s (causal and not padding), else −1e9. */
 function attentionBias(keyMask: number[][], pastLength: number, T: number): tf.Tensor4D {
   const B = keyMask.length;
@@ -75,14 +91,25 @@ export class CausalLM {
     private readonly embed: tf.Tensor2D,
     private readonly layers: LayerWeights[],
     private readonly finalNorm: tf.Tensor1D,
-    private readonly lmHead: tf.Tensor2D,
+    /** Undefined only for a trainable tied model (its head is the embedding's transpose, formed per use). */
+    private readonly lmHead: tf.Tensor2D | undefined,
     readonly dir: string,
+    /** Trainable weights by Hugging Face tensor name; empty for a frozen model. */
+    private readonly trainableWeights: Map<string, tf.Variable> = new Map(),
   ) {
     this.invFreq = inverseFrequencies(config);
   }
 
-  /** Loads a Hugging Face folder (config.json + safetensors); every tensor is checked by name and shape. */
-  static async load(dir: string): Promise<CausalLM> {
+  /** Whether the base weights are trainable variables (`load(dir, { trainable: true })`). */
+  get trainable(): boolean {
+    return this.trainableWeights.size > 0;
+  }
+
+  /**
+   * Loads a Hugging Face folder (config.json + safetensors); every tensor is checked by name and shape.
+   * `trainable` makes every weight a tf.Variable (full-weight training).
+   */
+  static async load(dir: string, opts: LoadOptions = {}): Promise<CausalLM> {
     const cfg = loadModelConfig(dir);
     const ckpt = new SafetensorsCheckpoint(dir);
     const shapes = expectedTensors(cfg);
@@ -90,11 +117,21 @@ export class CausalLM {
       if (!ckpt.has(name)) throw new Error(`${ckpt.fileOf(name)}: tensor '${name}' is missing (required by ${dir}/config.json)`);
     }
     const read = (name: string): Float32Array => ckpt.readFloat32(name, shapes.get(name));
-    const vector = (name: string): tf.Tensor1D => tf.tensor1d(read(name));
+    // Trainable: each weight becomes a variable (tfjs names are global, hence the per-instance prefix).
+    const variables = new Map<string, tf.Variable>();
+    const instance = opts.trainable ? nextTrainableInstance++ : 0;
+    const param = <T extends tf.Tensor>(name: string, t: T): T => {
+      if (!opts.trainable) return t;
+      const v = tf.variable(t, true, `causal-lm#${instance}/${name}`);
+      t.dispose();
+      variables.set(name, v);
+      return v as unknown as T;
+    };
+    const vector = (name: string): tf.Tensor1D => param(name, tf.tensor1d(read(name)));
     // [out, in] on disk → [in, out] in memory.
     const projection = (name: string): tf.Tensor2D => {
       const [out, inDim] = shapes.get(name) as [number, number];
-      return tf.tidy(() => tf.transpose(tf.tensor2d(read(name), [out, inDim])));
+      return param(name, tf.tidy(() => tf.transpose(tf.tensor2d(read(name), [out, inDim]))));
     };
 
     const layers: LayerWeights[] = [];
@@ -117,10 +154,11 @@ export class CausalLM {
         postNorm: vector(`${p}post_attention_layernorm.weight`),
       });
     }
-    const embed = tf.tensor2d(read('model.embed_tokens.weight'), [cfg.vocabSize, cfg.hiddenSize]);
+    const embed = param('model.embed_tokens.weight', tf.tensor2d(read('model.embed_tokens.weight'), [cfg.vocabSize, cfg.hiddenSize]));
     // Tied models keep a transposed copy of the embedding as the head: memory for speed (no transposed matMul).
-    const lmHead = cfg.tieWordEmbeddings ? tf.transpose(embed) : projection('lm_head.weight');
-    return new CausalLM(cfg, embed, layers, vector('model.norm.weight'), lmHead as tf.Tensor2D, dir);
+    // A trainable tied model keeps none: a copy would go stale at the first update.
+    const lmHead = cfg.tieWordEmbeddings ? (opts.trainable ? undefined : (tf.transpose(embed) as tf.Tensor2D)) : projection('lm_head.weight');
+    return new CausalLM(cfg, embed, layers, vector('model.norm.weight'), lmHead, dir, variables);
   }
 
   /** A fresh, empty KV cache for a batch of `batchSize` sequences. */
@@ -136,7 +174,7 @@ export class CausalLM {
   /** x·W (+b) (+ LoRA delta). x: [N, in]. */
   private project(x: tf.Tensor2D, layer: number, name: ProjectionName, opts: ForwardOptions): tf.Tensor2D {
     const w = this.layers[layer] as LayerWeights;
-    let y: tf.Tensor2D = linearFrozen(x, w.proj[name]);
+    let y: tf.Tensor2D = this.trainable ? matMulTrainable(x, w.proj[name]) : linearFrozen(x, w.proj[name]);
     const b = w.bias[name as keyof LayerWeights['bias']];
     if (b) y = tf.add(y, b);
     const delta = opts.adapter?.delta(layer, name, x);
@@ -267,12 +305,35 @@ export class CausalLM {
 
   /** Logits [N, V] of hidden states [N, d]. For the full vocab, callers chunk N (see score.ts). */
   logits(hidden: tf.Tensor2D): tf.Tensor2D {
-    return linearFrozen(hidden, this.lmHead);
+    if (this.trainable) return tf.tidy(() => matMulTrainable(hidden, this.lmHead ?? (tf.transpose(this.embed) as tf.Tensor2D)));
+    return linearFrozen(hidden, this.lmHead as tf.Tensor2D);
   }
 
   /** The output head [d, V], for fused log-prob kernels that never materialise all logits at once. */
   get outputHead(): tf.Tensor2D {
+    if (!this.lmHead) throw new Error('outputHead: a trainable tied model has no persistent head; use trainingHead()');
     return this.lmHead;
+  }
+
+  /**
+   * The head W [d, V] and its transpose for a loss whose gradient reaches the head (full-weight training):
+   * tied, W = embeddingᵀ formed here (on the tape, so its gradient flows into the embedding) and Wᵀ is the
+   * embedding itself; untied, W is the head and Wᵀ a fresh transpose. A frozen model returns its persistent
+   * head. Call inside tf.tidy (or under tf.variableGrads), as the tensors may be new.
+   */
+  trainingHead(): TrainingHead {
+    if (!this.trainable) return { weight: this.outputHead, weightT: this.outputHeadTransposed };
+    if (!this.lmHead) return { weight: tf.transpose(this.embed) as tf.Tensor2D, weightT: this.embed };
+    return { weight: this.lmHead, weightT: tf.transpose(this.lmHead) as tf.Tensor2D };
+  }
+
+  /**
+   * The trainable weights keyed by Hugging Face tensor name (a trainable model only). Projections and an
+   * untied lm_head are held [in, out], i.e. transposed from the file's [out, in]; the rest as in the file.
+   */
+  variables(): Map<string, tf.Variable> {
+    if (!this.trainable) throw new Error(`variables: ${this.dir} was loaded frozen; load it with { trainable: true } to train its weights`);
+    return new Map(this.trainableWeights);
   }
 
   /**
@@ -282,12 +343,13 @@ export class CausalLM {
    */
   get outputHeadTransposed(): tf.Tensor2D {
     if (this.config.tieWordEmbeddings) return this.embed;
-    this.lmHeadT ??= tf.keep(tf.transpose(this.lmHead));
+    if (this.trainable) throw new Error('outputHeadTransposed: a trainable model changes its head every step; use trainingHead()');
+    this.lmHeadT ??= tf.keep(tf.transpose(this.lmHead as tf.Tensor2D));
     return this.lmHeadT;
   }
 
   dispose(): void {
-    const all: tf.Tensor[] = [this.embed, this.finalNorm, this.lmHead, ...(this.lmHeadT ? [this.lmHeadT] : [])];
+    const all: tf.Tensor[] = [this.embed, this.finalNorm, ...(this.lmHead ? [this.lmHead] : []), ...(this.lmHeadT ? [this.lmHeadT] : [])];
     for (const w of this.layers) {
       all.push(w.inputNorm, w.postNorm, ...Object.values(w.proj), ...Object.values(w.bias));
       if (w.qNorm) all.push(w.qNorm);
@@ -298,7 +360,7 @@ export class CausalLM {
 
   /** Number of parameters of the base model (the tied head counted once). */
   parameterCount(): number {
-    let n = this.embed.size + this.finalNorm.size + (this.config.tieWordEmbeddings ? 0 : this.lmHead.size);
+    let n = this.embed.size + this.finalNorm.size + (this.config.tieWordEmbeddings ? 0 : (this.lmHead as tf.Tensor2D).size);
     for (const w of this.layers) {
       n += w.inputNorm.size + w.postNorm.size + (w.qNorm?.size ?? 0) + (w.kNorm?.size ?? 0);
       for (const t of Object.values(w.proj)) n += t.size;

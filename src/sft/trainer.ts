@@ -1,0 +1,375 @@
+// Supervised fine-tuning (docs/sft.md): the masked NLL of assistant tokens (./nll.ts) over chat transcripts
+// (./transcript.ts), full-weight or LoRA, with AdamW (src/rl/optimizer.ts: warmup, constant or cosine
+// schedule, global-norm clipping), micro-batch accumulation, epochs and a seed.
+//
+// The run folder:
+//   sft.json                  the resolved settings (a resumed run reads them back)
+//   loss.jsonl                one line per optimizer step (loss, lr, grad norm, tokens, tok/s), plus eval lines
+//   train.log                 a human log
+//   checkpoints/step-N/       model/ (full: a Hugging Face folder, f32) or adapter/ (PEFT), optimizer.safetensors,
+//                             state.json last (a folder without it is incomplete and ignored)
+//   final/                    the trained model (full) or adapter (LoRA)
+// Every file is written atomically. The data order is a function of the seed and the epoch only, and a
+// checkpoint holds the exact weights and optimizer state, so a resumed run repeats the uninterrupted one bit
+// for bit.
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFileAtomic, writeJsonAtomic } from '../checkpoint/atomic.js';
+import { saveFullModel } from '../checkpoint/full-model.js';
+import { loadOptimizerState, saveOptimizerState } from '../checkpoint/optimizer-state.js';
+import { loadPeftAdapter, savePeftAdapter } from '../checkpoint/peft.js';
+import { LoraAdapter } from '../model/lora.js';
+import { CausalLM } from '../model/qwen3.js';
+import { resolveModel } from '../model/resolve.js';
+import { loadTokenizer, type Tokenizer } from '../model/tokenizer.js';
+import { accumulateGradients, disposeGrads } from '../rl/accumulate.js';
+import { AdamW } from '../rl/optimizer.js';
+import { type BackendInfo, initBackend, tf } from '../tensor/backend.js';
+import { Rng } from '../util/rng.js';
+import { type SftConfig, validateSftConfig } from './config.js';
+import { countTargets, maskedNll, type MaskedSequence } from './nll.js';
+import { readTranscripts, renderTranscript, type RenderedExample } from './transcript.js';
+
+export interface SftStepRecord {
+  step: number;
+  epoch: number;
+  loss: number;
+  lr: number;
+  gradNorm: number;
+  clipped: boolean;
+  /** Masked (trained) tokens in the step. */
+  targets: number;
+  /** All tokens through forward and backward. */
+  tokens: number;
+  tokensPerSecond: number;
+  seconds: number;
+}
+
+export interface SftEvalRecord {
+  step: number;
+  evalLoss: number;
+  evalTargets: number;
+}
+
+export interface SftStartInfo {
+  runDir: string;
+  backend: BackendInfo;
+  modelDir: string;
+  firstStep: number;
+  totalSteps: number;
+  trainExamples: number;
+  evalExamples: number;
+  trainableParameters: number;
+  resumedFrom?: number;
+}
+
+export interface SftHooks {
+  log(line: string): void;
+  onStart?(info: SftStartInfo): void;
+  onStep?(record: SftStepRecord): void;
+  onEval?(record: SftEvalRecord): void;
+  /** Asked after every step: true stops the run after a checkpoint. */
+  shouldStop?(): boolean;
+}
+
+export interface SftSummary {
+  runDir: string;
+  firstStep: number;
+  lastStep: number;
+  totalSteps: number;
+  resumedFrom?: number;
+  stoppedEarly: boolean;
+  firstLoss?: number;
+  lastLoss?: number;
+  firstEvalLoss?: number;
+  lastEvalLoss?: number;
+  /** The trained model or adapter (absent when stopped early). */
+  finalDir?: string;
+  lastCheckpoint?: string;
+}
+
+const CONFIG_FILE = 'sft.json';
+const LOSS_FILE = 'loss.jsonl';
+
+/** Splits the data into train and held-out examples: a seeded shuffle, the first round(f·n) held out. */
+export function splitHeldOut<T>(items: readonly T[], fraction: number, seed: number): { train: T[]; held: T[] } {
+  const held = Math.round(fraction * items.length);
+  if (held === 0) return { train: [...items], held: [] };
+  if (held >= items.length) throw new Error(`a held-out fraction of ${fraction} leaves no training examples out of ${items.length}`);
+  const order = permutation(items.length, new Rng((seed ^ 0x5eed) >>> 0));
+  return { held: order.slice(0, held).map((i) => items[i] as T), train: order.slice(held).map((i) => items[i] as T) };
+}
+
+/** A uniformly random permutation of 0..n−1 (Fisher–Yates). */
+export function permutation(n: number, rng: Rng): number[] {
+  const p = Array.from({ length: n }, (_, i) => i);
+  for (let i = n - 1; i > 0; i--) {
+    const j = rng.int(i + 1);
+    [p[i], p[j]] = [p[j] as number, p[i] as number];
+  }
+  return p;
+}
+
+/** The examples of optimizer step `step` (1-based): epoch order from the seed, then consecutive batches. */
+export function batchOfStep<T>(items: readonly T[], step: number, batchSize: number, seed: number): { batch: T[]; epoch: number } {
+  const perEpoch = Math.ceil(items.length / batchSize);
+  const epoch = Math.floor((step - 1) / perEpoch);
+  const k = (step - 1) % perEpoch;
+  const order = permutation(items.length, Rng.derive(seed, epoch));
+  return { batch: order.slice(k * batchSize, (k + 1) * batchSize).map((i) => items[i] as T), epoch: epoch + 1 };
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+function renderAll(file: string, tokenizer: Tokenizer, config: SftConfig): RenderedExample[] {
+  return readTranscripts(file).map((t) => {
+    const r = renderTranscript(t, tokenizer, { enableThinking: config.enableThinking });
+    if (r.ids.length > config.maxTokens) throw new Error(`${r.where}: the transcript renders to ${r.ids.length} tokens, more than maxTokens (--max-tokens) ${config.maxTokens}`);
+    return r;
+  });
+}
+
+/** Token-mean NLL over `examples`, without a tape. */
+function evalLoss(model: CausalLM, examples: readonly MaskedSequence[], config: SftConfig, padTokenId: number, adapter: LoraAdapter | undefined): { loss: number; targets: number } {
+  let sum = 0;
+  for (const mb of chunks(examples, config.microBatchSize)) {
+    const s = tf.tidy(() => maskedNll(model, mb, 1, { padTokenId, chunkSize: config.logitsChunkSize, ...(adapter ? { adapter } : {}) }));
+    sum += s.dataSync()[0] as number;
+    s.dispose();
+  }
+  const targets = countTargets(examples);
+  return { loss: sum / targets, targets };
+}
+
+interface Checkpoint {
+  step: number;
+  dir: string;
+}
+
+function latestCheckpoint(runDir: string): Checkpoint | undefined {
+  const root = join(runDir, 'checkpoints');
+  if (!existsSync(root)) return undefined;
+  const steps = readdirSync(root)
+    .map((n) => /^step-(\d+)$/.exec(n))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => Number(m[1]))
+    .sort((a, b) => b - a);
+  for (const step of steps) {
+    const dir = join(root, `step-${step}`);
+    if (existsSync(join(dir, 'state.json'))) return { step, dir };
+  }
+  return undefined;
+}
+
+function readConfig(runDir: string): SftConfig {
+  const file = join(runDir, CONFIG_FILE);
+  if (!existsSync(file)) throw new Error(`${runDir} is not an SFT run folder: ${file} does not exist`);
+  try {
+    return validateSftConfig(JSON.parse(readFileSync(file, 'utf8')) as SftConfig);
+  } catch (err) {
+    throw new Error(`${file}: ${(err as Error).message}`);
+  }
+}
+
+/** Keeps the loss lines of steps ≤ `step` (a resumed run redoes the rest). */
+function truncateLoss(runDir: string, step: number): string[] {
+  const file = join(runDir, LOSS_FILE);
+  const lines = existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l.trim().length > 0) : [];
+  const kept = lines.filter((l) => {
+    try {
+      const s = (JSON.parse(l) as { step?: unknown }).step;
+      return typeof s === 'number' && s <= step;
+    } catch {
+      return false; // a torn line cannot be a completed step's record
+    }
+  });
+  writeFileAtomic(file, kept.length > 0 ? `${kept.join('\n')}\n` : '');
+  return kept;
+}
+
+/**
+ * Runs SFT. A new run takes `configIn` (its `out` must not hold a run yet); `resumeDir` continues the run in
+ * that folder from its last complete checkpoint, with its saved settings.
+ */
+export async function runSft(configIn: SftConfig | undefined, hooks: SftHooks, resumeDir?: string): Promise<SftSummary> {
+  let config: SftConfig;
+  let runDir: string;
+  if (resumeDir !== undefined) {
+    config = readConfig(resumeDir);
+    runDir = resumeDir;
+  } else {
+    if (!configIn) throw new Error('runSft: no settings');
+    config = validateSftConfig(configIn);
+    runDir = config.out;
+    if (existsSync(join(runDir, CONFIG_FILE))) throw new Error(`${runDir} already holds an SFT run (${join(runDir, CONFIG_FILE)} exists): resume it with --resume ${runDir}, or choose another --out`);
+    mkdirSync(join(runDir, 'checkpoints'), { recursive: true });
+    writeJsonAtomic(join(runDir, CONFIG_FILE), config);
+    writeFileAtomic(join(runDir, LOSS_FILE), '');
+  }
+  const log = (line: string): void => {
+    appendFileSync(join(runDir, 'train.log'), `${new Date().toISOString()} ${line}\n`);
+    hooks.log(line);
+  };
+  const lossLines: string[] = [];
+  const appendLoss = (record: object): void => {
+    lossLines.push(JSON.stringify(record));
+    writeFileAtomic(join(runDir, LOSS_FILE), `${lossLines.join('\n')}\n`);
+  };
+
+  const backend = await initBackend(config.backend);
+  log(`backend: ${backend.name} (${backend.provider}; ${backend.reason})`);
+  const resolved = await resolveModel(config.model);
+  const modelDir = resolved.dir;
+  const tokenizer = await loadTokenizer(modelDir);
+  const padTokenId = tokenizer.padTokenId;
+
+  // Data: rendered once; the held-out split and every epoch's order depend on the seed alone.
+  const all = renderAll(config.data, tokenizer, config);
+  const split = splitHeldOut(all, config.evalFraction, config.seed);
+  const train = split.train;
+  const held = [...split.held, ...(config.evalData ? renderAll(config.evalData, tokenizer, config) : [])];
+  const perEpoch = Math.ceil(train.length / config.batchSize);
+  const totalSteps = config.maxSteps > 0 ? Math.min(config.maxSteps, perEpoch * config.epochs) : perEpoch * config.epochs;
+  log(`data: ${train.length} training transcripts (${countTargets(train)} assistant tokens), ${held.length} held out; ${perEpoch} steps per epoch, ${totalSteps} steps`);
+
+  const ckpt = resumeDir !== undefined ? latestCheckpoint(runDir) : undefined;
+  if (resumeDir !== undefined) {
+    lossLines.push(...truncateLoss(runDir, ckpt?.step ?? -1));
+    log(ckpt ? `resuming ${runDir} from checkpoint step ${ckpt.step}` : `resuming ${runDir}: no complete checkpoint, starting over`);
+  }
+  const firstStep = ckpt ? ckpt.step + 1 : 1;
+
+  // The model and what is trained: every weight (full) or a LoRA adapter on the frozen base.
+  let model: CausalLM;
+  let adapter: LoraAdapter | undefined;
+  if (config.mode === 'full') {
+    model = await CausalLM.load(ckpt ? join(ckpt.dir, 'model') : modelDir, { trainable: true });
+  } else {
+    model = await CausalLM.load(modelDir);
+    adapter = ckpt
+      ? loadPeftAdapter(join(ckpt.dir, 'adapter'), 'sft', model.config)
+      : LoraAdapter.create('sft', model.config, { r: config.loraR, alpha: config.loraAlpha, dropout: 0, targets: config.loraTargets }, { seed: config.seed });
+  }
+  const params: Record<string, tf.Variable> = Object.fromEntries(adapter ? adapter.variables() : model.variables());
+  const trainableParameters = Object.values(params).reduce((n, v) => n + v.size, 0);
+  const optimizer = new AdamW(params, {
+    lr: config.lr,
+    warmupSteps: config.warmupSteps,
+    schedule: config.schedule,
+    totalSteps: totalSteps,
+    minLrRatio: config.minLrRatio,
+    weightDecay: config.weightDecay,
+    maxGradNorm: config.maxGradNorm,
+  });
+  if (ckpt) optimizer.importState(loadOptimizerState(ckpt.dir));
+  log(`model: ${modelDir} (${model.config.architecture}, ${(model.parameterCount() / 1e6).toFixed(2)}M parameters); ${config.mode === 'full' ? 'full-weight' : `LoRA r=${config.loraR} alpha=${config.loraAlpha} on ${config.loraTargets.join(',')}`}, ${trainableParameters.toLocaleString('en-US')} trainable`);
+  hooks.onStart?.({ runDir, backend, modelDir, firstStep, totalSteps, trainExamples: train.length, evalExamples: held.length, trainableParameters, ...(ckpt ? { resumedFrom: ckpt.step } : {}) });
+
+  const baseModel = resolved.repoId ?? modelDir;
+  const saveTrained = async (dir: string, dtype: SftConfig['saveDtype']): Promise<void> => {
+    if (adapter) await savePeftAdapter(adapter, dir, { baseModel });
+    else await saveFullModel(model, modelDir, dir, dtype);
+  };
+  let lastCheckpoint: string | undefined;
+  const saveCheckpoint = async (step: number): Promise<void> => {
+    const root = join(runDir, 'checkpoints');
+    const final = join(root, `step-${step}`);
+    const tmp = join(root, `.step-${step}.${process.pid}.tmp`);
+    rmSync(tmp, { recursive: true, force: true });
+    mkdirSync(tmp, { recursive: true });
+    await saveTrained(join(tmp, adapter ? 'adapter' : 'model'), 'f32');
+    saveOptimizerState(tmp, optimizer.exportState());
+    writeJsonAtomic(join(tmp, 'state.json'), { step, seed: config.seed, savedAt: new Date().toISOString() });
+    rmSync(final, { recursive: true, force: true });
+    renameSync(tmp, final);
+    lastCheckpoint = final;
+    // Older complete checkpoints beyond the kept count go (newest first).
+    const older = readdirSync(root)
+      .map((n) => /^step-(\d+)$/.exec(n))
+      .filter((m): m is RegExpExecArray => m !== null)
+      .map((m) => Number(m[1]))
+      .sort((a, b) => b - a)
+      .slice(config.keepCheckpoints);
+    for (const s of older) rmSync(join(root, `step-${s}`), { recursive: true, force: true });
+    log(`checkpoint: ${final}`);
+  };
+  const runEval = (step: number): SftEvalRecord | undefined => {
+    if (held.length === 0) return undefined;
+    const e = evalLoss(model, held, config, padTokenId, adapter);
+    const record = { step, evalLoss: e.loss, evalTargets: e.targets };
+    appendLoss(record);
+    log(`step ${step}: eval loss ${e.loss.toFixed(4)} over ${e.targets} held-out tokens`);
+    hooks.onEval?.(record);
+    return record;
+  };
+
+  let firstLoss: number | undefined;
+  let lastLoss: number | undefined;
+  let firstEvalLoss: number | undefined;
+  let lastEvalLoss: number | undefined;
+  let lastStep = firstStep - 1;
+  let stoppedEarly = false;
+  let finalDir: string | undefined;
+  try {
+    if (firstStep === 1) firstEvalLoss = runEval(0)?.evalLoss;
+    for (let step = firstStep; step <= totalSteps; step++) {
+      const { batch, epoch } = batchOfStep(train, step, config.batchSize, config.seed);
+      const normalizer = countTargets(batch);
+      const micro = chunks(batch, config.microBatchSize);
+      const t0 = performance.now();
+      const acc = accumulateGradients(params, micro.length, (i) => ({
+        loss: maskedNll(model, micro[i] as MaskedSequence[], normalizer, { padTokenId, chunkSize: config.logitsChunkSize, ...(adapter ? { adapter } : {}) }),
+      }));
+      const info = optimizer.step(acc.grads);
+      disposeGrads(acc.grads);
+      const seconds = (performance.now() - t0) / 1000;
+      const tokens = batch.reduce((n, s) => n + s.ids.length, 0);
+      const record: SftStepRecord = { step, epoch, loss: acc.loss, lr: info.lr, gradNorm: info.gradNorm, clipped: info.clipped, targets: normalizer, tokens, tokensPerSecond: tokens / seconds, seconds };
+      appendLoss(record);
+      firstLoss ??= acc.loss;
+      lastLoss = acc.loss;
+      lastStep = step;
+      hooks.onStep?.(record);
+      const stop = hooks.shouldStop?.() ?? false;
+      if (config.evalEvery > 0 && step % config.evalEvery === 0 && step < totalSteps) lastEvalLoss = runEval(step)?.evalLoss ?? lastEvalLoss;
+      if (step % config.saveEvery === 0 || step === totalSteps || stop) await saveCheckpoint(step);
+      if (stop && step < totalSteps) {
+        stoppedEarly = true;
+        log(`stopped at step ${step} on request; resume with --resume ${runDir}`);
+        break;
+      }
+    }
+    if (!stoppedEarly) {
+      lastEvalLoss = runEval(totalSteps)?.evalLoss ?? lastEvalLoss;
+      finalDir = join(runDir, 'final');
+      const tmp = join(runDir, `.final.${process.pid}.tmp`);
+      rmSync(tmp, { recursive: true, force: true });
+      await saveTrained(tmp, config.saveDtype);
+      rmSync(finalDir, { recursive: true, force: true });
+      renameSync(tmp, finalDir);
+      log(`trained ${adapter ? 'adapter' : 'model'}: ${finalDir}`);
+    }
+  } finally {
+    optimizer.dispose();
+    adapter?.dispose();
+    model.dispose();
+  }
+  return {
+    runDir,
+    firstStep,
+    lastStep,
+    totalSteps,
+    stoppedEarly,
+    ...(ckpt ? { resumedFrom: ckpt.step } : {}),
+    ...(firstLoss !== undefined ? { firstLoss } : {}),
+    ...(lastLoss !== undefined ? { lastLoss } : {}),
+    ...(firstEvalLoss !== undefined ? { firstEvalLoss } : {}),
+    ...(lastEvalLoss !== undefined ? { lastEvalLoss } : {}),
+    ...(finalDir ? { finalDir } : {}),
+    ...(lastCheckpoint ? { lastCheckpoint } : {}),
+  };
+}
