@@ -8,6 +8,8 @@ type AnyCommandModule = { command: unknown };
 const COMMAND_MODULES: Array<() => Promise<AnyCommandModule>> = [
   () => import('./train.js'),
   () => import('./sft.js'),
+  () => import('./eval.js'),
+  () => import('./report.js'),
   () => import('./generate.js'),
   () => import('./score.js'),
   () => import('./make-tiny.js'),

@@ -16,6 +16,7 @@ const FLAG_KEYS: Array<keyof TrainConfig> = [
   'maxTurns', 'maxNewTokens', 'maxResponseTokens', 'temperature', 'lr', 'warmupSteps', 'loraR', 'loraAlpha', 'klCoef',
   'clipLow', 'clipHigh', 'lambda', 'invalidReward', 'priming', 'frontier', 'distill', 'embedder', 'e5Model', 'judgeUrl',
   'judgeModel', 'distillerUrl', 'distillerModel', 'apiKeyEnv', 'microBatchSize', 'out', 'saveEvery', 'seed',
+  'evalEvery', 'evalData', 'evalLimit',
 ];
 
 interface TrainArgs {
@@ -86,6 +87,12 @@ function summaryText(s: TrainSummary, tiny: boolean): string {
     lines.push(`solver accuracy: ${first.solverAccuracy.toFixed(3)} (step ${first.step}) → ${last.solverAccuracy.toFixed(3)} (step ${last.step})`);
     lines.push(`valid questions: ${(first.validityRate * 100).toFixed(0)}% → ${(last.validityRate * 100).toFixed(0)}%`);
   }
+  for (const h of s.heldOut ?? []) {
+    lines.push(
+      `held-out EM, skills ${h.skills}: ${(100 * h.first.em).toFixed(1)}% (step ${h.first.step}) → ${(100 * h.last.em).toFixed(1)}% (step ${h.last.step}); ` +
+        `F1 ${(100 * h.first.f1).toFixed(1)}% → ${(100 * h.last.f1).toFixed(1)}%`,
+    );
+  }
   if (s.bank) lines.push(`skill bank: ${s.bank.cardsAtStart} → ${s.bank.cardsAtEnd} cards (version ${s.bank.versionAtEnd})`);
   if (s.lastCheckpoint) lines.push(`last checkpoint: ${s.lastCheckpoint}`);
   lines.push(`metrics: ${s.runDir}/metrics.jsonl`);
@@ -145,6 +152,9 @@ export const command: CommandModule<object, TrainArgs> = {
       .option('save-every', { type: 'number', describe: `checkpoint every N steps (default ${TRAIN_DEFAULTS.saveEvery})` })
       .option('config', { type: 'string', describe: 'settings file (JSON or YAML); flags override it' })
       .option('seed', { type: 'number', describe: `run seed (default ${TRAIN_DEFAULTS.seed})` })
+      .option('eval-every', { type: 'number', describe: 'held-out eval of the solver (skills on and off) at step 0, every K steps and at the end (default 0: off)' })
+      .option('eval-data', { type: 'string', describe: 'held-out questions: FlashRAG JSONL, a benchmark name in $SESA_DATA, or demo' })
+      .option('eval-limit', { type: 'number', describe: `held-out questions per eval, a seeded sample (default ${TRAIN_DEFAULTS.evalLimit})` })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON summary at the end' }) as unknown as Argv<TrainArgs>,
   handler: async (args) => {
     const given = givenKeys(process.argv.slice(2));

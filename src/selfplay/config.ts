@@ -69,6 +69,12 @@ export interface TrainConfig {
   out: string;
   saveEvery: number;
   seed: number;
+  /** Held-out evaluation every K steps (and at step 0 and the end); 0 = off (docs/evaluation.md). */
+  evalEvery: number;
+  /** Held-out questions: a FlashRAG JSONL file, a benchmark name (in $SESA_DATA) or demo. */
+  evalData?: string;
+  /** Held-out questions per evaluation (a seeded sample). */
+  evalLimit: number;
 }
 
 /** Defaults for a real model (`--model`): SPEC §2-§4, and ours where marked in the type above. */
@@ -108,6 +114,8 @@ export const TRAIN_DEFAULTS: TrainConfig = {
   out: 'runs/sesa',
   saveEvery: 10,
   seed: 0,
+  evalEvery: 0,
+  evalLimit: 100,
 };
 
 /**
@@ -179,6 +187,9 @@ const CHECKS: Check[] = [
   (c) => (c.maxResponseTokens >= c.maxNewTokens ? undefined : `--max-response-tokens (${c.maxResponseTokens}) must be ≥ --max-new-tokens (${c.maxNewTokens})`),
   (c) => (c.groupSize >= 2 || !c.frontier ? undefined : '--group-size must be ≥ 2 for the frontier reward (p̂ needs a group)'),
   (c) => (c.out.trim().length > 0 ? undefined : '--out must name a folder'),
+  (c) => (Number.isInteger(c.evalEvery) && c.evalEvery >= 0 ? undefined : `--eval-every must be an integer ≥ 0, got ${c.evalEvery}`),
+  positiveInt('evalLimit'),
+  (c) => (c.evalEvery === 0 || (c.evalData !== undefined && c.evalData !== '') ? undefined : '--eval-every needs --eval-data (a FlashRAG JSONL file, a benchmark name or demo)'),
 ];
 
 /** All problems with a config, each naming its flag; empty when valid. */
@@ -192,7 +203,7 @@ export function validateConfig(c: TrainConfig): TrainConfig {
   return c;
 }
 
-const KNOWN_KEYS = new Set(Object.keys(TRAIN_DEFAULTS).concat(['retrieverUrl', 'seeds', 'judgeUrl', 'judgeModel', 'distillerUrl', 'distillerModel']));
+const KNOWN_KEYS = new Set(Object.keys(TRAIN_DEFAULTS).concat(['retrieverUrl', 'seeds', 'judgeUrl', 'judgeModel', 'distillerUrl', 'distillerModel', 'evalData']));
 
 /** Checks a parsed config file's keys and value types against TrainConfig; `file` names it in errors. */
 export function parseConfigObject(raw: unknown, file: string): Partial<TrainConfig> {

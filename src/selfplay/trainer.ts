@@ -6,6 +6,8 @@ import { writeFileAtomic } from '../checkpoint/atomic.js';
 import { loadOptimizerState, saveOptimizerState } from '../checkpoint/optimizer-state.js';
 import { loadPeftAdapter, savePeftAdapter } from '../checkpoint/peft.js';
 import { generateSyntheticCorpus, goldenAnswers } from '../corpus/synthetic.js';
+import { defaultDataDir } from '../eval/dataset.js';
+import { type HeldOutRow, heldOutQuestions, heldOutRows } from '../eval/held-out.js';
 import { textGeneratorFor } from '../llm/from-args.js';
 import type { TextGenerator } from '../llm/types.js';
 import { LoraAdapter } from '../model/lora.js';
@@ -53,6 +55,14 @@ export interface TrainSummary {
   metrics: StepMetrics[];
   lastCheckpoint?: string;
   bank?: { cardsAtStart: number; cardsAtEnd: number; versionAtEnd: number };
+  /** The held-out eval's first and last rows per skills mode (with --eval-every). */
+  heldOut?: Array<{ skills: 'on' | 'off'; first: HeldOutPoint; last: HeldOutPoint }>;
+}
+
+export interface HeldOutPoint {
+  step: number;
+  em: number;
+  f1: number;
 }
 
 /** The demo corpus is fixed (seed 0) whatever the run seed, so every demo run searches the same encyclopedia. */
@@ -123,6 +133,9 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
 
   const backend = await initBackend(config.backend);
   log(`backend: ${backend.name} (${backend.provider}; ${backend.reason})`);
+  // Held-out questions are read before anything heavy loads, so a bad --eval-data fails at once.
+  const heldOut = config.evalEvery > 0 ? heldOutQuestions(config.evalData as string, config.evalLimit, defaultDataDir(undefined)) : undefined;
+  if (heldOut) log(`held-out eval: ${heldOut.length} questions from ${config.evalData} at step 0, every ${config.evalEvery} steps and at the end`);
   const modelDir = config.model === TINY_DEFAULT_NAME ? ensureTinyDefaultModel(log) : (await resolveModel(config.model)).dir;
   const model = await CausalLM.load(modelDir);
   const tokenizer = await loadTokenizer(modelDir);
@@ -199,7 +212,20 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
     log(`checkpoint: ${lastCheckpoint}`);
   };
 
+  // docs/evaluation.md: the same greedy evaluation as `sesa-train eval`, on the live solver adapter.
+  const runHeldOut = async (step: number): Promise<void> => {
+    if (!heldOut) return;
+    const evalSettings = { maxTurns: config.maxTurns, maxTokensPerTurn: config.maxNewTokens, maxResponseTokens: config.maxResponseTokens, batchSize: 8 };
+    const rows = await heldOutRows(step, { policy: deps.solver.policy, searcher, ...(bank ? { bank } : {}) }, heldOut, evalSettings);
+    for (const r of rows) {
+      run.appendMetrics(r);
+      log(`held-out eval at step ${step}, skills ${r.skills}: EM ${(100 * r.em).toFixed(1)}%, F1 ${(100 * r.f1).toFixed(1)}% on ${r.questions} questions (${r.seconds.toFixed(1)} s)`);
+    }
+  };
+  const evalRowsSoFar = (): HeldOutRow[] => run.metrics().filter((m): m is HeldOutRow => (m as { kind?: unknown }).kind === 'eval');
+
   try {
+    if (heldOut && !evalRowsSoFar().some((r) => r.step === 0)) await runHeldOut(0);
     for (let step = firstStep; step <= config.steps; step++) {
       const result = await sesaStep(step, seeds, deps, settings);
       run.appendMetrics(result.metrics);
@@ -210,6 +236,8 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
           `proposer reward ${result.metrics.proposerMeanReward.toFixed(3)}${bank ? `, bank ${bank.cards.length} cards v${bank.version}` : ''}, ${result.metrics.seconds.total.toFixed(1)} s`,
       );
       hooks.onStepEnd?.(result.metrics);
+      // Before the checkpoint, so a run killed during the eval redoes the step and its eval on resume.
+      if (heldOut && (step % config.evalEvery === 0 || step === config.steps)) await runHeldOut(step);
       const stop = hooks.shouldStop?.() ?? false;
       if (step % config.saveEvery === 0 || step === config.steps || stop) await saveCheckpoint(step);
       if (stop && step < config.steps) {
@@ -227,6 +255,12 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
     model.dispose();
   }
   const last = metrics[metrics.length - 1];
+  const heldOutSummary = (['on', 'off'] as const).flatMap((skills) => {
+    const rows = evalRowsSoFar().filter((r) => r.skills === skills);
+    const a = rows[0];
+    const b = rows[rows.length - 1];
+    return a && b ? [{ skills, first: { step: a.step, em: a.em, f1: a.f1 }, last: { step: b.step, em: b.em, f1: b.f1 } }] : [];
+  });
   return {
     runDir: run.dir,
     model: config.model,
@@ -237,5 +271,6 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
     metrics,
     ...(lastCheckpoint ? { lastCheckpoint } : {}),
     ...(bank ? { bank: { cardsAtStart, cardsAtEnd: bank.cards.length, versionAtEnd: bank.version } } : {}),
+    ...(heldOutSummary.length > 0 ? { heldOut: heldOutSummary } : {}),
   };
 }

@@ -1,0 +1,48 @@
+// The held-out curve during training (docs/evaluation.md): the same evaluation as `sesa-train eval`, run on
+// the solver adapter as it is at a step, with the skill bank on and off, summarized as metrics rows
+// (`kind: "eval"`) that the run's metrics.jsonl and `sesa-train report` understand.
+import type { Policy } from '../model/policy.js';
+import type { Searcher } from '../search/types.js';
+import type { SkillBank } from '../skills/bank.js';
+import { type EvalQuestion, resolveDataset, sampleQuestions } from './dataset.js';
+import type { DatasetResult } from './results.js';
+import { evaluateSolver, type EvalSettings } from './runner.js';
+
+export interface HeldOutRow {
+  kind: 'eval';
+  step: number;
+  skills: 'on' | 'off';
+  questions: number;
+  em: number;
+  f1: number;
+  judged: number | null;
+  datasets: DatasetResult[];
+  seconds: number;
+}
+
+/** The held-out questions for a run: `--eval-data` (a file, a benchmark name in $SESA_DATA, or demo), sampled. */
+export function heldOutQuestions(data: string, limit: number, dataDir: string | undefined): EvalQuestion[] {
+  return sampleQuestions(resolveDataset(data, dataDir).questions, limit, 0);
+}
+
+/** Evaluates the solver with skills on (when there is a bank) and off; one row per mode. */
+export async function heldOutRows(step: number, solver: { policy: Policy; searcher: Searcher; bank?: SkillBank }, questions: readonly EvalQuestion[], settings: EvalSettings): Promise<HeldOutRow[]> {
+  const modes: Array<{ skills: 'on' | 'off'; bank?: SkillBank }> = solver.bank ? [{ skills: 'on', bank: solver.bank }, { skills: 'off' }] : [{ skills: 'off' }];
+  const rows: HeldOutRow[] = [];
+  for (const mode of modes) {
+    const t0 = performance.now();
+    const { results } = await evaluateSolver({ policy: solver.policy, searcher: solver.searcher, ...(mode.bank ? { bank: mode.bank } : {}) }, questions, settings);
+    rows.push({
+      kind: 'eval',
+      step,
+      skills: mode.skills,
+      questions: results.average.questions,
+      em: results.average.em,
+      f1: results.average.f1,
+      judged: results.average.judged,
+      datasets: results.datasets,
+      seconds: (performance.now() - t0) / 1000,
+    });
+  }
+  return rows;
+}

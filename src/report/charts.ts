@@ -1,0 +1,291 @@
+// The report's charts (docs/report.md), drawn by Observable Plot into a server-side DOM (linkedom) and kept as
+// SVG markup, so the HTML file needs no script and no network to show them. Each function returns undefined
+// when the run has nothing to draw for it, and the page says so in place of the chart.
+import * as Plot from '@observablehq/plot';
+import { parseHTML } from 'linkedom';
+import type { EvalFolderData, EvalRow, StepRow } from './run-data.js';
+
+export interface Chart {
+  /** Stable id, used as the section's data-chart attribute. */
+  id: string;
+  title: string;
+  /** One sentence on how to read it. */
+  caption: string;
+  /** The figure or SVG markup. */
+  svg: string;
+}
+
+const { document } = parseHTML('<!doctype html><html><head></head><body></body></html>');
+
+const WIDE = 980;
+const NARROW = 470;
+const FONT = 'system-ui, -apple-system, "Segoe UI", sans-serif';
+
+function render(options: Plot.PlotOptions): string {
+  const el = Plot.plot({ document, style: { fontFamily: FONT, fontSize: '11px', overflow: 'visible' }, ...options } as Plot.PlotOptions & { document: unknown });
+  return (el as unknown as { outerHTML: string }).outerHTML;
+}
+
+/** A band x scale over steps, with at most ~15 labelled ticks. */
+function stepBand(steps: readonly StepRow[]): Plot.ScaleOptions {
+  const every = Math.max(1, Math.ceil(steps.length / 15));
+  return { label: 'step', type: 'band', ticks: steps.filter((_, i) => i % every === 0).map((s) => s.step) };
+}
+
+const num = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
+
+interface Point {
+  step: number;
+  value: number;
+  series: string;
+}
+
+function series(steps: readonly StepRow[], pick: Record<string, (s: StepRow) => unknown>): Point[] {
+  const out: Point[] = [];
+  for (const s of steps) {
+    for (const [name, f] of Object.entries(pick)) {
+      const v = f(s);
+      if (num(v)) out.push({ step: s.step, value: v, series: name });
+    }
+  }
+  return out;
+}
+
+/** The same thing has the same colour in every chart: the solver blue, the proposer orange. */
+const FIXED_COLOURS: Record<string, string> = {
+  solver: '#4e79a7', 'solver accuracy': '#4e79a7', 'solver mean reward': '#4e79a7',
+  proposer: '#f28e2b', 'proposer mean reward': '#f28e2b', 'proposer: question valid': '#f28e2b', 'proposer: question extracted': '#edc948',
+  'skills on': '#59a14f', 'skills off': '#9c755f',
+};
+const SPARE_COLOURS = ['#76b7b2', '#e15759', '#b07aa1', '#ff9da7', '#bab0ac'];
+
+function colourScale(names: readonly string[]): { domain: string[]; range: string[] } {
+  const domain = [...new Set(names)];
+  let spare = 0;
+  return { domain, range: domain.map((n) => FIXED_COLOURS[n] ?? (SPARE_COLOURS[spare++ % SPARE_COLOURS.length] as string)) };
+}
+
+function lineChart(points: Point[], opts: { y: string; width?: number; height?: number; percent?: boolean; domain?: [number, number]; zero?: boolean }): string {
+  const many = new Set(points.map((p) => p.step)).size > 40;
+  return render({
+    width: opts.width ?? WIDE,
+    height: opts.height ?? 260,
+    marginLeft: 48,
+    x: { label: 'step', tickFormat: 'd', nice: true },
+    y: { label: opts.y, grid: true, ...(opts.percent ? { percent: true } : {}), ...(opts.domain ? { domain: opts.domain } : {}), ...(opts.zero ? { zero: true } : {}) },
+    color: { legend: true, ...colourScale(points.map((p) => p.series)) },
+    marks: [
+      ...(opts.zero ? [Plot.ruleY([0], { stroke: '#bbb' })] : []),
+      Plot.line(points, { x: 'step', y: 'value', stroke: 'series', strokeWidth: 2, }),
+      ...(many ? [] : [Plot.dot(points, { x: 'step', y: 'value', fill: 'series', r: 2.5 })]),
+      Plot.tip(points, Plot.pointerX({ x: 'step', y: 'value', stroke: 'series', title: (d: Point) => `${d.series}\nstep ${d.step}: ${d.value.toPrecision(3)}` })),
+    ],
+  });
+}
+
+export function accuracyChart(steps: readonly StepRow[]): Chart | undefined {
+  const points = series(steps, {
+    'solver accuracy': (s) => s.solverAccuracy,
+    'proposer: question extracted': (s) => s.extractionRate,
+    'proposer: question valid': (s) => s.validityRate,
+  });
+  if (points.length === 0) return undefined;
+  return {
+    id: 'training-accuracy',
+    title: 'Solver accuracy and proposer validity',
+    caption: 'Per step: the share of solver rollouts judged correct on the proposer’s valid questions, and the share of proposals that yielded a question / a valid one.',
+    svg: lineChart(points, { y: 'share (%)', percent: true, domain: [0, 100] }),
+  };
+}
+
+export function heldOutChart(evals: readonly EvalRow[]): Chart | undefined {
+  const em: Point[] = [];
+  const f1: Point[] = [];
+  for (const e of evals) {
+    if (num(e.em)) em.push({ step: e.step, value: e.em, series: `skills ${e.skills}` });
+    if (num(e.f1)) f1.push({ step: e.step, value: e.f1, series: `skills ${e.skills}` });
+  }
+  if (em.length === 0 && f1.length === 0) return undefined;
+  const n = evals[0]?.questions;
+  const all = [...em, ...f1];
+  const few = new Set(all.map((p) => p.step)).size <= 40;
+  return {
+    id: 'held-out',
+    title: 'Held-out evaluation during training',
+    caption: `Greedy, one rollout per question${n ? ` on ${n} held-out questions` : ''}, with the skill bank on and off (docs/evaluation.md). Solid: exact match; dashed: token F1.`,
+    svg: render({
+      width: WIDE,
+      height: 280,
+      marginLeft: 48,
+      x: { label: 'step', tickFormat: 'd', nice: true },
+      y: { label: 'score (%)', percent: true, grid: true, zero: true },
+      color: { legend: true, ...colourScale(all.map((p) => p.series)) },
+      marks: [
+        Plot.line(em, { x: 'step', y: 'value', stroke: 'series', strokeWidth: 2.5 }),
+        Plot.line(f1, { x: 'step', y: 'value', stroke: 'series', strokeWidth: 1.5, strokeDasharray: '5,4' }),
+        ...(few ? [Plot.dot(em, { x: 'step', y: 'value', fill: 'series', r: 3.5 }), Plot.dot(f1, { x: 'step', y: 'value', stroke: 'series', fill: 'white', r: 3 })] : []),
+        Plot.tip(all, Plot.pointer({ x: 'step', y: 'value', title: (d: Point) => `${d.series}, step ${d.step}\n${em.includes(d) ? 'EM' : 'F1'} ${(100 * d.value).toFixed(1)}%` })),
+      ],
+    }),
+  };
+}
+
+export function invalidReasonsChart(steps: readonly StepRow[]): Chart | undefined {
+  const rows: Array<{ step: number; reason: string; count: number }> = [];
+  for (const s of steps) for (const [reason, count] of Object.entries(s.invalidReasons ?? {})) if (num(count) && count > 0) rows.push({ step: s.step, reason, count });
+  if (rows.length === 0) return undefined;
+  return {
+    id: 'invalid-reasons',
+    title: 'Why proposals were rejected',
+    caption: 'Invalid proposals per step, by the first check they failed.',
+    svg: render({
+      width: WIDE,
+      height: 240,
+      marginLeft: 48,
+      x: stepBand(steps),
+      y: { label: 'proposals', grid: true },
+      color: { legend: true, scheme: 'set2' },
+      marks: [Plot.barY(rows, { x: 'step', y: 'count', fill: 'reason', tip: true }), Plot.ruleY([0])],
+    }),
+  };
+}
+
+export function pHatHeatmap(steps: readonly StepRow[]): Chart | undefined {
+  const rows: Array<{ step: number; pHat: string; count: number }> = [];
+  const bins = new Set<string>();
+  for (const s of steps) {
+    for (const [pHat, count] of Object.entries(s.pHatHistogram ?? {})) {
+      if (!num(count)) continue;
+      bins.add(pHat);
+      rows.push({ step: s.step, pHat, count });
+    }
+  }
+  if (rows.length === 0) return undefined;
+  const showText = steps.length <= 40;
+  return {
+    id: 'p-hat-heatmap',
+    title: 'Solver success rate p̂ of the valid questions',
+    caption: 'Questions per step (column) and p̂ value (row). Mass in the middle rows means the proposer is finding the frontier; 0 and 1 are too hard and too easy.',
+    svg: render({
+      width: WIDE,
+      height: 60 + 28 * bins.size,
+      marginLeft: 48,
+      padding: 0.04,
+      x: stepBand(steps),
+      y: { label: 'p̂', type: 'band', domain: [...bins].sort((a, b) => Number(b) - Number(a)) },
+      color: { type: 'quantize', n: 5, scheme: 'blues', legend: true, label: 'questions' },
+      marks: [
+        Plot.cell(rows, { x: 'step', y: 'pHat', fill: 'count', inset: 0.5, tip: true }),
+        ...(showText ? [Plot.text(rows.filter((r) => r.count > 0), { x: 'step', y: 'pHat', text: 'count', fill: 'black', fontSize: 10 })] : []),
+      ],
+    }),
+  };
+}
+
+export function rewardsChart(steps: readonly StepRow[]): Chart | undefined {
+  const points = series(steps, { 'solver mean reward': (s) => s.solverMeanReward, 'proposer mean reward': (s) => s.proposerMeanReward });
+  if (points.length === 0) return undefined;
+  return {
+    id: 'rewards',
+    title: 'Rewards',
+    caption: 'Mean reward per step: the solver’s (0/1 per rollout) and the proposer’s (frontier reward, −λ at p̂ ∈ {0, 1}, r_invalid for invalid proposals).',
+    svg: lineChart(points, { y: 'reward', zero: true }),
+  };
+}
+
+const UPDATE_METRICS: Array<{ key: 'kl' | 'clipFrac' | 'entropy' | 'gradNorm' | 'loss'; title: string; caption: string }> = [
+  { key: 'kl', title: 'KL to the base model', caption: 'k3 estimate per token, adapters vs. the frozen base.' },
+  { key: 'clipFrac', title: 'Clip fraction', caption: 'Share of trained tokens whose ratio was clipped.' },
+  { key: 'entropy', title: 'Entropy', caption: 'Mean token entropy of the policy on its own rollouts.' },
+  { key: 'gradNorm', title: 'Gradient norm', caption: 'Global norm before clipping (clipped at 1).' },
+];
+
+export function updateCharts(steps: readonly StepRow[]): Chart[] {
+  const out: Chart[] = [];
+  for (const m of UPDATE_METRICS) {
+    const points = series(steps, { solver: (s) => s.solver?.[m.key], proposer: (s) => s.proposer?.[m.key] });
+    if (points.length === 0) continue;
+    out.push({ id: `update-${m.key}`, title: m.title, caption: m.caption, svg: lineChart(points, { y: m.key, width: NARROW, height: 210, zero: m.key === 'loss' }) });
+  }
+  return out;
+}
+
+export function bankCharts(steps: readonly StepRow[]): Chart[] {
+  const out: Chart[] = [];
+  const sizes = series(steps, { 'cards in the bank': (s) => s.bankSize, 'active (retrieved) cards': (s) => s.activeSkills, 'pending failures': (s) => s.queueLength });
+  if (sizes.length > 0) {
+    out.push({ id: 'bank-size', title: 'Skill bank size', caption: 'Cards in the bank, cards retrieved at least once, and the pending failure queue, per step.', svg: lineChart(sizes, { y: 'count', width: NARROW, height: 230, zero: true }) });
+  }
+  const changes: Array<{ step: number; change: string; count: number }> = [];
+  for (const s of steps) {
+    const c = s.consolidation?.committed;
+    if (!c) continue;
+    const evicted = Array.isArray(c.evicted) ? c.evicted.length : num(c.evicted) ? c.evicted : 0;
+    if (num(c.admitted) && c.admitted > 0) changes.push({ step: s.step, change: 'admitted', count: c.admitted });
+    if (evicted > 0) changes.push({ step: s.step, change: 'evicted', count: -evicted });
+    if (num(c.duplicates) && c.duplicates > 0) changes.push({ step: s.step, change: 'rejected as duplicate', count: -c.duplicates });
+  }
+  if (changes.length > 0) {
+    out.push({
+      id: 'bank-changes',
+      title: 'Consolidations',
+      caption: 'Cards admitted (up) and evicted or rejected as duplicates (down) at each committed consolidation.',
+      svg: render({
+        width: NARROW,
+        height: 230,
+        marginLeft: 40,
+        x: { label: 'step', type: 'band', tickFormat: 'd' },
+        y: { label: 'cards', grid: true },
+        color: { legend: true, domain: ['admitted', 'evicted', 'rejected as duplicate'], range: ['#59a14f', '#e15759', '#bab0ac'] },
+        marks: [Plot.barY(changes, { x: 'step', y: 'count', fill: 'change', tip: true }), Plot.ruleY([0])],
+      }),
+    });
+  }
+  return out;
+}
+
+export function timingChart(steps: readonly StepRow[]): Chart | undefined {
+  const rows: Array<{ step: number; phase: string; seconds: number }> = [];
+  for (const s of steps) for (const [phase, sec] of Object.entries(s.seconds ?? {})) if (phase !== 'total' && num(sec)) rows.push({ step: s.step, phase, seconds: sec });
+  if (rows.length === 0) return undefined;
+  return {
+    id: 'phase-timings',
+    title: 'Where the time goes',
+    caption: 'Seconds per step by phase.',
+    svg: render({
+      width: WIDE,
+      height: 240,
+      marginLeft: 48,
+      x: stepBand(steps),
+      y: { label: 'seconds', grid: true },
+      color: { legend: true, scheme: 'tableau10' },
+      marks: [Plot.barY(rows, { x: 'step', y: 'seconds', fill: 'phase', tip: true }), Plot.ruleY([0])],
+    }),
+  };
+}
+
+export function comparisonChart(folders: readonly EvalFolderData[]): Chart | undefined {
+  const rows: Array<{ mode: string; dataset: string; em: number }> = [];
+  for (const f of folders) {
+    for (const d of f.results.datasets) rows.push({ mode: f.label, dataset: d.dataset, em: d.em });
+    if (f.results.datasets.length > 1) rows.push({ mode: f.label, dataset: 'average', em: f.results.average.em });
+  }
+  if (rows.length === 0) return undefined;
+  const datasets = [...new Set(rows.map((r) => r.dataset))];
+  return {
+    id: 'eval-comparison',
+    title: 'Exact match by dataset and mode',
+    caption: 'Each evaluation folder given with --eval is one mode (e.g. base, SSP, SESA-Off, SESA-On).',
+    svg: render({
+      width: WIDE,
+      height: 280,
+      marginLeft: 48,
+      marginBottom: 40,
+      fx: { label: null, domain: datasets },
+      x: { axis: null, domain: folders.map((f) => f.label) },
+      y: { label: 'EM (%)', percent: true, grid: true },
+      color: { legend: true, domain: folders.map((f) => f.label), scheme: 'tableau10' },
+      marks: [Plot.barY(rows, { fx: 'dataset', x: 'mode', y: 'em', fill: 'mode', tip: true }), Plot.ruleY([0])],
+    }),
+  };
+}
