@@ -16,7 +16,7 @@ const FLAG_KEYS: Array<keyof TrainConfig> = [
   'maxTurns', 'maxNewTokens', 'maxResponseTokens', 'temperature', 'lr', 'warmupSteps', 'loraR', 'loraAlpha', 'klCoef',
   'clipLow', 'clipHigh', 'lambda', 'invalidReward', 'priming', 'frontier', 'distill', 'embedder', 'e5Model', 'judgeUrl',
   'judgeModel', 'distillerUrl', 'distillerModel', 'apiKeyEnv', 'microBatchSize', 'out', 'saveEvery', 'seed',
-  'evalEvery', 'evalData', 'evalLimit',
+  'evalEvery', 'evalData', 'evalLimit', 'worldSeed',
 ];
 
 interface TrainArgs {
@@ -115,7 +115,7 @@ export const command: CommandModule<object, TrainArgs> = {
       .option('model', { type: 'string', describe: `model folder or name (qwen3-4b, ...); default: the embedded '${TINY_DEFAULT_NAME}' model` })
       .option('gpus', { type: 'number', describe: `devices (default ${TRAIN_DEFAULTS.gpus}; more needs the multi-worker trainer)` })
       .option('backend', { choices: ['auto', 'tensorflow', 'wasm', 'cpu'], describe: 'tensor backend (default auto)' })
-      .option('corpus', { type: 'string', describe: "JSONL corpus ({id,contents} or {id,title,text}) or 'demo'" })
+      .option('corpus', { type: 'string', describe: "JSONL corpus ({id,contents} or {id,title,text}), 'demo', or 'world' (a generated world, see --world-seed)" })
       .option('retriever-url', { type: 'string', describe: 'Search-R1-compatible retrieval server (replaces the local index)' })
       .option('seeds', { type: 'string', describe: 'answer seeds, JSONL of {"answer","hops"} (default: the demo corpus seeds)' })
       .option('steps', { type: 'number', describe: `training steps (default ${TRAIN_DEFAULTS.steps}; demo ${EMBEDDED_DEFAULTS.steps})` })
@@ -155,6 +155,7 @@ export const command: CommandModule<object, TrainArgs> = {
       .option('eval-every', { type: 'number', describe: 'held-out eval of the solver (skills on and off) at step 0, every K steps and at the end (default 0: off)' })
       .option('eval-data', { type: 'string', describe: 'held-out questions: FlashRAG JSONL, a benchmark name in $SESA_DATA, or demo' })
       .option('eval-limit', { type: 'number', describe: `held-out questions per eval, a seeded sample (default ${TRAIN_DEFAULTS.evalLimit})` })
+      .option('world-seed', { type: 'number', describe: `with --corpus world: the seed of the generated world (default ${TRAIN_DEFAULTS.worldSeed}, the demo world)` })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON summary at the end' }) as unknown as Argv<TrainArgs>,
   handler: async (args) => {
     const given = givenKeys(process.argv.slice(2));

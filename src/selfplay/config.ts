@@ -75,6 +75,8 @@ export interface TrainConfig {
   evalData?: string;
   /** Held-out questions per evaluation (a seeded sample). */
   evalLimit: number;
+  /** With `--corpus world`: the seed of the generated world (0 = the demo world; docs/world.md). */
+  worldSeed: number;
 }
 
 /** Defaults for a real model (`--model`): SPEC §2-§4, and ours where marked in the type above. */
@@ -116,6 +118,7 @@ export const TRAIN_DEFAULTS: TrainConfig = {
   seed: 0,
   evalEvery: 0,
   evalLimit: 100,
+  worldSeed: 0,
 };
 
 /**
@@ -189,6 +192,7 @@ const CHECKS: Check[] = [
   (c) => (c.out.trim().length > 0 ? undefined : '--out must name a folder'),
   (c) => (Number.isInteger(c.evalEvery) && c.evalEvery >= 0 ? undefined : `--eval-every must be an integer ≥ 0, got ${c.evalEvery}`),
   positiveInt('evalLimit'),
+  (c) => (Number.isInteger(c.worldSeed) && c.worldSeed >= 0 ? undefined : `--world-seed must be a non-negative integer, got ${c.worldSeed}`),
   (c) => (c.evalEvery === 0 || (c.evalData !== undefined && c.evalData !== '') ? undefined : '--eval-every needs --eval-data (a FlashRAG JSONL file, a benchmark name or demo)'),
 ];
 

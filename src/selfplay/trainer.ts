@@ -34,6 +34,10 @@ import { readSeedsFile, seedsFromPassages } from './seeds.js';
 import { RunFolder } from './run-folder.js';
 import { type StepMetrics, sesaStep } from './step.js';
 import { GrpoPolicyUpdater, type Role, type TrainedRole } from './updater.js';
+import { WORLD_CARD_BUDGET } from '../world/demo-model.js';
+import { TemplateDistiller, WorldRagReader } from '../world/scripted-roles.js';
+import { DEMO_MODEL_NAME, demoModelDir, WORLD_CORPUS, WORLD_EVAL_DATA, worldFor, worldHeldOut, worldSeeds } from '../world/setup.js';
+import type { World } from '../world/world.js';
 
 export interface TrainHooks {
   log(line: string): void;
@@ -73,7 +77,12 @@ interface Searchable {
   seeds?: AnswerSeed[];
 }
 
-async function buildSearch(config: TrainConfig, log: (l: string) => void): Promise<Searchable> {
+async function buildSearch(config: TrainConfig, log: (l: string) => void, world: World | undefined): Promise<Searchable> {
+  if (world) {
+    const seeds = worldSeeds(world);
+    log(`search: BM25 over the generated world of seed ${world.options.seed} (${world.passages.length} passages, ${seeds.length} answer seeds)`);
+    return { searcher: await world.searcher(), seeds };
+  }
   if (config.retrieverUrl) {
     log(`search: Search-R1 retrieval server at ${config.retrieverUrl}`);
     return { searcher: new SearchR1Client({ url: config.retrieverUrl, onRetry: (i) => log(`retriever retry ${i.attempt} in ${i.delayMs} ms: ${i.reason}`) }) };
@@ -134,14 +143,22 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
   const backend = await initBackend(config.backend);
   log(`backend: ${backend.name} (${backend.provider}; ${backend.reason})`);
   // Held-out questions are read before anything heavy loads, so a bad --eval-data fails at once.
-  const heldOut = config.evalEvery > 0 ? heldOutQuestions(config.evalData as string, config.evalLimit, defaultDataDir(undefined)) : undefined;
+  // docs/world.md: `--corpus world` plays in a generated world, whose held-out set is `--eval-data world`.
+  const world = config.corpus === WORLD_CORPUS && !config.retrieverUrl ? worldFor(config.worldSeed) : undefined;
+  if (config.evalData === WORLD_EVAL_DATA && !world) throw new Error('--eval-data world needs --corpus world (the held-out set of the world the run plays in)');
+  const heldOut =
+    config.evalEvery > 0
+      ? world && config.evalData === WORLD_EVAL_DATA
+        ? worldHeldOut(world, config.evalLimit)
+        : heldOutQuestions(config.evalData as string, config.evalLimit, defaultDataDir(undefined))
+      : undefined;
   if (heldOut) log(`held-out eval: ${heldOut.length} questions from ${config.evalData} at step 0, every ${config.evalEvery} steps and at the end`);
-  const modelDir = config.model === TINY_DEFAULT_NAME ? ensureTinyDefaultModel(log) : (await resolveModel(config.model)).dir;
+  const modelDir = config.model === TINY_DEFAULT_NAME ? ensureTinyDefaultModel(log) : config.model === DEMO_MODEL_NAME ? demoModelDir() : (await resolveModel(config.model)).dir;
   const model = await CausalLM.load(modelDir);
   const tokenizer = await loadTokenizer(modelDir);
   log(`model: ${modelDir} (${model.config.architecture}, ${(model.parameterCount() / 1e6).toFixed(1)}M parameters)`);
 
-  const { searcher, seeds: corpusSeeds } = await buildSearch(config, log);
+  const { searcher, seeds: corpusSeeds } = await buildSearch(config, log, world);
   const seeds = config.seeds ? readSeedsFile(config.seeds) : corpusSeeds;
   if (!seeds) throw new Error('--seeds FILE is required with --retriever-url (answer seeds: JSONL of {"answer","hops"}); a local --corpus supplies its own');
 
@@ -165,14 +182,23 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
   const roles: Record<Role, TrainedRole> = { proposer: trainedRole(config, adapters.proposer), solver: trainedRole(config, adapters.solver) };
   if (ckpt) for (const r of ['proposer', 'solver'] as const) roles[r].optimizer.importState(loadOptimizerState(join(ckpt.dir, r)));
 
-  const bank = config.skills ? await SkillBank.open(run.bankPath, { embedder: await buildEmbedder(config), seeds: config.priming }) : undefined;
+  const bank = config.skills ? await SkillBank.open(run.bankPath, { embedder: await buildEmbedder(config), seeds: config.priming, ...(world ? { config: { renderTokenBudget: WORLD_CARD_BUDGET } } : {}) }) : undefined;
   const cardsAtStart = bank?.cards.length ?? 0;
 
   const policyOptions = { enableThinking: config.enableThinking };
   const base = new ModelPolicy('base', model, tokenizer, undefined, policyOptions);
   const inProcess = new PolicyTextGenerator(base);
   const judgeText: TextGenerator = textGeneratorFor('judge', { url: config.judgeUrl, model: config.judgeModel, keyEnv: config.apiKeyEnv }, inProcess);
-  const distiller = config.skills && config.distill ? textGeneratorFor('distiller', { url: config.distillerUrl, model: config.distillerModel, keyEnv: config.apiKeyEnv }, inProcess) : undefined;
+  // In a world, the judge is exact match with aliases, the RAG check and the distiller are scripted (no LLM);
+  // an endpoint given on the command line still replaces them (docs/world.md).
+  const scriptedJudge = world !== undefined && config.judgeUrl === undefined;
+  const distiller = !(config.skills && config.distill)
+    ? undefined
+    : world && config.distillerUrl === undefined
+      ? new TemplateDistiller(world)
+      : textGeneratorFor('distiller', { url: config.distillerUrl, model: config.distillerModel, keyEnv: config.apiKeyEnv }, inProcess);
+  if (scriptedJudge && world) log(`judge: exact match with aliases; RAG check: ${new WorldRagReader(world).name}`);
+  if (distiller) log(`distiller: ${distiller.name}`);
   const rolloutSettings = {
     maxTurns: config.maxTurns,
     maxTokensPerTurn: config.maxNewTokens,
@@ -183,8 +209,8 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
   const deps = {
     proposer: new ProposerRole(new ModelPolicy('proposer', model, tokenizer, adapters.proposer, policyOptions), searcher, rolloutSettings),
     solver: new SolverRole(new ModelPolicy('solver', model, tokenizer, adapters.solver, policyOptions), searcher, bank, rolloutSettings),
-    judge: new AnswerJudge(judgeText),
-    ragJudge: judgeText,
+    judge: new AnswerJudge(scriptedJudge ? undefined : judgeText),
+    ragJudge: scriptedJudge && world ? new WorldRagReader(world) : judgeText,
     updater: new GrpoPolicyUpdater(model, roles, { microBatchSize: config.microBatchSize, klCoef: config.klCoef, clipLow: config.clipLow, clipHigh: config.clipHigh, padTokenId: tokenizer.padTokenId }),
     ...(distiller ? { distiller } : {}),
   };
@@ -204,7 +230,7 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
   const saveCheckpoint = async (step: number): Promise<void> => {
     lastCheckpoint = await run.writeCheckpoint(step, { step, seed: config.seed, ...(bank ? { bankVersion: bank.version } : {}), savedAt: new Date().toISOString() }, async (dir) => {
       for (const r of ['proposer', 'solver'] as const) {
-        await savePeftAdapter(roles[r].adapter, join(dir, r), { baseModel: config.model === TINY_DEFAULT_NAME ? modelDir : config.model });
+        await savePeftAdapter(roles[r].adapter, join(dir, r), { baseModel: config.model === TINY_DEFAULT_NAME || config.model === DEMO_MODEL_NAME ? modelDir : config.model });
         saveOptimizerState(join(dir, r), roles[r].optimizer.exportState());
       }
       if (bank) bank.writeSnapshot(join(dir, 'skills.json'));

@@ -80,7 +80,8 @@ export interface BpeTrainOptions {
  * are cut out of the text first, as the tokenizer does when encoding.
  */
 export function trainBpe(texts: Iterable<string>, opts: BpeTrainOptions): TrainedBpe {
-  const addedTokens = [...CHAT_SPECIALS, ...PROTOCOL_TAGS];
+  // The chat specials last, so that they take the ids make-tiny gives its own (bos = V−3, eos = V−1).
+  const addedTokens = [...PROTOCOL_TAGS, ...CHAT_SPECIALS];
   const budget = opts.vocabSize - 256 - addedTokens.length;
   if (!Number.isInteger(opts.vocabSize) || budget < 0) throw new Error(`world tokenizer: vocabSize must be an integer ≥ ${256 + addedTokens.length}, got ${opts.vocabSize}`);
   const minFrequency = opts.minFrequency ?? 2;
