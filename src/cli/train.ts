@@ -5,7 +5,8 @@ import { extname } from 'node:path';
 import { SingleBar } from 'cli-progress';
 import type { Argv, CommandModule } from 'yargs';
 import { parse as parseYaml } from 'yaml';
-import { EMBEDDED_DEFAULTS, parseConfigObject, TRAIN_DEFAULTS, type TrainConfig } from '../selfplay/config.js';
+import { EMBEDDED_DEFAULTS, parseConfigObject, TRAIN_DEFAULTS, type TrainConfig, WORLD_DEFAULTS } from '../selfplay/config.js';
+import { DEMO_MODEL_NAME } from '../world/setup.js';
 import type { StepMetrics } from '../selfplay/step.js';
 import { train, type TrainSummary } from '../selfplay/trainer.js';
 import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
@@ -39,7 +40,7 @@ function readConfigFile(file: string): Partial<TrainConfig> {
   return parseConfigObject(raw, file);
 }
 
-/** defaults ← embedded defaults (tiny model only) ← config file ← flags given on the command line. */
+/** defaults ← embedded defaults (tiny model) or world defaults (demo model) ← config file ← flags given on the command line. */
 export function resolveTrainConfig(args: TrainArgs, given: ReadonlySet<string>): { config: TrainConfig; fromFlags: Partial<TrainConfig> } {
   const fromFile = args.config ? readConfigFile(args.config) : {};
   const fromFlags: Record<string, unknown> = {};
@@ -49,7 +50,8 @@ export function resolveTrainConfig(args: TrainArgs, given: ReadonlySet<string>):
     fromFlags.skills = args.skills === 'on';
   }
   const model = (fromFlags.model as string | undefined) ?? fromFile.model ?? TRAIN_DEFAULTS.model;
-  const config = { ...TRAIN_DEFAULTS, ...(model === TINY_DEFAULT_NAME ? EMBEDDED_DEFAULTS : {}), ...fromFile, ...(fromFlags as Partial<TrainConfig>) };
+  const preset = model === TINY_DEFAULT_NAME ? EMBEDDED_DEFAULTS : model === DEMO_MODEL_NAME ? WORLD_DEFAULTS : {};
+  const config = { ...TRAIN_DEFAULTS, ...preset, ...fromFile, ...(fromFlags as Partial<TrainConfig>) };
   return { config, fromFlags: fromFlags as Partial<TrainConfig> };
 }
 

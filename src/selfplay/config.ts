@@ -143,6 +143,33 @@ export const EMBEDDED_DEFAULTS: Partial<TrainConfig> = {
   saveEvery: 1,
 };
 
+/**
+ * `--model demo` (docs/world.md): SESA self-play in the demo world from the shipped warm-start model, with the
+ * held-out eval at step 0, every 5 steps and at the end, the lexical embedder and the scripted judge, RAG
+ * check and distiller. Sized for a CPU (ours; not yet timed on an idle 2-core machine).
+ */
+export const WORLD_DEFAULTS: Partial<TrainConfig> = {
+  model: 'demo',
+  corpus: 'world',
+  worldSeed: 0,
+  embedder: 'lexical',
+  steps: 20,
+  seedsPerStep: 4,
+  proposalsPerSeed: 4,
+  groupSize: 5,
+  maxTurns: 4,
+  maxNewTokens: 48,
+  maxResponseTokens: 768,
+  lr: 1e-3,
+  warmupSteps: 0,
+  microBatchSize: 4,
+  evalEvery: 5,
+  evalData: 'world',
+  evalLimit: 57,
+  out: 'runs/world',
+  saveEvery: 5,
+};
+
 /** Multi-worker training is a later issue: until then more than one GPU is refused plainly. */
 export const MAX_SUPPORTED_GPUS = 1;
 
