@@ -2,6 +2,9 @@
 // back to its chain; expert transcripts read only what their searches returned, are right exactly when they
 // made no error, and never mention the demo or fresh world's held-out set; the LLM-free RAG reader answers
 // from the given documents only; the template distiller's cards parse as the bank's cards.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Bm25Index } from '../src/search/bm25-index.js';
 import { renderResults } from '../src/search/types.js';
@@ -11,7 +14,11 @@ import { lastTagContent } from '../src/selfplay/rollout.js';
 import { checkQuestion } from '../src/selfplay/validate.js';
 import { parseDistilledCard, distillationPrompt } from '../src/skills/consolidate.js';
 import { resolveConfig } from '../src/skills/config.js';
+import { SkillBank } from '../src/skills/bank.js';
+import { LexicalEmbedder } from '../src/skills/lexical.js';
 import { Rng } from '../src/util/rng.js';
+import { evalWorld } from '../src/world/eval.js';
+import { ScriptedPolicy } from './helpers/scripted-policy.js';
 import { DEFAULT_EXPERT_RATES, expertPropose, expertSolve, type Transcript } from '../src/world/experts.js';
 import { TemplateDistiller, WorldRagReader } from '../src/world/scripted-roles.js';
 import { buildTranscripts, heldOutStrings, randomChain } from '../src/world/transcripts.js';
@@ -210,6 +217,43 @@ describe('LLM-free roles', () => {
       expect(parsed.content.category).toBe(category);
       const text = JSON.stringify(parsed.content).toLowerCase();
       for (const id of q.chain) for (const name of world.golden(id)) expect(text.includes(name.toLowerCase()), name).toBe(false);
+    }
+  });
+});
+
+describe('world held-out eval', () => {
+  it('scores greedy solver rollouts by exact match with aliases, per hop count, with the bank cards in the prompt', async () => {
+    const world = new World(DEMO_WORLD);
+    const questions = world.heldOut.slice(0, 9);
+    // A scripted double of the policy: searches once, then answers right on 1-hop questions (with the alias
+    // when there is one), wrong otherwise. Prompts are recorded to check the cards.
+    const byQuestion = new Map(questions.map((q) => [q.question, q]));
+    const prompts: string[] = [];
+    const policy = new ScriptedPolicy((prompt, turn) => {
+      prompts.push(prompt);
+      const q = byQuestion.get(prompt.slice(prompt.lastIndexOf('Question: ') + 10).split('<|')[0]?.trim() ?? '');
+      if (!q) throw new Error(`unexpected prompt ${prompt}`);
+      if (turn === 0) return '<search> x </search>';
+      return `<answer> ${q.hops === 1 ? (q.golden_answers[1] ?? q.golden_answers[0]) : 'Nobody'} </answer>`;
+    });
+    const settings = { maxTurns: 3, maxTokensPerTurn: 64, maxResponseTokens: 4000, passagesPerQuery: 3 };
+    const off = await evalWorld(policy, await world.searcher(), questions, { settings, batchSize: 4 });
+    const ones = questions.filter((q) => q.hops === 1).length;
+    expect(off.accuracy).toBeCloseTo(ones / questions.length, 12);
+    expect(off.byHops['1']?.accuracy).toBe(1);
+    expect(off.byHops['2']?.accuracy ?? 0).toBe(0);
+    expect(off.answeredRate).toBe(1);
+    expect(prompts.some((p) => p.includes('[decomposition]') || p.includes('Strategies from past'))).toBe(false);
+    const dir = mkdtempSync(join(tmpdir(), 'world-eval-'));
+    try {
+      const bank = await SkillBank.open(join(dir, 'bank.json'), { embedder: new LexicalEmbedder(), seeds: true, config: { renderTokenBudget: 120 } });
+      prompts.length = 0;
+      const on = await evalWorld(policy, await world.searcher(), questions, { settings, bank });
+      await bank.dispose();
+      expect(on.accuracy).toBe(off.accuracy);
+      expect(prompts.every((p) => p.includes('Strategies from past search experience'))).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
