@@ -15,6 +15,7 @@ import { writeJsonAtomic } from '../src/checkpoint/atomic.js';
 import { ModelPolicy } from '../src/model/policy.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
+import { WORLD_DEFAULTS } from '../src/selfplay/config.js';
 import { SFT_DEFAULTS } from '../src/sft/config.js';
 import { runSft } from '../src/sft/trainer.js';
 import { SkillBank } from '../src/skills/bank.js';
@@ -141,7 +142,7 @@ await initBackend('wasm');
 const model = await CausalLM.load(finalDir);
 const tokenizer = await loadTokenizer(finalDir);
 const policy = new ModelPolicy('solver', model, tokenizer, undefined, { enableThinking: false });
-const settings = { maxTurns: 4, maxTokensPerTurn: 48, maxResponseTokens: 768, passagesPerQuery: 3 };
+const settings = { maxTurns: WORLD_DEFAULTS.maxTurns ?? 4, maxTokensPerTurn: WORLD_DEFAULTS.maxNewTokens ?? 64, maxResponseTokens: WORLD_DEFAULTS.maxResponseTokens ?? 768, passagesPerQuery: 3 };
 const results: Record<string, unknown> = {};
 for (const [name, opts] of [['demo', DEMO_WORLD], ['fresh', FRESH_WORLD]] as const) {
   const world = new World(opts);

@@ -11,7 +11,7 @@ import { loadPeftAdapter } from '../src/checkpoint/peft.js';
 import { ModelPolicy } from '../src/model/policy.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
-import { EMBEDDED_DEFAULTS, TRAIN_DEFAULTS, type TrainConfig } from '../src/selfplay/config.js';
+import { TRAIN_DEFAULTS, type TrainConfig, WORLD_DEFAULTS } from '../src/selfplay/config.js';
 import { train } from '../src/selfplay/trainer.js';
 import { SkillBank } from '../src/skills/bank.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
@@ -41,7 +41,7 @@ const log = (l: string): void => {
 
 type Mode = 'base' | 'SSP' | 'SESA-Off' | 'SESA-On';
 const rows: Array<{ mode: Mode; seed: number; world: 'demo' | 'fresh'; result: WorldEvalResult }> = [];
-const evalSettings = { maxTurns: EMBEDDED_DEFAULTS.maxTurns ?? 4, maxTokensPerTurn: EMBEDDED_DEFAULTS.maxNewTokens ?? 48, maxResponseTokens: EMBEDDED_DEFAULTS.maxResponseTokens ?? 768, passagesPerQuery: 3 };
+const evalSettings = { maxTurns: WORLD_DEFAULTS.maxTurns ?? 4, maxTokensPerTurn: WORLD_DEFAULTS.maxNewTokens ?? 64, maxResponseTokens: WORLD_DEFAULTS.maxResponseTokens ?? 768, passagesPerQuery: 3 };
 const worlds = { demo: new World(DEMO_WORLD), fresh: new World(FRESH_WORLD) };
 
 async function evaluate(mode: Mode, seed: number, adapterDir: string | undefined, bankPath: string | undefined): Promise<void> {
@@ -64,7 +64,7 @@ async function evaluate(mode: Mode, seed: number, adapterDir: string | undefined
 
 const runConfig = (seed: number, skills: boolean, dir: string): TrainConfig => ({
   ...TRAIN_DEFAULTS,
-  ...EMBEDDED_DEFAULTS,
+  ...WORLD_DEFAULTS,
   model: values.model as string,
   corpus: 'world',
   worldSeed: DEMO_WORLD.seed,

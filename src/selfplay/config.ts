@@ -158,7 +158,7 @@ export const WORLD_DEFAULTS: Partial<TrainConfig> = {
   proposalsPerSeed: 4,
   groupSize: 5,
   maxTurns: 4,
-  maxNewTokens: 48,
+  maxNewTokens: 64,
   maxResponseTokens: 768,
   lr: 1e-3,
   warmupSteps: 0,
