@@ -19,7 +19,7 @@ import { LexicalEmbedder } from '../src/skills/lexical.js';
 import { Rng } from '../src/util/rng.js';
 import { evalWorld } from '../src/world/eval.js';
 import { ScriptedPolicy } from './helpers/scripted-policy.js';
-import { DEFAULT_EXPERT_RATES, expertPropose, expertSolve, type Transcript } from '../src/world/experts.js';
+import { DEFAULT_EXPERT_RATES, expertPropose, expertSolve, imitatorAccuracy, type Transcript } from '../src/world/experts.js';
 import { TemplateDistiller, WorldRagReader } from '../src/world/scripted-roles.js';
 import { buildTranscripts, heldOutStrings, randomChain } from '../src/world/transcripts.js';
 import { DEMO_WORLD, trainingWorldSeeds, World } from '../src/world/world.js';
@@ -255,5 +255,21 @@ describe('world held-out eval', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('world headroom (design check)', () => {
+  it('an exact greedy imitator of the default experts solves about half of the demo held-out set, and sampling leaves p̂ inside (0, 1) on multi-hop questions', () => {
+    const world = new World(DEMO_WORLD);
+    const greedy = world.heldOut.map((q) => imitatorAccuracy(q.relations, DEFAULT_EXPERT_RATES, true));
+    const mean = greedy.reduce((a, b) => a + b, 0) / greedy.length;
+    expect(mean).toBeGreaterThan(0.4);
+    expect(mean).toBeLessThan(0.65);
+    const oneHop = world.heldOut.filter((q) => q.hops === 1);
+    expect(oneHop.every((q) => imitatorAccuracy(q.relations, DEFAULT_EXPERT_RATES, true) === 1)).toBe(true);
+    const multi = world.heldOut.filter((q) => q.hops > 1).map((q) => imitatorAccuracy(q.relations, DEFAULT_EXPERT_RATES, false));
+    expect(multi.every((p) => p > 0.1 && p < 0.9)).toBe(true);
+    // With a perfect expert the imitator would have nothing left to learn.
+    expect(world.heldOut.every((q) => imitatorAccuracy(q.relations, PERFECT, true) === 1)).toBe(true);
   });
 });

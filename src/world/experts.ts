@@ -238,3 +238,16 @@ function mergeAssistantTurns(messages: TranscriptMessage[]): TranscriptMessage[]
   }
   return out;
 }
+
+/**
+ * The accuracy an exact imitator of the expert solver would reach on a question without a decomposition card:
+ * `greedy` takes the likelier action at every choice (never misreads while misreadRate < 0.5, stops early
+ * where the early rate is over 0.5), else the expected accuracy of sampling the expert's own rates. The
+ * design check of the world's headroom (docs/world.md).
+ */
+export function imitatorAccuracy(relations: readonly Relation[], rates: ExpertRates, greedy: boolean): number {
+  const inner = relations.slice(0, -1);
+  const early = (r: Relation): number => (PERSON_RELATIONS.has(r) ? rates.prematureRate : rates.baseEarlyRate);
+  if (greedy) return rates.misreadRate < 0.5 && inner.every((r) => early(r) <= 0.5) ? 1 : 0;
+  return inner.reduce((p, r) => p * (1 - early(r)), (1 - rates.misreadRate) ** relations.length);
+}
