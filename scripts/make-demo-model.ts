@@ -49,7 +49,9 @@ const { values } = parseArgs({
     lr: { type: 'string', default: '3e-3' },
     seed: { type: 'string', default: '0' },
     'eval-limit': { type: 'string', default: '0' },
-    'skip-sft': { type: 'boolean', default: false },
+    'save-every': { type: 'string', default: '50' },
+    /** Evaluate and ship this model folder (e.g. a checkpoint's model/) instead of training one. */
+    'eval-only': { type: 'string' },
   },
 });
 const num = (k: keyof typeof values): number => {
@@ -100,8 +102,8 @@ log(`model: ${(made.parameters / 1e6).toFixed(2)}M parameters (${JSON.stringify(
 
 // 4. SFT, full weights.
 const sftDir = join(work, 'sft');
-let finalDir = join(sftDir, 'final');
-if (!values['skip-sft']) {
+let finalDir = values['eval-only'] ?? join(sftDir, 'final');
+if (values['eval-only'] === undefined) {
   rmSync(sftDir, { recursive: true, force: true });
   const sftBar = new SingleBar({ format: 'sft [{bar}] {value}/{total} steps | loss {loss} | {tps} tok/s', hideCursor: true });
   const summary = await runSft(
@@ -119,7 +121,7 @@ if (!values['skip-sft']) {
       warmupSteps: Math.min(20, Math.max(1, Math.round(num('max-steps') / 8) || 20)),
       schedule: 'cosine',
       seed,
-      saveEvery: 50,
+      saveEvery: num('save-every'),
       saveDtype: 'f16',
       backend: 'wasm',
     },
