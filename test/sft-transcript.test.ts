@@ -6,8 +6,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadTokenizer, qwen3TokenizerDir, type Tokenizer } from '../src/model/tokenizer.js';
+import type { Generation } from '../src/model/generate.js';
+import type { Policy, PolicyGenerateOptions } from '../src/model/policy.js';
+import { renderResults, type Passage, type Searcher } from '../src/search/types.js';
 import { solverMessages } from '../src/selfplay/prompts.js';
-import { observationText } from '../src/selfplay/rollout.js';
+import { observationText, runRollouts } from '../src/selfplay/rollout.js';
 import { parseTranscriptLine, readTranscripts, renderTranscript } from '../src/sft/transcript.js';
 
 let tok: Tokenizer;
@@ -66,6 +69,50 @@ describe('SFT transcript rendering (real Qwen3 tokenizer)', () => {
     expect(r.ids[r.ids.length - 1]).toBe(tok.tokenToId('<|im_end|>'));
     // The prompt tokens are exactly the policy's (same template, same encoding).
     expect(r.ids.slice(0, spans[0]?.[2])).toEqual(tok.encode(prompt));
+  });
+
+  it('gives the very ids and mask the rollout engine builds when a policy writes the same turn', async () => {
+    // A replay TEST DOUBLE of the Policy: the real tokenizer's chat rendering and encoding (as ModelPolicy), and
+    // a "generation" that emits the encoding of the transcript's next assistant message and stops on its tag.
+    const script = [a1, a2, a3];
+    let calls = 0;
+    const replay: Policy = {
+      name: 'replay policy (test double)',
+      renderChat: (messages) => tok.encode(tok.applyChatTemplate(messages, { addGenerationPrompt: true, enableThinking: false })),
+      encode: (text) => tok.encode(text),
+      decode: (ids) => tok.decode(ids, { skipSpecialTokens: true }),
+      generate: async (prompts: number[][], opts: PolicyGenerateOptions): Promise<Generation[]> =>
+        prompts.map(() => {
+          const text = script[calls++] as string;
+          const ids = tok.encode(text);
+          const stopString = opts.stopStrings.find((s) => text.endsWith(s));
+          return { ids, logprobs: ids.map(() => -1), finishReason: 'stop', ...(stopString ? { stopString } : {}), text };
+        }),
+    };
+    const passages: Passage[][] = [[{ id: 'p1', title: 'Prize', text: 'The 1950 prize went to Blue River.' }], [{ id: 'p2', title: 'Blue River', text: 'Blue River was directed by Ana Lopes.' }]];
+    let searched = 0;
+    const searcher: Searcher = { search: async (queries) => queries.map(() => passages[searched++] as Passage[]), describe: () => 'scripted searcher (test double)' };
+    const question = 'Who directed the film that won the 1950 prize?';
+    const [rollout] = await runRollouts(replay, searcher, [{ id: 'r', promptIds: replay.renderChat(solverMessages(question)) }], {
+      maxTurns: 5, maxTokensPerTurn: 200, maxResponseTokens: 1000, temperature: 1, passagesPerQuery: 3, finalTag: 'answer', seed: 0,
+    });
+    expect(rollout?.outcome).toBe('final');
+    const transcript = {
+      messages: [
+        { role: 'user', content: user },
+        { role: 'assistant', content: a1 },
+        { role: 'tool', content: renderResults(passages[0] as Passage[]) },
+        { role: 'assistant', content: a2 },
+        { role: 'tool', content: renderResults(passages[1] as Passage[]) },
+        { role: 'assistant', content: a3 },
+      ],
+    };
+    const r = renderTranscript(parseTranscriptLine(JSON.stringify(transcript), 'replay.jsonl', 1), tok);
+    // The rollout stops at </answer>; SFT also trains the end-of-turn token after it.
+    const P = rollout?.promptIds.length as number;
+    expect(r.ids.slice(0, -1)).toEqual([...(rollout?.promptIds ?? []), ...(rollout?.responseIds ?? [])]);
+    expect(r.mask.slice(P, -1)).toEqual(rollout?.responseMask);
+    expect(r.mask.slice(0, P).every((m) => m === 0)).toBe(true);
   });
 
   it('renders earlier assistant turns as context (tool results spliced in) and trains only the last turn', () => {

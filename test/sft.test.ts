@@ -11,7 +11,7 @@ import { CausalLM } from '../src/model/qwen3.js';
 import { accumulateGradients, disposeGrads } from '../src/rl/accumulate.js';
 import { SFT_DEFAULTS, type SftConfig } from '../src/sft/config.js';
 import { countTargets, maskedNll, type MaskedSequence } from '../src/sft/nll.js';
-import { runSft, splitHeldOut, type SftSummary } from '../src/sft/trainer.js';
+import { batchOfStep, runSft, splitHeldOut, type SftSummary } from '../src/sft/trainer.js';
 import { readTranscripts, renderTranscript } from '../src/sft/transcript.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
 import { initBackend, tf } from '../src/tensor/backend.js';
@@ -74,6 +74,53 @@ function perturbed(dir: string, name: string, index: number, delta: number, out:
   copyFileSync(join(dir, 'config.json'), join(out, 'config.json'));
   return out;
 }
+
+describe('data order', () => {
+  it('each epoch visits every example once, in a seed-determined order that differs between epochs', () => {
+    const items = Array.from({ length: 23 }, (_, i) => i);
+    const perEpoch = Math.ceil(23 / 5);
+    const epochs: number[][] = [[], []];
+    for (let step = 1; step <= 2 * perEpoch; step++) {
+      const { batch, epoch } = batchOfStep(items, step, 5, 9);
+      expect(batch.length).toBe(step % perEpoch === 0 ? 3 : 5);
+      epochs[epoch - 1]?.push(...batch);
+    }
+    for (const e of epochs) expect([...e].sort((x, y) => x - y)).toEqual(items);
+    expect(epochs[1]).not.toEqual(epochs[0]);
+    expect(batchOfStep(items, 7, 5, 9)).toEqual(batchOfStep(items, 7, 5, 9));
+    expect(batchOfStep(items, 1, 5, 10).batch).not.toEqual(batchOfStep(items, 1, 5, 9).batch);
+    const { train, held } = splitHeldOut(items, 0.2, 9);
+    expect(held).toHaveLength(5);
+    expect([...train, ...held].sort((x, y) => x - y)).toEqual(items);
+    expect(() => splitHeldOut([1], 0.9, 0)).toThrow(/leaves no training examples/);
+  });
+});
+
+describe('trainable model', () => {
+  it('computes exactly what the frozen model computes (hidden states and logits), tied and untied', async () => {
+    const ids = [[5, 17, 200, 3, 99, 42], [0, 0, 7, 8, 9, 10]];
+    const attentionMask = [[1, 1, 1, 1, 1, 1], [0, 0, 1, 1, 1, 1]];
+    for (const dir of [tiedDir, untiedDir]) {
+      const frozen = await CausalLM.load(dir);
+      const trainable = await CausalLM.load(dir, { trainable: true });
+      expect(trainable.trainable && !frozen.trainable).toBe(true);
+      expect(trainable.parameterCount()).toBe(frozen.parameterCount());
+      expect([...trainable.variables().values()].reduce((n, v) => n + v.size, 0)).toBe(frozen.parameterCount());
+      const run = (m: CausalLM) =>
+        tf.tidy(() => {
+          const h = m.forward(ids, { attentionMask });
+          return [h.dataSync().slice(), m.logits(tf.reshape(h, [-1, 32]) as tf.Tensor2D).dataSync().slice()];
+        });
+      const [h1, l1] = run(frozen);
+      const [h2, l2] = run(trainable);
+      expect(h2).toEqual(h1);
+      expect(l2).toEqual(l1);
+      expect(() => frozen.variables()).toThrow(/loaded frozen/);
+      frozen.dispose();
+      trainable.dispose();
+    }
+  });
+});
 
 describe('masked NLL', () => {
   it('matches the float64 reference forward on a tiny case (tied and untied heads)', async () => {

@@ -130,6 +130,10 @@ export const command: CommandModule<object, SftArgs> = {
       .example('$0 sft --model qwen3-0.6b --data transcripts.jsonl --out runs/sft --lora --epochs 2', 'LoRA cold start on Search-R1-format transcripts')
       .example('$0 sft --resume runs/sft', 'continue a run from its last checkpoint') as unknown as Argv<SftArgs>,
   handler: async (args) => {
+    if (args.resume !== undefined) {
+      const clash = (['model', 'data', 'out', 'full', 'lora', 'evalData'] as const).filter((k) => args[k] !== undefined);
+      if (clash.length > 0) throw new Error(`--resume continues with the run's saved settings (${args.resume}/sft.json); drop ${clash.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')}`);
+    }
     const config = args.resume !== undefined ? undefined : sftConfigFromArgs(args);
     const human = !args.json;
     const tty = human && process.stderr.isTTY === true;

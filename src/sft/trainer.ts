@@ -133,6 +133,48 @@ function renderAll(file: string, tokenizer: Tokenizer, config: SftConfig): Rende
   });
 }
 
+export interface SftStepResult {
+  loss: number;
+  lr: number;
+  gradNorm: number;
+  clipped: boolean;
+  /** Masked (trained) tokens. */
+  targets: number;
+  /** All tokens through forward and backward. */
+  tokens: number;
+  seconds: number;
+}
+
+/**
+ * One optimizer step on `batch`: micro-batches of similar lengths, gradients of the whole-batch masked NLL
+ * accumulated over them (./nll.ts), then AdamW. `params` are what is trained: the model's variables (full)
+ * or the adapter's (LoRA).
+ */
+export function sftStep(
+  model: CausalLM,
+  adapter: LoraAdapter | undefined,
+  params: Record<string, tf.Variable>,
+  optimizer: AdamW,
+  batch: readonly MaskedSequence[],
+  opts: { microBatchSize: number; padTokenId: number; logitsChunkSize?: number },
+): SftStepResult {
+  const t0 = performance.now();
+  const normalizer = countTargets(batch);
+  // Micro-batches of similar lengths pad less (the step's loss and gradient do not depend on the grouping).
+  const micro = chunks([...batch].sort((x, y) => x.ids.length - y.ids.length), opts.microBatchSize);
+  const acc = accumulateGradients(params, micro.length, (i) => ({
+    loss: maskedNll(model, micro[i] as MaskedSequence[], normalizer, {
+      padTokenId: opts.padTokenId,
+      ...(opts.logitsChunkSize ? { chunkSize: opts.logitsChunkSize } : {}),
+      ...(adapter ? { adapter } : {}),
+    }),
+  }));
+  const info = optimizer.step(acc.grads);
+  disposeGrads(acc.grads);
+  const tokens = batch.reduce((n, s) => n + s.ids.length, 0);
+  return { loss: acc.loss, lr: info.lr, gradNorm: info.gradNorm, clipped: info.clipped, targets: normalizer, tokens, seconds: (performance.now() - t0) / 1000 };
+}
+
 /** Token-mean NLL over `examples`, without a tape. */
 function evalLoss(model: CausalLM, examples: readonly MaskedSequence[], config: SftConfig, padTokenId: number, adapter: LoraAdapter | undefined): { loss: number; targets: number } {
   let sum = 0;
@@ -234,6 +276,9 @@ export async function runSft(configIn: SftConfig | undefined, hooks: SftHooks, r
   const held = [...split.held, ...(config.evalData ? renderAll(config.evalData, tokenizer, config) : [])];
   const perEpoch = Math.ceil(train.length / config.batchSize);
   const totalSteps = config.maxSteps > 0 ? Math.min(config.maxSteps, perEpoch * config.epochs) : perEpoch * config.epochs;
+  if (config.schedule === 'cosine' && totalSteps <= config.warmupSteps) {
+    throw new Error(`the cosine schedule needs more steps (${totalSteps}) than warmupSteps (--warmup-steps ${config.warmupSteps}); lower the warmup or use --schedule constant`);
+  }
   log(`data: ${train.length} training transcripts (${countTargets(train)} assistant tokens), ${held.length} held out; ${perEpoch} steps per epoch, ${totalSteps} steps`);
 
   const ckpt = resumeDir !== undefined ? latestCheckpoint(runDir) : undefined;
@@ -318,20 +363,11 @@ export async function runSft(configIn: SftConfig | undefined, hooks: SftHooks, r
     if (firstStep === 1) firstEvalLoss = runEval(0)?.evalLoss;
     for (let step = firstStep; step <= totalSteps; step++) {
       const { batch, epoch } = batchOfStep(train, step, config.batchSize, config.seed);
-      const normalizer = countTargets(batch);
-      const micro = chunks(batch, config.microBatchSize);
-      const t0 = performance.now();
-      const acc = accumulateGradients(params, micro.length, (i) => ({
-        loss: maskedNll(model, micro[i] as MaskedSequence[], normalizer, { padTokenId, chunkSize: config.logitsChunkSize, ...(adapter ? { adapter } : {}) }),
-      }));
-      const info = optimizer.step(acc.grads);
-      disposeGrads(acc.grads);
-      const seconds = (performance.now() - t0) / 1000;
-      const tokens = batch.reduce((n, s) => n + s.ids.length, 0);
-      const record: SftStepRecord = { step, epoch, loss: acc.loss, lr: info.lr, gradNorm: info.gradNorm, clipped: info.clipped, targets: normalizer, tokens, tokensPerSecond: tokens / seconds, seconds };
+      const r = sftStep(model, adapter, params, optimizer, batch, { microBatchSize: config.microBatchSize, padTokenId, logitsChunkSize: config.logitsChunkSize });
+      const record: SftStepRecord = { step, epoch, loss: r.loss, lr: r.lr, gradNorm: r.gradNorm, clipped: r.clipped, targets: r.targets, tokens: r.tokens, tokensPerSecond: r.tokens / r.seconds, seconds: r.seconds };
       appendLoss(record);
-      firstLoss ??= acc.loss;
-      lastLoss = acc.loss;
+      firstLoss ??= r.loss;
+      lastLoss = r.loss;
       lastStep = step;
       hooks.onStep?.(record);
       const stop = hooks.shouldStop?.() ?? false;

@@ -1,0 +1,114 @@
+// `sesa-train sft` through the CLI: a run prints its summary and leaves the loss curve and the trained model;
+// a run killed with SIGKILL and resumed ends with the same weights as an uninterrupted one; bad flags fail
+// with a clear message.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
+
+const CLI = resolve(import.meta.dirname, '..', 'bin', 'sesa-train.mjs');
+let root: string;
+let modelDir: string;
+let data: string;
+
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), 'sesa-sft-cli-'));
+  modelDir = makeTinyCheckpoint({ out: join(root, 'm'), arch: 'qwen3', layers: 2, hidden: 32, heads: 4, kvHeads: 2, headDim: 8, intermediate: 48, vocab: 300, seed: 2 }).dir;
+  data = join(root, 'data.jsonl');
+  const lines = Array.from({ length: 16 }, (_, i) =>
+    JSON.stringify({
+      messages: [
+        { role: 'user', content: `What is ${i} plus one?` },
+        { role: 'assistant', content: `<search>${i} plus one</search>` },
+        { role: 'tool', content: `Doc 1(Title: "${i}") ${i} plus one is ${i + 1}.\n` },
+        { role: 'assistant', content: `<answer>${i + 1}</answer>` },
+      ],
+    }),
+  );
+  writeFileSync(data, `${lines.join('\n')}\n`);
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+function start(args: string[]): { child: ChildProcess; done: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> } {
+  const child = spawn(process.execPath, [CLI, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((res) => child.on('exit', (code, signal) => res({ code, signal, stdout, stderr })));
+  return { child, done };
+}
+
+function sftArgs(out: string, extra: string[] = []): string[] {
+  return ['sft', '--model', modelDir, '--data', data, '--out', out, '--full', '--epochs', '3', '--batch-size', '2', '--micro-batch-size', '1', '--lr', '2e-3', '--save-every', '1', '--backend', 'wasm', '--seed', '3', ...extra];
+}
+
+describe('sesa-train sft (CLI)', () => {
+  it('trains, prints a JSON summary, writes loss.jsonl and a loadable model folder', async () => {
+    const out = join(root, 'run-json');
+    const r = await start([...sftArgs(out, ['--eval-fraction', '0.25']), '--json']).done;
+    expect(r.code, r.stderr).toBe(0);
+    const summary = JSON.parse(r.stdout.trim()) as { totalSteps: number; lastStep: number; finalDir: string; firstLoss: number; lastLoss: number; lastEvalLoss: number };
+    expect(summary.totalSteps).toBe(18); // 12 training transcripts / 2 per step × 3 epochs
+    expect(summary.lastStep).toBe(18);
+    expect(summary.lastLoss).toBeLessThan(summary.firstLoss);
+    expect(summary.lastEvalLoss).toBeGreaterThan(0);
+    expect(readdirSync(summary.finalDir).sort()).toEqual(['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
+    const steps = readFileSync(join(out, 'loss.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { step: number; loss?: number; tokensPerSecond?: number });
+    expect(steps.filter((l) => l.loss !== undefined)).toHaveLength(18);
+    expect(steps.every((l) => l.loss === undefined || (l.tokensPerSecond as number) > 0)).toBe(true);
+    // Only the newest checkpoints are kept (default 2).
+    expect(readdirSync(join(out, 'checkpoints')).sort()).toEqual(['step-17', 'step-18']);
+  });
+
+  it('a run killed with SIGKILL and resumed ends with the weights of the uninterrupted run', async () => {
+    const straight = join(root, 'straight');
+    const a = await start(sftArgs(straight)).done;
+    expect(a.code, a.stderr).toBe(0);
+    const killed = join(root, 'killed');
+    const run = start(sftArgs(killed));
+    // Kill as soon as a checkpoint is complete (state.json is written last), mid-run.
+    await new Promise<void>((res, rej) => {
+      const timer = setInterval(() => {
+        const dir = join(killed, 'checkpoints');
+        if (existsSync(dir) && readdirSync(dir).some((n) => /^step-\d+$/.test(n) && existsSync(join(dir, n, 'state.json')))) {
+          clearInterval(timer);
+          run.child.kill('SIGKILL');
+          res();
+        }
+      }, 20);
+      run.done.then(() => {
+        clearInterval(timer);
+        rej(new Error('the run finished before it could be killed'));
+      }, rej);
+    });
+    const k = await run.done;
+    expect(k.signal).toBe('SIGKILL');
+    expect(existsSync(join(killed, 'final'))).toBe(false);
+    const b = await start(['sft', '--resume', killed, '--json']).done;
+    expect(b.code, b.stderr).toBe(0);
+    expect((JSON.parse(b.stdout.trim()) as { resumedFrom?: number }).resumedFrom).toBeGreaterThan(0);
+    expect(readFileSync(join(killed, 'final', 'model.safetensors')).equals(readFileSync(join(straight, 'final', 'model.safetensors')))).toBe(true);
+    const losses = (dir: string) => readFileSync(join(dir, 'loss.jsonl'), 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { loss?: number }).loss);
+    expect(losses(killed)).toEqual(losses(straight));
+  });
+
+  it('bad flags fail with a message naming them', async () => {
+    const both = await start([...sftArgs(join(root, 'x')), '--lora']).done;
+    expect(both.code).toBe(1);
+    expect(both.stderr).toContain('choose exactly one of --full');
+    const noData = await start(['sft', '--model', modelDir, '--out', join(root, 'y'), '--full']).done;
+    expect(noData.code).toBe(1);
+    expect(noData.stderr).toContain('--data is required');
+    const clash = await start(['sft', '--resume', join(root, 'straight'), '--model', modelDir]).done;
+    expect(clash.code).toBe(1);
+    expect(clash.stderr).toContain('drop --model');
+    const badLine = join(root, 'bad.jsonl');
+    writeFileSync(badLine, `${readFileSync(data, 'utf8')}{"messages": [{"role": "user", "content": "q"}, {"role": "tool", "content": "t"}]}\n`);
+    const bad = await start(['sft', '--model', modelDir, '--data', badLine, '--out', join(root, 'z'), '--full', '--backend', 'wasm']).done;
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain(`${badLine}:17: field 'messages[1].role' is 'tool'`);
+  });
+});
