@@ -14,6 +14,12 @@ import type { ChatMessage, TextGenerator } from '../src/llm/types.js';
 import { solverMessages } from '../src/selfplay/prompts.js';
 import { SkillBank } from '../src/skills/bank.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
+import * as tf from '@tensorflow/tfjs';
+import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
+import { ModelPolicy } from '../src/model/policy.js';
+import { CausalLM } from '../src/model/qwen3.js';
+import { loadTokenizer } from '../src/model/tokenizer.js';
+import { initBackend } from '../src/tensor/backend.js';
 import { FakeSearcher } from './helpers/fake-searcher.js';
 import { ScriptedPolicy } from './helpers/scripted-policy.js';
 
@@ -106,6 +112,23 @@ describe('evaluateSolver', () => {
   });
 });
 
+describe('evaluateSolver on a real tiny model', () => {
+  it('is greedy (the same records twice) and leaves no tensor behind', async () => {
+    await initBackend('cpu');
+    const dir = makeTinyCheckpoint({ out: join(root, 'tiny'), arch: 'qwen3', vocab: 400, hidden: 32, heads: 4, kvHeads: 2, headDim: 16, intermediate: 64, seed: 5 }).dir;
+    const model = await CausalLM.load(dir);
+    const policy = new ModelPolicy('solver', model, await loadTokenizer(dir), undefined);
+    const settings = { maxTurns: 2, maxTokensPerTurn: 6, maxResponseTokens: 40, batchSize: 2 };
+    const first = await evaluateSolver({ policy, searcher: new FakeSearcher(PASSAGES) }, QUESTIONS, settings);
+    const before = tf.memory().numTensors;
+    const second = await evaluateSolver({ policy, searcher: new FakeSearcher(PASSAGES) }, QUESTIONS, settings);
+    expect(tf.memory().numTensors).toBe(before);
+    expect(second.records).toEqual(first.records);
+    expect(first.records.every((r) => r.turns >= 1)).toBe(true);
+    model.dispose();
+  }, 120_000);
+});
+
 describe('datasets', () => {
   it('parses FlashRAG lines and names the file, line and field of a bad one', () => {
     const good = '{"id": 1, "question": "Q?", "golden_answers": ["A", 1990]}\n\n';
@@ -155,6 +178,14 @@ describe('the output folder and --score', () => {
     expect(() => again.append([rec])).toThrow(/would be scored twice/);
     expect(() => EvalFolder.open(dir, { model: 'other', data: ['x'] })).toThrow(/holds an evaluation with other settings \(model: "m" there, "other" now\)/);
     expect(readFileSync(join(dir, 'predictions.jsonl'), 'utf8').trim().split('\n')).toHaveLength(1);
+  });
+
+  it('takes over a folder whose earlier run failed before its first question', () => {
+    const dir = join(root, 'out-failed');
+    EvalFolder.open(dir, { model: 'm', adapter: '/wrong/path' });
+    const again = EvalFolder.open(dir, { model: 'm', adapter: '/right/path' });
+    expect(again.records).toEqual([]);
+    expect(JSON.parse(readFileSync(join(dir, 'settings.json'), 'utf8'))).toEqual({ model: 'm', adapter: '/right/path' });
   });
 
   it('scores foreign predictions with the same metric code, a dataset per line or the file name', () => {

@@ -68,7 +68,7 @@ describe('a demo run with the held-out eval, reported and opened in Chromium', (
     expect(r.stdout).toMatch(/held-out EM, skills off: /);
   }, 240_000);
 
-  it('compares eval folders and renders in Chromium with no console errors and every chart drawn', { skip: skipReason !== '' ? skipReason : false, timeout: 240_000 }, async () => {
+  it.skipIf(skipReason !== '')(`compares eval folders and renders in Chromium with no console errors and every chart drawn${skipReason ? ` (skipped: ${skipReason})` : ''}`, async () => {
     const base = await cli(['eval', '--model', modelDir, '--data', 'demo', '--limit', '3', ...SMALL, '--out', 'eval-base']);
     expect(base.code, base.stderr).toBe(0);
     const tuned = await cli(['eval', '--model', modelDir, '--adapter', join(root, 'run', 'checkpoints', 'step-2', 'solver'), '--skills', join(root, 'run', 'skills.json'), '--data', 'demo', '--limit', '3', ...SMALL, '--out', 'eval-sesa-on']);
@@ -113,5 +113,5 @@ describe('a demo run with the held-out eval, reported and opened in Chromium', (
     } finally {
       await browser.close();
     }
-  });
+  }, 240_000);
 });

@@ -170,7 +170,10 @@ export const command: CommandModule<object, EvalArgs> = {
       .option('max-response-tokens', { type: 'number', default: 4096, describe: 'tokens per rollout incl. tool output' })
       .option('batch-size', { type: 'number', default: 8, describe: 'questions generated together' })
       .option('enable-thinking', { type: 'boolean', default: false, describe: "Qwen3 thinking in the chat template (training's default: off)" })
-      .options(endpointOptions('judge'))
+      .options({
+        ...endpointOptions('judge'),
+        'judge-url': { type: 'string', describe: 'OpenAI-compatible chat-completions base URL of a semantic judge for answers that fail EM (default: none, EM and F1 only)' },
+      })
       .option('out', { type: 'string', default: 'runs/eval', describe: 'output folder (predictions.jsonl, results.json, results.md); rerun to continue' })
       .option('score', { type: 'string', describe: 'score a JSONL of {"id","prediction","golden_answers"[,"dataset"]} and exit' })
       .check((a) => {

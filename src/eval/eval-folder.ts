@@ -40,25 +40,6 @@ export class EvalFolder {
   static open(dir: string, identity: EvalIdentity): EvalFolder {
     const f = new EvalFolder(dir);
     mkdirSync(dir, { recursive: true });
-    if (existsSync(f.settingsPath)) {
-      let saved: EvalIdentity;
-      try {
-        saved = JSON.parse(readFileSync(f.settingsPath, 'utf8')) as EvalIdentity;
-      } catch (err) {
-        throw new Error(`${f.settingsPath}: not valid JSON (${(err as Error).message})`);
-      }
-      const keys = new Set([...Object.keys(saved), ...Object.keys(identity)]);
-      for (const k of keys) {
-        if (JSON.stringify(saved[k] ?? null) !== JSON.stringify(identity[k] ?? null)) {
-          throw new Error(
-            `${dir} holds an evaluation with other settings (${k}: ${JSON.stringify(saved[k] ?? null)} there, ${JSON.stringify(identity[k] ?? null)} now); ` +
-              'choose another --out, or rerun with the same settings to continue it',
-          );
-        }
-      }
-    } else {
-      writeJsonAtomic(f.settingsPath, identity);
-    }
     if (existsSync(f.predictionsPath)) {
       readFileSync(f.predictionsPath, 'utf8')
         .split('\n')
@@ -77,6 +58,27 @@ export class EvalFolder {
           f.lines.push(raw);
           f.recordsList.push(r);
         });
+    }
+    // Settings only bind a folder that holds predictions: one left by a run that failed before its first
+    // question (a wrong adapter path, say) is simply taken over.
+    if (existsSync(f.settingsPath) && f.recordsList.length > 0) {
+      let saved: EvalIdentity;
+      try {
+        saved = JSON.parse(readFileSync(f.settingsPath, 'utf8')) as EvalIdentity;
+      } catch (err) {
+        throw new Error(`${f.settingsPath}: not valid JSON (${(err as Error).message})`);
+      }
+      const keys = new Set([...Object.keys(saved), ...Object.keys(identity)]);
+      for (const k of keys) {
+        if (JSON.stringify(saved[k] ?? null) !== JSON.stringify(identity[k] ?? null)) {
+          throw new Error(
+            `${dir} holds an evaluation with other settings (${k}: ${JSON.stringify(saved[k] ?? null)} there, ${JSON.stringify(identity[k] ?? null)} now); ` +
+              'choose another --out, or rerun with the same settings to continue it',
+          );
+        }
+      }
+    } else {
+      writeJsonAtomic(f.settingsPath, identity);
     }
     return f;
   }

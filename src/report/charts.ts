@@ -32,6 +32,30 @@ function stepBand(steps: readonly StepRow[]): Plot.ScaleOptions {
   return { label: 'step', type: 'band', ticks: steps.filter((_, i) => i % every === 0).map((s) => s.step) };
 }
 
+/** A linear step axis: every step labelled when there are few, else Plot's own integer ticks. */
+function stepAxis(points: ReadonlyArray<{ step: number }>): Plot.ScaleOptions {
+  const steps = [...new Set(points.map((p) => p.step))].sort((a, b) => a - b);
+  return { label: 'step', tickFormat: 'd', ...(steps.length <= 12 ? { ticks: steps } : { nice: true }) };
+}
+
+/**
+ * A y domain (in the axis's units: percent for percent axes) that stays readable when every value is the same (Plot would collapse it to a point): padded
+ * around the value, and starting at 0 when asked.
+ */
+function yDomain(values: readonly number[], opts: { zero?: boolean; minSpan?: number } = {}): [number, number] | undefined {
+  if (values.length === 0) return undefined;
+  let lo = Math.min(...values, ...(opts.zero ? [0] : []));
+  let hi = Math.max(...values, ...(opts.zero ? [0] : []));
+  const minSpan = opts.minSpan ?? 0;
+  if (hi - lo < minSpan) hi = lo + minSpan;
+  if (hi - lo < 1e-12) {
+    const pad = Math.abs(lo) > 0 ? Math.abs(lo) * 0.5 : 1;
+    lo = opts.zero && lo >= 0 ? 0 : lo - pad;
+    hi += pad;
+  }
+  return [lo, hi];
+}
+
 const num = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
 
 interface Point {
@@ -56,8 +80,9 @@ const FIXED_COLOURS: Record<string, string> = {
   solver: '#4e79a7', 'solver accuracy': '#4e79a7', 'solver mean reward': '#4e79a7',
   proposer: '#f28e2b', 'proposer mean reward': '#f28e2b', 'proposer: question valid': '#f28e2b', 'proposer: question extracted': '#edc948',
   'skills on': '#59a14f', 'skills off': '#9c755f',
+  'cards in the bank': '#4e79a7', 'active (retrieved) cards': '#59a14f', 'pending failures': '#bab0ac',
 };
-const SPARE_COLOURS = ['#76b7b2', '#e15759', '#b07aa1', '#ff9da7', '#bab0ac'];
+const SPARE_COLOURS = ['#76b7b2', '#b07aa1', '#edc948', '#ff9da7', '#bab0ac'];
 
 function colourScale(names: readonly string[]): { domain: string[]; range: string[] } {
   const domain = [...new Set(names)];
@@ -71,8 +96,8 @@ function lineChart(points: Point[], opts: { y: string; width?: number; height?: 
     width: opts.width ?? WIDE,
     height: opts.height ?? 260,
     marginLeft: 48,
-    x: { label: 'step', tickFormat: 'd', nice: true },
-    y: { label: opts.y, grid: true, ...(opts.percent ? { percent: true } : {}), ...(opts.domain ? { domain: opts.domain } : {}), ...(opts.zero ? { zero: true } : {}) },
+    x: stepAxis(points),
+    y: { label: opts.y, grid: true, ...(opts.percent ? { percent: true } : {}), domain: opts.domain ?? yDomain(points.map((p) => (opts.percent ? 100 : 1) * p.value), { zero: opts.zero === true }), nice: opts.domain === undefined },
     color: { legend: true, ...colourScale(points.map((p) => p.series)) },
     marks: [
       ...(opts.zero ? [Plot.ruleY([0], { stroke: '#bbb' })] : []),
@@ -117,8 +142,8 @@ export function heldOutChart(evals: readonly EvalRow[]): Chart | undefined {
       width: WIDE,
       height: 280,
       marginLeft: 48,
-      x: { label: 'step', tickFormat: 'd', nice: true },
-      y: { label: 'score (%)', percent: true, grid: true, zero: true },
+      x: stepAxis(all),
+      y: { label: 'score (%)', percent: true, grid: true, domain: yDomain(all.map((p) => 100 * p.value), { zero: true, minSpan: 10 }), nice: true },
       color: { legend: true, ...colourScale(all.map((p) => p.series)) },
       marks: [
         Plot.line(em, { x: 'step', y: 'value', stroke: 'series', strokeWidth: 2.5 }),
@@ -193,7 +218,7 @@ export function rewardsChart(steps: readonly StepRow[]): Chart | undefined {
   };
 }
 
-const UPDATE_METRICS: Array<{ key: 'kl' | 'clipFrac' | 'entropy' | 'gradNorm' | 'loss'; title: string; caption: string }> = [
+const UPDATE_METRICS: Array<{ key: 'kl' | 'clipFrac' | 'entropy' | 'gradNorm'; title: string; caption: string }> = [
   { key: 'kl', title: 'KL to the base model', caption: 'k3 estimate per token, adapters vs. the frozen base.' },
   { key: 'clipFrac', title: 'Clip fraction', caption: 'Share of trained tokens whose ratio was clipped.' },
   { key: 'entropy', title: 'Entropy', caption: 'Mean token entropy of the policy on its own rollouts.' },
@@ -205,7 +230,7 @@ export function updateCharts(steps: readonly StepRow[]): Chart[] {
   for (const m of UPDATE_METRICS) {
     const points = series(steps, { solver: (s) => s.solver?.[m.key], proposer: (s) => s.proposer?.[m.key] });
     if (points.length === 0) continue;
-    out.push({ id: `update-${m.key}`, title: m.title, caption: m.caption, svg: lineChart(points, { y: m.key, width: NARROW, height: 210, zero: m.key === 'loss' }) });
+    out.push({ id: `update-${m.key}`, title: m.title, caption: m.caption, svg: lineChart(points, { y: m.key, width: NARROW, height: 210, zero: m.key !== 'entropy' }) });
   }
   return out;
 }
@@ -283,7 +308,7 @@ export function comparisonChart(folders: readonly EvalFolderData[]): Chart | und
       marginBottom: 40,
       fx: { label: null, domain: datasets },
       x: { axis: null, domain: folders.map((f) => f.label) },
-      y: { label: 'EM (%)', percent: true, grid: true },
+      y: { label: 'EM (%)', percent: true, grid: true, domain: yDomain(rows.map((r) => 100 * r.em), { zero: true, minSpan: 10 }), nice: true },
       color: { legend: true, domain: folders.map((f) => f.label), scheme: 'tableau10' },
       marks: [Plot.barY(rows, { fx: 'dataset', x: 'mode', y: 'em', fill: 'mode', tip: true }), Plot.ruleY([0])],
     }),

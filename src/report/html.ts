@@ -37,6 +37,9 @@ th, td { padding: 7px 10px; border-bottom: 1px solid var(--line); text-align: le
 th { background: #eef1f6; font-weight: 600; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.avg td { font-weight: 600; background: #f8fafc; }
+.wide { overflow-x: auto; border-radius: 10px; }
+td.mode .what { font-size: 11px; color: var(--muted); font-weight: normal; white-space: nowrap; }
+.sub { color: var(--muted); font-size: 11.5px; }
 code { font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; background: #eef1f6; padding: 1px 4px; border-radius: 4px; }
 details { margin-top: 10px; } summary { cursor: pointer; color: var(--muted); }
 pre { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 12px; overflow-x: auto; font-size: 12px; }
@@ -91,30 +94,42 @@ function cardsSection(run: RunData): string {
   const used = run.cards.filter((c) => c.stats.retrieved > 0);
   if (used.length === 0) return `<p class="note">The bank holds ${run.cards.length} cards, but none has been retrieved yet.</p>`;
   const net = (c: SkillCard): number => c.stats.helpful - c.stats.hurt;
-  const helpful = [...used].sort((a, b) => net(b) - net(a) || b.stats.helpful - a.stats.helpful).filter((c) => c.stats.helpful > 0).slice(0, 8);
-  const hurtful = [...used].sort((a, b) => net(a) - net(b) || b.stats.hurt - a.stats.hurt).filter((c) => c.stats.hurt > 0).slice(0, 8);
+  // Net effect decides the side: a card that helped more than it hurt is never listed as hurtful.
+  const helpful = used.filter((c) => net(c) > 0).sort((a, b) => net(b) - net(a) || b.stats.helpful - a.stats.helpful).slice(0, 8);
+  const hurtful = used.filter((c) => net(c) < 0).sort((a, b) => net(a) - net(b) || b.stats.hurt - a.stats.hurt).slice(0, 8);
   const head = '<tr><th>card</th><th>description</th><th class="num">retrieved</th><th class="num">helpful</th><th class="num">hurt</th><th class="num">score</th></tr>';
-  const table = (rows: SkillCard[], none: string): string => (rows.length === 0 ? `<p class="note">${none}</p>` : `<table data-table="cards">${head}${cardRows(rows)}</table>`);
+  const table = (rows: SkillCard[], none: string): string => (rows.length === 0 ? `<p class="note">${none}</p>` : `<div class="wide"><table data-table="cards">${head}${cardRows(rows)}</table></div>`);
   return (
-    `<h3>Most helpful</h3>${table(helpful, 'No card has helped a correct answer yet.')}` +
-    `<h3>Most hurtful</h3>${table(hurtful, 'No card was retrieved for a wrong answer yet.')}` +
+    `<h3>Most helpful</h3>${table(helpful, 'No card has helped more often than it hurt yet.')}` +
+    `<h3>Most hurtful</h3>${table(hurtful, 'No card has hurt more often than it helped.')}` +
     `<p class="caption">Helpful: retrieved for a rollout that answered correctly; hurt: for a well-formed wrong answer. Score = (helpful − hurt) / (retrieved + 1).</p>`
   );
 }
 
+/** The last `n` parts of a path, for a compact label. */
+function shortPath(p: string, n = 3): string {
+  const parts = p.split('/').filter((x) => x !== '');
+  return parts.length <= n ? p : `…/${parts.slice(-n).join('/')}`;
+}
+
 function comparisonTable(folders: readonly EvalFolderData[]): string {
   const datasets = [...new Set(folders.flatMap((f) => f.results.datasets.map((d) => d.dataset)))];
-  const head = `<tr><th>mode</th><th>model / adapter / skills</th>${datasets.map((d) => `<th class="num">${escapeHtml(d)}<br>EM · F1</th>`).join('')}<th class="num">average<br>EM · F1</th></tr>`;
+  const score = (em: number, f1: number): string => `<b>${(100 * em).toFixed(1)}</b> <span class="sub">${(100 * f1).toFixed(1)}</span>`;
+  const head = `<tr><th>mode</th>${datasets.map((d) => `<th class="num">${escapeHtml(d)}</th>`).join('')}<th class="num">average</th></tr>`;
   const rows = folders.map((f) => {
     const cells = datasets.map((name) => {
       const d = f.results.datasets.find((x) => x.dataset === name);
-      return `<td class="num">${d ? `${pct(d.em)} · ${pct(d.f1)}<br><span class="sub">n=${d.questions}</span>` : '–'}</td>`;
+      return `<td class="num" title="${d ? `${d.questions} questions` : ''}">${d ? score(d.em, d.f1) : '–'}</td>`;
     });
-    const s = f.settings ?? {};
-    const what = [s.model, s.adapter ?? 'no adapter', `skills ${String(s.skills ?? '?')}`].filter((x) => x !== undefined && x !== null).map((x) => escapeHtml(String(x))).join('<br>');
-    return `<tr><td><b>${escapeHtml(f.label)}</b></td><td class="sub">${what}</td>${cells.join('')}<td class="num"><b>${pct(f.results.average.em)} · ${pct(f.results.average.f1)}</b></td></tr>`;
+    const st = f.settings ?? {};
+    const what = [
+      typeof st.model === 'string' ? shortPath(st.model, 2) : undefined,
+      typeof st.adapter === 'string' ? `adapter ${shortPath(st.adapter)}` : 'no adapter',
+      `skills ${typeof st.skills === 'string' && st.skills !== 'off' ? shortPath(st.skills, 2) : 'off'}`,
+    ].filter((x): x is string => x !== undefined);
+    return `<tr><td class="mode"><b>${escapeHtml(f.label)}</b><div class="what" title="${escapeHtml(JSON.stringify(st))}">${what.map(escapeHtml).join('<br>')}</div></td>${cells.join('')}<td class="num">${score(f.results.average.em, f.results.average.f1)}</td></tr>`;
   });
-  return `<table data-table="eval-comparison">${head}${rows.join('')}</table><p class="caption">EM and token F1 with FlashRAG normalization; the average weighs datasets equally (docs/evaluation.md).</p>`;
+  return `<div class="wide"><table data-table="eval-comparison">${head}${rows.join('')}</table></div><p class="caption">Each cell: exact match (bold) and token F1, in percent, with FlashRAG normalization; the average weighs datasets equally (docs/evaluation.md).</p>`;
 }
 
 export interface ReportInput {
