@@ -121,6 +121,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   'retriever-timeout': 20,
   'retriever-retries': 5,
   'stop-after-failed-steps': 4,
+  'world-seed': 3,
   'eval-every': 5,
   'eval-data': 'demo',
   'eval-limit': 40,

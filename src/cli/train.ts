@@ -15,6 +15,7 @@ import {
   type SettingKey,
   TRAIN_DEFAULTS,
   type TrainConfig,
+  WORLD_DEFAULTS,
   yargsOption,
 } from '../selfplay/config.js';
 import { readSettingsFile } from '../selfplay/config/table.js';
@@ -22,6 +23,7 @@ import type { StepMetrics } from '../selfplay/step.js';
 import { train, type TrainSummary } from '../selfplay/trainer.js';
 import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 import { SKILL_SP_RECIPE } from './recipe-dispatch.js';
+import { DEMO_MODEL_NAME } from '../world/setup.js';
 
 interface TrainArgs {
   [key: string]: unknown;
@@ -39,7 +41,7 @@ function readConfigFile(file: string): Partial<TrainConfig> {
 }
 
 /**
- * defaults ← embedded defaults (tiny model only) ← the recipe's fixed values ← config file ← flags given on
+ * defaults ← embedded defaults (tiny model) or world defaults (the demo world's model) ← the recipe's fixed values ← config file ← flags given on
  * the command line. `fromFlags` holds only what was typed (for --resume).
  */
 export function resolveTrainConfig(args: TrainArgs, given: ReadonlySet<string>): { config: TrainConfig; fromFlags: Partial<TrainConfig> } {
@@ -49,7 +51,7 @@ export function resolveTrainConfig(args: TrainArgs, given: ReadonlySet<string>):
   const typed = fromFlags as Partial<TrainConfig>;
   const model = typed.model ?? fromFile.model ?? TRAIN_DEFAULTS.model;
   const recipe: RecipeName = typed.recipe ?? fromFile.recipe ?? TRAIN_DEFAULTS.recipe;
-  const config = { ...TRAIN_DEFAULTS, ...(model === TINY_DEFAULT_NAME ? EMBEDDED_DEFAULTS : {}), ...RECIPE_PRESETS[recipe], ...fromFile, ...typed };
+  const config = { ...TRAIN_DEFAULTS, ...(model === TINY_DEFAULT_NAME ? EMBEDDED_DEFAULTS : model === DEMO_MODEL_NAME ? WORLD_DEFAULTS : {}), ...RECIPE_PRESETS[recipe], ...fromFile, ...typed };
   return { config, fromFlags: typed };
 }
 

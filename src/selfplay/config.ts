@@ -79,6 +79,33 @@ export const TRAIN_DEFAULTS: TrainConfig = defaultsOf(SETTINGS);
 export const EMBEDDED_DEFAULTS: Partial<TrainConfig> = demoDefaultsOf(SETTINGS);
 
 /**
+ * `--model demo` (docs/world.md): SESA self-play in the demo world from its warm-start model, with the held-out
+ * eval at step 0, every 5 steps and at the end, the lexical embedder and the scripted judge, RAG check and
+ * distiller. Sized for a CPU (ours; not yet timed on an idle 2-core machine).
+ */
+export const WORLD_DEFAULTS: Partial<TrainConfig> = {
+  model: 'demo',
+  corpus: 'world',
+  worldSeed: 0,
+  embedder: 'lexical',
+  steps: 20,
+  seedsPerStep: 4,
+  proposalsPerSeed: 4,
+  groupSize: 5,
+  maxTurns: 4,
+  maxNewTokens: 64,
+  maxResponseTokens: 768,
+  lr: 1e-3,
+  warmupSteps: 0,
+  microBatchSize: 4,
+  evalEvery: 5,
+  evalData: 'world',
+  evalLimit: 57,
+  out: 'runs/world',
+  saveEvery: 5,
+};
+
+/**
  * What a recipe fixes (docs/method.md, "Recipes"). They are layered over the defaults; a config file or a
  * flag that contradicts them is refused (see CROSS_CHECKS).
  */

@@ -44,6 +44,10 @@ import { type StepMetrics, sesaStep } from './step.js';
 import { rolloutSettingsOf, stepSettingsOf } from './step-settings.js';
 import { DataParallelPolicyUpdater } from './data-parallel-updater.js';
 import { GrpoPolicyUpdater, type PolicyUpdater, type Role, type TrainedRole } from './updater.js';
+import { WORLD_CARD_BUDGET } from '../world/demo-model.js';
+import { TemplateDistiller, WorldRagReader } from '../world/scripted-roles.js';
+import { DEMO_MODEL_NAME, demoModelDir, WORLD_CORPUS, WORLD_EVAL_DATA, worldFor, worldHeldOut, worldSeeds } from '../world/setup.js';
+import type { World } from '../world/world.js';
 
 export interface TrainHooks {
   log(line: string): void;
@@ -87,7 +91,12 @@ interface Searchable {
   seeds?: AnswerSeed[];
 }
 
-async function buildSearch(config: TrainConfig, log: (l: string) => void): Promise<Searchable> {
+async function buildSearch(config: TrainConfig, log: (l: string) => void, world: World | undefined): Promise<Searchable> {
+  if (world) {
+    const seeds = worldSeeds(world);
+    log(`search: BM25 over the generated world of seed ${world.options.seed} (${world.passages.length} passages, ${seeds.length} answer seeds)`);
+    return { searcher: await world.searcher(), seeds };
+  }
   if (config.retrieverUrl) {
     log(`search: Search-R1 retrieval server at ${config.retrieverUrl}`);
     return {
@@ -242,9 +251,17 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const backend = await initBackend(config.backend, config.threads !== undefined ? { threads: config.threads } : {});
   log(`backend: ${describeBackend(backend)}`);
   // Held-out questions are read before anything heavy loads, so a bad --eval-data fails at once.
-  const heldOut = config.evalEvery > 0 ? heldOutQuestions(config.evalData as string, config.evalLimit, defaultDataDir(undefined)) : undefined;
+  // docs/world.md: `--corpus world` plays in a generated world, whose held-out set is `--eval-data world`.
+  const world = config.corpus === WORLD_CORPUS && !config.retrieverUrl ? worldFor(config.worldSeed) : undefined;
+  if (config.evalData === WORLD_EVAL_DATA && !world) throw new Error('--eval-data world needs --corpus world (the held-out set of the world the run plays in)');
+  const heldOut =
+    config.evalEvery > 0
+      ? world && config.evalData === WORLD_EVAL_DATA
+        ? worldHeldOut(world, config.evalLimit)
+        : heldOutQuestions(config.evalData as string, config.evalLimit, defaultDataDir(undefined))
+      : undefined;
   if (heldOut) log(`held-out eval: ${heldOut.length} questions from ${config.evalData} at step 0, every ${config.evalEvery} steps and at the end`);
-  const modelDir = config.model === TINY_DEFAULT_NAME ? ensureTinyDefaultModel(log) : (await resolveModel(config.model)).dir;
+  const modelDir = config.model === TINY_DEFAULT_NAME ? ensureTinyDefaultModel(log) : config.model === DEMO_MODEL_NAME ? demoModelDir() : (await resolveModel(config.model)).dir;
   const model = await CausalLM.load(modelDir);
   const tokenizer = await loadTokenizer(modelDir);
   log(`model: ${modelDir} (${model.config.architecture}, ${(model.parameterCount() / 1e6).toFixed(1)}M parameters)`);
@@ -256,7 +273,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     }
   }
 
-  const built = await buildSearch(config, log);
+  const built = await buildSearch(config, log, world);
   const corpusSeeds = built.seeds;
   if (config.retrieverUrl) {
     const w = await probeRetriever(built.searcher, { flag: '--retriever-url', url: config.retrieverUrl });
@@ -309,7 +326,16 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     );
   };
   const judgeEndpoint = endpoint('judge');
-  const distillerEndpoint = config.skills && config.distill ? endpoint('distiller') : undefined;
+  // In a world, the judge is exact match with aliases, and the RAG check and the distiller are scripted (no
+  // LLM); an endpoint given on the command line still replaces them (docs/world.md).
+  const scriptedJudge = world !== undefined && config.judgeUrl === undefined;
+  const distillerEndpoint = !(config.skills && config.distill)
+    ? undefined
+    : world && config.distillerUrl === undefined
+      ? new TemplateDistiller(world)
+      : endpoint('distiller');
+  if (scriptedJudge && world) log(`judge: exact match with aliases; RAG check: ${new WorldRagReader(world).name}`);
+  if (distillerEndpoint) log(`distiller: ${distillerEndpoint.name}`);
   if (config.judgeUrl) await probeChat(judgeEndpoint, { flag: '--judge-url', url: config.judgeUrl });
   if (distillerEndpoint && config.distillerUrl) await probeChat(distillerEndpoint, { flag: '--distiller-url', url: config.distillerUrl });
 
@@ -321,7 +347,8 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     maxSelected: config.consolidateMaxSelected,
     evictMinRetrieved: config.evictMinRetrieved,
     maxCards: config.maxCards,
-    renderTokenBudget: config.renderTokenBudget,
+    // The world's small model reads a short prompt: its cards get the budget its warm start was trained with.
+    renderTokenBudget: world ? WORLD_CARD_BUDGET : config.renderTokenBudget,
     distillEvidenceChars: config.distillEvidenceChars,
     distillConcurrency: config.distillConcurrency,
     distillMaxTokens: config.distillMaxTokens,
@@ -393,8 +420,8 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const deps = {
     proposer: new ProposerRole(rolloutPolicy('proposer'), searcher, rolloutSettings),
     solver: new SolverRole(rolloutPolicy('solver'), searcher, bank, rolloutSettings),
-    judge: new AnswerJudge(judgeText, config.judgeMaxTokens),
-    ragJudge: judgeText,
+    judge: new AnswerJudge(scriptedJudge ? undefined : judgeText, config.judgeMaxTokens),
+    ragJudge: scriptedJudge && world ? new WorldRagReader(world) : judgeText,
     skills: bank,
     updater,
     ...(distiller ? { distiller } : {}),
@@ -409,7 +436,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const saveCheckpoint = async (step: number): Promise<void> => {
     lastCheckpoint = await run.writeCheckpoint(step, { step, seed: config.seed, ...(bank ? { bankVersion: bank.version } : {}), savedAt: new Date().toISOString() }, async (dir) => {
       for (const r of ['proposer', 'solver'] as const) {
-        await savePeftAdapter(roles[r].adapter, join(dir, r), { baseModel: config.model === TINY_DEFAULT_NAME ? modelDir : config.model });
+        await savePeftAdapter(roles[r].adapter, join(dir, r), { baseModel: config.model === TINY_DEFAULT_NAME || config.model === DEMO_MODEL_NAME ? modelDir : config.model });
         saveOptimizerState(join(dir, r), roles[r].optimizer.exportState());
       }
       if (bank) bank.writeSnapshot(join(dir, 'skills.json'));

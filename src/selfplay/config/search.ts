@@ -4,8 +4,13 @@ import { fixedForRun, httpUrl, int, num, optionalStr, str } from './setting.js';
 
 export const SEARCH_SETTINGS = {
   corpus: str('demo', {
-    help: "JSONL corpus ({id,contents} or {id,title,text}), or 'demo' for the embedded synthetic encyclopedia",
+    help: "JSONL corpus ({id,contents} or {id,title,text}), 'demo' for the embedded synthetic encyclopedia, or 'world' for a generated world (see --world-seed, docs/world.md)",
     resume: fixedForRun('the answer seeds and questions of the run come from its corpus'),
+  }),
+  worldSeed: int(0, {
+    min: 0,
+    help: "with --corpus world: the seed of the generated world (0 = the demo world; docs/world.md)",
+    resume: fixedForRun('the answer seeds and questions of the run come from its world'),
   }),
   retrieverUrl: optionalStr({ help: 'a Search-R1-compatible retrieval server; when set it replaces the local index', check: httpUrl }),
   retrieverTimeout: num(60, { above: 0, help: 'seconds per retrieval-server request attempt' }),

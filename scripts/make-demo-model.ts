@@ -1,0 +1,177 @@
+// Builds the world's warm-start model that `npx sesa-train` loads (docs/world.md):
+//   1. expert transcripts (solver and proposer) from training worlds, never the demo or the fresh world;
+//   2. the world tokenizer, trained on those transcripts' text and the skill cards;
+//   3. a random-init Qwen3 of DEMO_MODEL_SPEC with that tokenizer;
+//   4. `sft --full` on the transcripts (f16 weights at the end);
+//   5. greedy held-out accuracy of the result in the demo world and in the fresh world, with and without cards;
+//   6. the model folder (config, weights, tokenizer, warm-start.json with the numbers and the command) in --out.
+//
+//   npx tsx scripts/make-demo-model.ts [--out models/demo] [--work runs/demo-model] [--worlds 16] [--epochs 2] ...
+import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { SingleBar } from 'cli-progress';
+import { writeJsonAtomic } from '../src/checkpoint/atomic.js';
+import { ModelPolicy } from '../src/model/policy.js';
+import { CausalLM } from '../src/model/qwen3.js';
+import { loadTokenizer } from '../src/model/tokenizer.js';
+import { WORLD_DEFAULTS } from '../src/selfplay/config.js';
+import { SFT_DEFAULTS } from '../src/sft/config.js';
+import { runSft } from '../src/sft/trainer.js';
+import { SkillBank } from '../src/skills/bank.js';
+import { LexicalEmbedder } from '../src/skills/lexical.js';
+import { initBackend } from '../src/tensor/backend.js';
+import { Rng } from '../src/util/rng.js';
+import { DEMO_MODEL_SPEC, initDemoModel, trainWorldTokenizer, transcriptCards, WORLD_CARD_BUDGET } from '../src/world/demo-model.js';
+import { evalWorld } from '../src/world/eval.js';
+import { DEFAULT_EXPERT_RATES } from '../src/world/experts.js';
+import { buildTranscripts, DEFAULT_TRANSCRIPT_OPTIONS, writeTranscripts } from '../src/world/transcripts.js';
+import { DEMO_WORLD, FRESH_WORLD, trainingWorldSeeds, World } from '../src/world/world.js';
+
+const { values } = parseArgs({
+  options: {
+    out: { type: 'string', default: 'models/demo' },
+    work: { type: 'string', default: 'runs/demo-model' },
+    worlds: { type: 'string', default: '16' },
+    'solver-per-world': { type: 'string', default: String(DEFAULT_TRANSCRIPT_OPTIONS.solverPerWorld) },
+    'proposer-per-world': { type: 'string', default: String(DEFAULT_TRANSCRIPT_OPTIONS.proposerPerWorld) },
+    'card-rate': { type: 'string', default: '0.4' },
+    'premature-rate': { type: 'string', default: String(DEFAULT_EXPERT_RATES.prematureRate) },
+    'misread-rate': { type: 'string', default: String(DEFAULT_EXPERT_RATES.misreadRate) },
+    layers: { type: 'string', default: String(DEMO_MODEL_SPEC.layers) },
+    hidden: { type: 'string', default: String(DEMO_MODEL_SPEC.hidden) },
+    heads: { type: 'string', default: String(DEMO_MODEL_SPEC.heads) },
+    intermediate: { type: 'string', default: String(DEMO_MODEL_SPEC.intermediate) },
+    epochs: { type: 'string', default: '2' },
+    'max-steps': { type: 'string', default: '0' },
+    'batch-size': { type: 'string', default: '16' },
+    'micro-batch-size': { type: 'string', default: '4' },
+    lr: { type: 'string', default: '3e-3' },
+    seed: { type: 'string', default: '0' },
+    'eval-limit': { type: 'string', default: '0' },
+    'save-every': { type: 'string', default: '50' },
+    /** Evaluate and ship this model folder (e.g. a checkpoint's model/) instead of training one. */
+    'eval-only': { type: 'string' },
+  },
+});
+const num = (k: keyof typeof values): number => {
+  const v = Number(values[k]);
+  if (!Number.isFinite(v)) throw new Error(`--${k} must be a number, got ${String(values[k])}`);
+  return v;
+};
+
+const t0 = Date.now();
+const log = (line: string): void => {
+  process.stdout.write(`[${((Date.now() - t0) / 1000).toFixed(0)}s] ${line}\n`);
+};
+const work = values.work as string;
+const out = values.out as string;
+mkdirSync(work, { recursive: true });
+const seed = num('seed');
+const rng = new Rng(seed);
+const spec = { ...DEMO_MODEL_SPEC, layers: num('layers'), hidden: num('hidden'), heads: num('heads'), intermediate: num('intermediate') };
+const rates = { ...DEFAULT_EXPERT_RATES, prematureRate: num('premature-rate'), misreadRate: num('misread-rate') };
+
+// 1. Transcripts.
+const worldSeeds = trainingWorldSeeds(num('worlds'));
+const worlds = worldSeeds.map((s) => new World({ seed: s, passages: DEMO_WORLD.passages }));
+const cards = await transcriptCards(join(work, 'transcript-bank.json'), worlds, num('card-rate'), 40, Rng.derive(seed, 1));
+const bar = new SingleBar({ format: 'transcripts [{bar}] {value}/{total}', hideCursor: true });
+bar.start(worldSeeds.length * (num('solver-per-world') + num('proposer-per-world')), 0);
+const set = await buildTranscripts({
+  ...DEFAULT_TRANSCRIPT_OPTIONS,
+  worldSeeds,
+  solverPerWorld: num('solver-per-world'),
+  proposerPerWorld: num('proposer-per-world'),
+  rates,
+  seed,
+  cardsFor: cards.cardsFor,
+  onProgress: (d) => bar.update(d),
+});
+bar.stop();
+await cards.dispose();
+const dataFile = join(work, 'transcripts.jsonl');
+writeTranscripts(dataFile, set.transcripts);
+log(`transcripts: ${JSON.stringify(set.stats)} → ${dataFile}`);
+
+// 2-3. Tokenizer and the random-init model.
+const bpe = trainWorldTokenizer(set.transcripts, spec.vocabSize);
+const initDir = join(work, 'init');
+const made = initDemoModel(initDir, spec, bpe, seed);
+log(`model: ${(made.parameters / 1e6).toFixed(2)}M parameters (${JSON.stringify(spec)}) in ${initDir}`);
+
+// 4. SFT, full weights.
+const sftDir = join(work, 'sft');
+let finalDir = values['eval-only'] ?? join(sftDir, 'final');
+if (values['eval-only'] === undefined) {
+  rmSync(sftDir, { recursive: true, force: true });
+  const sftBar = new SingleBar({ format: 'sft [{bar}] {value}/{total} steps | loss {loss} | {tps} tok/s', hideCursor: true });
+  const summary = await runSft(
+    {
+      ...SFT_DEFAULTS,
+      model: initDir,
+      data: dataFile,
+      out: sftDir,
+      mode: 'full',
+      epochs: num('epochs'),
+      maxSteps: num('max-steps'),
+      batchSize: num('batch-size'),
+      microBatchSize: num('micro-batch-size'),
+      lr: num('lr'),
+      warmupSteps: Math.min(20, Math.max(1, Math.round(num('max-steps') / 8) || 20)),
+      schedule: 'cosine',
+      seed,
+      saveEvery: num('save-every'),
+      saveDtype: 'f16',
+      backend: 'wasm',
+    },
+    {
+      log: (l) => {
+        if (!sftBar.isActive) log(l);
+      },
+      onStart: (info) => sftBar.start(info.totalSteps, info.firstStep - 1, { loss: '-', tps: '-' }),
+      onStep: (r) => sftBar.update(r.step, { loss: r.loss.toFixed(3), tps: r.tokensPerSecond.toFixed(0) }),
+    },
+  );
+  sftBar.stop();
+  if (!summary.finalDir) throw new Error('sft stopped before its end');
+  finalDir = summary.finalDir;
+  log(`sft: loss ${summary.firstLoss?.toFixed(3)} → ${summary.lastLoss?.toFixed(3)} in ${summary.lastStep} steps`);
+}
+
+// 5. Held-out accuracy, greedy.
+await initBackend('wasm');
+const model = await CausalLM.load(finalDir);
+const tokenizer = await loadTokenizer(finalDir);
+const policy = new ModelPolicy('solver', model, tokenizer, undefined, { enableThinking: false });
+const settings = { maxTurns: WORLD_DEFAULTS.maxTurns ?? 4, maxTokensPerTurn: WORLD_DEFAULTS.maxNewTokens ?? 64, maxResponseTokens: WORLD_DEFAULTS.maxResponseTokens ?? 768, passagesPerQuery: 3 };
+const results: Record<string, unknown> = {};
+for (const [name, opts] of [['demo', DEMO_WORLD], ['fresh', FRESH_WORLD]] as const) {
+  const world = new World(opts);
+  const limit = num('eval-limit');
+  const questions = limit > 0 ? world.heldOut.slice(0, limit) : world.heldOut;
+  const off = await evalWorld(policy, await world.searcher(), questions, { settings });
+  const bankPath = join(work, `eval-bank-${name}.json`);
+  rmSync(bankPath, { force: true });
+  const bank = await SkillBank.open(bankPath, { embedder: new LexicalEmbedder(), seeds: true, config: { renderTokenBudget: WORLD_CARD_BUDGET } });
+  const on = await evalWorld(policy, await world.searcher(), questions, { settings, bank });
+  await bank.dispose();
+  results[name] = { world: opts, skillsOff: off, skillsOnSeedCards: on };
+  log(`held-out ${name} world (seed ${opts.seed}): ${(off.accuracy * 100).toFixed(1)}% without cards, ${(on.accuracy * 100).toFixed(1)}% with the seed cards; by hops ${JSON.stringify(off.byHops)}`);
+}
+model.dispose();
+
+// 6. The shipped folder.
+mkdirSync(out, { recursive: true });
+for (const f of ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(finalDir, f), join(out, f));
+writeJsonAtomic(join(out, 'warm-start.json'), {
+  command: `npx tsx scripts/make-demo-model.ts ${process.argv.slice(2).join(' ')}`.trim(),
+  seconds: Math.round((Date.now() - t0) / 1000),
+  parameters: made.parameters,
+  spec,
+  rates,
+  transcripts: set.stats,
+  evalSettings: settings,
+  heldOut: results,
+});
+log(`wrote ${out} in ${((Date.now() - t0) / 1000).toFixed(0)} s`);

@@ -1,0 +1,113 @@
+// The comparison in the world (docs/world.md): base (the warm start, no adapter), SSP (a run without skills,
+// evaluated without a bank), SESA-Off (a SESA run's solver without its bank) and SESA-On (with its bank), over
+// several run seeds, on the demo world's held-out set and on the fresh world's. Writes table.md and
+// results.json in --out.
+//   npx tsx scripts/world-experiment.ts [--model demo] [--steps 20] [--seeds 0,1,2] [--out runs/world-experiment]
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { writeFileAtomic, writeJsonAtomic } from '../src/checkpoint/atomic.js';
+import { loadPeftAdapter } from '../src/checkpoint/peft.js';
+import { ModelPolicy } from '../src/model/policy.js';
+import { CausalLM } from '../src/model/qwen3.js';
+import { loadTokenizer } from '../src/model/tokenizer.js';
+import { TRAIN_DEFAULTS, type TrainConfig, WORLD_DEFAULTS } from '../src/selfplay/config.js';
+import { train } from '../src/selfplay/trainer.js';
+import { SkillBank } from '../src/skills/bank.js';
+import { LexicalEmbedder } from '../src/skills/lexical.js';
+import { initBackend } from '../src/tensor/backend.js';
+import { WORLD_CARD_BUDGET } from '../src/world/demo-model.js';
+import { evalWorld, type WorldEvalResult } from '../src/world/eval.js';
+import { DEMO_MODEL_NAME, demoModelDir } from '../src/world/setup.js';
+import { DEMO_WORLD, FRESH_WORLD, World } from '../src/world/world.js';
+
+const { values } = parseArgs({
+  options: {
+    model: { type: 'string', default: DEMO_MODEL_NAME },
+    steps: { type: 'string', default: '20' },
+    seeds: { type: 'string', default: '0,1,2' },
+    out: { type: 'string', default: 'runs/world-experiment' },
+  },
+});
+const out = values.out as string;
+const seeds = (values.seeds as string).split(',').map(Number);
+const steps = Number(values.steps);
+if (!seeds.every(Number.isInteger) || !Number.isInteger(steps) || steps < 1) throw new Error('--seeds must be integers (0,1,2) and --steps a positive integer');
+mkdirSync(out, { recursive: true });
+const modelDir = values.model === DEMO_MODEL_NAME ? demoModelDir() : (values.model as string);
+const log = (l: string): void => {
+  process.stdout.write(`${l}\n`);
+};
+
+type Mode = 'base' | 'SSP' | 'SESA-Off' | 'SESA-On';
+const rows: Array<{ mode: Mode; seed: number; world: 'demo' | 'fresh'; result: WorldEvalResult }> = [];
+const evalSettings = { maxTurns: WORLD_DEFAULTS.maxTurns ?? 4, maxTokensPerTurn: WORLD_DEFAULTS.maxNewTokens ?? 64, maxResponseTokens: WORLD_DEFAULTS.maxResponseTokens ?? 768, passagesPerQuery: 3 };
+const worlds = { demo: new World(DEMO_WORLD), fresh: new World(FRESH_WORLD) };
+
+async function evaluate(mode: Mode, seed: number, adapterDir: string | undefined, bankPath: string | undefined): Promise<void> {
+  await initBackend('wasm');
+  const model = await CausalLM.load(modelDir);
+  const tokenizer = await loadTokenizer(modelDir);
+  const adapter = adapterDir ? loadPeftAdapter(adapterDir, 'solver', model.config) : undefined;
+  const policy = new ModelPolicy('solver', model, tokenizer, adapter, { enableThinking: false });
+  for (const name of ['demo', 'fresh'] as const) {
+    // The bank learned in the demo world is used as is in the fresh world too (cards name no entity).
+    const bank = bankPath ? await SkillBank.open(bankPath, { embedder: new LexicalEmbedder(), create: false, config: { renderTokenBudget: WORLD_CARD_BUDGET } }) : undefined;
+    const result = await evalWorld(policy, await worlds[name].searcher(), worlds[name].heldOut, { settings: evalSettings, ...(bank ? { bank } : {}) });
+    await bank?.dispose();
+    rows.push({ mode, seed, world: name, result });
+    log(`${mode} seed ${seed} ${name} world: ${(100 * result.accuracy).toFixed(1)}% ${JSON.stringify(result.byHops)}`);
+  }
+  adapter?.dispose();
+  model.dispose();
+}
+
+const runConfig = (seed: number, skills: boolean, dir: string): TrainConfig => ({
+  ...TRAIN_DEFAULTS,
+  ...WORLD_DEFAULTS,
+  model: values.model as string,
+  corpus: 'world',
+  worldSeed: DEMO_WORLD.seed,
+  skills,
+  steps,
+  seed,
+  out: dir,
+  saveEvery: steps,
+  evalEvery: 0,
+});
+
+await evaluate('base', 0, undefined, undefined);
+for (const seed of seeds) {
+  for (const skills of [false, true]) {
+    const dir = join(out, `${skills ? 'sesa' : 'ssp'}-seed${seed}`);
+    const summary = await train(runConfig(seed, skills, dir), { log: () => undefined });
+    log(`trained ${dir} (${summary.lastStep} steps)`);
+    const ckpt = join(dir, 'checkpoints', `step-${summary.lastStep}`);
+    if (skills) {
+      await evaluate('SESA-Off', seed, join(ckpt, 'solver'), undefined);
+      await evaluate('SESA-On', seed, join(ckpt, 'solver'), join(ckpt, 'skills.json'));
+    } else {
+      await evaluate('SSP', seed, join(ckpt, 'solver'), undefined);
+    }
+  }
+}
+
+// Table: mean ± sd over seeds, per mode, per world, overall and per hop count.
+const meanSd = (xs: number[]): string => {
+  const m = xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+  const sd = xs.length > 1 ? Math.sqrt(xs.reduce((a, b) => a + (b - m) ** 2, 0) / (xs.length - 1)) : 0;
+  return `${(100 * m).toFixed(1)} ± ${(100 * sd).toFixed(1)}`;
+};
+const lines = ['| mode | world | all | 1-hop | 2-hop | 3-hop | runs |', '|---|---|---|---|---|---|---|'];
+for (const mode of ['base', 'SSP', 'SESA-Off', 'SESA-On'] as const) {
+  for (const world of ['demo', 'fresh'] as const) {
+    const rs = rows.filter((r) => r.mode === mode && r.world === world).map((r) => r.result);
+    if (rs.length === 0) continue;
+    const hop = (h: string): string => meanSd(rs.map((r) => r.byHops[h]?.accuracy ?? 0));
+    lines.push(`| ${mode} | ${world} | ${meanSd(rs.map((r) => r.accuracy))} | ${hop('1')} | ${hop('2')} | ${hop('3')} | ${rs.length} |`);
+  }
+}
+const table = `${lines.join('\n')}\n`;
+writeFileAtomic(join(out, 'table.md'), table);
+writeJsonAtomic(join(out, 'results.json'), { command: `npx tsx scripts/world-experiment.ts ${process.argv.slice(2).join(' ')}`.trim(), steps, seeds, rows });
+log(table);

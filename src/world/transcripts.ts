@@ -1,0 +1,185 @@
+// The warm-start data set: expert solver and proposer transcripts from the training worlds (never the demo or
+// the fresh world), as JSONL of `{"messages": [...], "meta": {...}}` for `sesa-train sft`. See docs/world.md.
+import type { SynthFact } from '../corpus/synthetic.js';
+import { writeFileAtomic } from '../checkpoint/atomic.js';
+import { Rng } from '../util/rng.js';
+import { DEFAULT_EXPERT_RATES, type ExpertRates, expertPropose, expertSolve, type Transcript } from './experts.js';
+import { DEMO_WORLD, FRESH_WORLD, World } from './world.js';
+
+export interface TranscriptSetOptions {
+  /** Worlds to draw from (seeds); must not include the demo or the fresh world. */
+  worldSeeds: number[];
+  passages: number;
+  solverPerWorld: number;
+  proposerPerWorld: number;
+  /** Share of 1-, 2- and 3-hop questions (solver) and seeds (proposer). */
+  hopMix: [number, number, number];
+  rates: ExpertRates;
+  seed: number;
+  /**
+   * The skill block for a solver prompt, as the solver role would render the bank's retrieval for the
+   * question; undefined = a prompt without cards. Called for every solver question.
+   */
+  cardsFor?: (question: string, rng: Rng) => Promise<string | undefined>;
+  onProgress?: (done: number, total: number) => void;
+}
+
+export const DEFAULT_TRANSCRIPT_OPTIONS: Omit<TranscriptSetOptions, 'worldSeeds'> = {
+  passages: DEMO_WORLD.passages,
+  solverPerWorld: 120,
+  proposerPerWorld: 40,
+  hopMix: [0.34, 0.33, 0.33],
+  rates: DEFAULT_EXPERT_RATES,
+  seed: 0,
+};
+
+export interface TranscriptSet {
+  transcripts: Transcript[];
+  stats: {
+    solver: number;
+    proposer: number;
+    solverCorrect: number;
+    proposerValid: number;
+    byErrors: Record<string, number>;
+    byCards: Record<string, number>;
+    skipped: number;
+    /** Dropped because they mention a held-out answer or question of the demo or fresh world. */
+    excluded: number;
+  };
+}
+
+function drawHops(mix: readonly number[], rng: Rng): number {
+  const total = mix.reduce((a, b) => a + b, 0);
+  let u = rng.next() * total;
+  for (let h = 0; h < mix.length; h++) {
+    u -= mix[h] as number;
+    if (u < 0) return h + 1;
+  }
+  return mix.length;
+}
+
+/** A random chain of `hops` facts through distinct entities, built backwards from a random answer. */
+export function randomChain(world: World, hops: number, rng: Rng): SynthFact[] | undefined {
+  const ents = world.synth.entities;
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const answer = ents[rng.int(ents.length)];
+    if (!answer) continue;
+    const path: SynthFact[] = [];
+    const seen = new Set([answer.id]);
+    let cur = answer.id;
+    for (let k = 0; k < hops; k++) {
+      const options = world.factsInto(cur).filter((f) => !seen.has(f.subject));
+      if (options.length === 0) break;
+      const f = options[rng.int(options.length)] as SynthFact;
+      path.unshift(f);
+      seen.add(f.subject);
+      cur = f.subject;
+    }
+    if (path.length === hops) return path;
+  }
+  return undefined;
+}
+
+export async function buildTranscripts(opts: TranscriptSetOptions): Promise<TranscriptSet> {
+  for (const s of opts.worldSeeds) {
+    if (s === DEMO_WORLD.seed || s === FRESH_WORLD.seed) throw new Error(`transcripts: world seed ${s} is the demo or the fresh world; warm-start data must come from other worlds`);
+  }
+  const rng = new Rng(opts.seed);
+  const transcripts: Transcript[] = [];
+  let skipped = 0;
+  let excluded = 0;
+  // Names repeat across worlds (they are built from one syllable table): a transcript that so much as
+  // mentions a held-out answer or question of the demo or fresh world is dropped.
+  const banned = heldOutStrings().map((b) => new RegExp(`(^|[^\\p{L}\\p{N}])${b.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^\\p{L}\\p{N}])`, 'u'));
+  const clean = (t: Transcript): boolean => {
+    const text = t.messages.map((m) => m.content.toLowerCase()).join('\n');
+    return !banned.some((b) => b.test(text));
+  };
+  const total = opts.worldSeeds.length * (opts.solverPerWorld + opts.proposerPerWorld);
+  for (const seed of opts.worldSeeds) {
+    const world = new World({ seed, passages: opts.passages });
+    const searcher = await world.searcher();
+    let made = 0;
+    for (let tries = 0; made < opts.solverPerWorld && tries < opts.solverPerWorld * 4; tries++) {
+      const path = randomChain(world, drawHops(opts.hopMix, rng), rng);
+      if (!path) continue;
+      const question = world.phrase(path, rng);
+      const golds = world.golden((path[path.length - 1] as SynthFact).object);
+      if (golds.some((g) => question.toLowerCase().includes(g.toLowerCase()))) continue;
+      const cards = opts.cardsFor ? await opts.cardsFor(question, rng) : undefined;
+      const t = await expertSolve(world, searcher, question, golds, opts.rates, rng, cards);
+      if (!t) {
+        skipped++;
+        continue;
+      }
+      if (!clean(t)) {
+        excluded++;
+        continue;
+      }
+      transcripts.push(t);
+      made++;
+      opts.onProgress?.(transcripts.length, total);
+    }
+    made = 0;
+    for (let tries = 0; made < opts.proposerPerWorld && tries < opts.proposerPerWorld * 4; tries++) {
+      const hops = drawHops(opts.hopMix, rng);
+      const path = randomChain(world, hops, rng);
+      if (!path) continue;
+      const t = await expertPropose(world, searcher, (path[path.length - 1] as SynthFact).object, hops, opts.rates, rng);
+      if (!t) {
+        skipped++;
+        continue;
+      }
+      if (!clean(t)) {
+        excluded++;
+        continue;
+      }
+      transcripts.push(t);
+      made++;
+      opts.onProgress?.(transcripts.length, total);
+    }
+  }
+  // Interleave roles and worlds, so any prefix of the file is a fair sample.
+  for (let i = transcripts.length - 1; i > 0; i--) {
+    const j = rng.int(i + 1);
+    [transcripts[i], transcripts[j]] = [transcripts[j] as Transcript, transcripts[i] as Transcript];
+  }
+  const byErrors: Record<string, number> = {};
+  const byCards: Record<string, number> = {};
+  for (const t of transcripts) {
+    const key = t.meta.errors.length === 0 ? 'none' : [...new Set(t.meta.errors)].sort().join('+');
+    byErrors[key] = (byErrors[key] ?? 0) + 1;
+    if (t.meta.cards) byCards[t.meta.cards] = (byCards[t.meta.cards] ?? 0) + 1;
+  }
+  const solvers = transcripts.filter((t) => t.meta.role === 'solver');
+  const proposers = transcripts.filter((t) => t.meta.role === 'proposer');
+  return {
+    transcripts,
+    stats: {
+      solver: solvers.length,
+      proposer: proposers.length,
+      solverCorrect: solvers.filter((t) => t.meta.correct).length,
+      proposerValid: proposers.filter((t) => t.meta.correct).length,
+      byErrors,
+      byCards,
+      skipped,
+      excluded,
+    },
+  };
+}
+
+/** Lowercased golden answers and questions of the demo and fresh worlds' held-out sets. */
+export function heldOutStrings(): string[] {
+  const out = new Set<string>();
+  for (const opts of [DEMO_WORLD, FRESH_WORLD]) {
+    for (const q of new World(opts).heldOut) {
+      out.add(q.question.toLowerCase());
+      for (const g of q.golden_answers) out.add(g.toLowerCase());
+    }
+  }
+  return [...out];
+}
+
+export function writeTranscripts(file: string, transcripts: readonly Transcript[]): void {
+  writeFileAtomic(file, transcripts.map((t) => JSON.stringify(t)).join('\n') + '\n');
+}

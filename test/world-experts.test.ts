@@ -1,0 +1,275 @@
+// The world's scripted parts against the world itself: the question grammar parses every held-out question
+// back to its chain; expert transcripts read only what their searches returned, are right exactly when they
+// made no error, and never mention the demo or fresh world's held-out set; the LLM-free RAG reader answers
+// from the given documents only; the template distiller's cards parse as the bank's cards.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { Bm25Index } from '../src/search/bm25-index.js';
+import { renderResults } from '../src/search/types.js';
+import { ragCheckMessages } from '../src/selfplay/prompts.js';
+import type { Rollout } from '../src/selfplay/rollout.js';
+import { lastTagContent } from '../src/selfplay/rollout.js';
+import { checkQuestion } from '../src/selfplay/validate.js';
+import { parseDistilledCard, distillationPrompt } from '../src/skills/consolidate.js';
+import { resolveConfig } from '../src/skills/config.js';
+import { SkillBank } from '../src/skills/bank.js';
+import { LexicalEmbedder } from '../src/skills/lexical.js';
+import { Rng } from '../src/util/rng.js';
+import { evalWorld } from '../src/world/eval.js';
+import { ScriptedPolicy } from './helpers/scripted-policy.js';
+import { DEFAULT_EXPERT_RATES, expertPropose, expertSolve, imitatorAccuracy, type Transcript } from '../src/world/experts.js';
+import { TemplateDistiller, WorldRagReader } from '../src/world/scripted-roles.js';
+import { buildTranscripts, heldOutStrings, randomChain } from '../src/world/transcripts.js';
+import { DEMO_WORLD, trainingWorldSeeds, World } from '../src/world/world.js';
+
+const PERFECT = { prematureRate: 0, baseEarlyRate: 0, misreadRate: 0, oneSearchRate: 0, shortFormRate: 0 };
+
+/** The named entity each "… is X" reasoning line claims, and the tool output before it. */
+function claimsAndEvidence(t: Transcript): Array<{ claim: string; evidence: string }> {
+  const out: Array<{ claim: string; evidence: string }> = [];
+  let evidence = '';
+  for (const m of t.messages) {
+    if (m.role === 'tool') evidence = m.content;
+    if (m.role !== 'assistant') continue;
+    for (const th of m.content.matchAll(/<think>(.*?)<\/think>/g)) {
+      const is = / is ([^;]+?)(;|$)/.exec((th[1] as string).trim());
+      if (is) out.push({ claim: (is[1] as string).trim(), evidence });
+    }
+  }
+  return out;
+}
+
+describe('world grammar', () => {
+  it('parses every held-out question of three worlds back to its gold chain', () => {
+    for (const seed of [0, 1, 2]) {
+      const w = new World({ seed, passages: 300 });
+      for (const q of w.heldOut) {
+        const parsed = w.parseQuestion(q.question);
+        expect(parsed, q.question).toBeDefined();
+        expect(w.follow(parsed as NonNullable<typeof parsed>)).toEqual(q.chain);
+      }
+    }
+  });
+
+  it('phrases random chains that parse back to the same chain, and refuses text outside the grammar', () => {
+    const w = new World({ seed: 5, passages: 300 });
+    const rng = new Rng(1);
+    for (let i = 0; i < 60; i++) {
+      const path = randomChain(w, 1 + (i % 3), rng);
+      if (!path) continue;
+      const parsed = w.parseQuestion(w.phrase(path, rng));
+      expect(parsed && w.follow(parsed)?.at(-1)).toBe(path[path.length - 1]?.object);
+    }
+    expect(w.parseQuestion('What is the capital of Atlantis?')).toBeUndefined();
+    expect(w.parseQuestion('Tell me a story.')).toBeUndefined();
+  });
+});
+
+describe('expert transcripts', () => {
+  let world: World;
+  let searcher: Bm25Index;
+  beforeAll(async () => {
+    world = new World({ seed: trainingWorldSeeds(1)[0] as number, passages: 300 });
+    searcher = await world.searcher();
+  });
+
+  it('a perfect expert solver is right on every question it answers, reading only retrieved passages', async () => {
+    const rng = new Rng(2);
+    let answered = 0;
+    for (let i = 0; i < 45; i++) {
+      const path = randomChain(world, 1 + (i % 3), rng);
+      if (!path) continue;
+      const question = world.phrase(path, rng);
+      const golds = world.golden(path[path.length - 1]?.object as string);
+      const t = await expertSolve(world, searcher, question, golds, PERFECT, rng);
+      if (!t) continue;
+      answered++;
+      expect(t.meta.errors).toEqual([]);
+      expect(t.meta.correct, question).toBe(true);
+      expect(golds).toContain(lastTagContent(t.messages.at(-1)?.content ?? '', 'answer'));
+      for (const { claim, evidence } of claimsAndEvidence(t)) expect(evidence, claim).toContain(claim);
+      expect(t.messages.filter((m) => m.role === 'tool').length).toBe(t.meta.hops);
+    }
+    expect(answered).toBeGreaterThan(35);
+  });
+
+  it('an imperfect expert is right exactly when it made no error, and a decomposition card stops early answers', async () => {
+    const rng = new Rng(3);
+    const rates = { ...DEFAULT_EXPERT_RATES, prematureRate: 0.9, misreadRate: 0.2 };
+    let premature = 0;
+    let withCard = 0;
+    for (let i = 0; i < 80; i++) {
+      const path = randomChain(world, 2 + (i % 2), rng);
+      if (!path) continue;
+      const question = world.phrase(path, rng);
+      const golds = world.golden(path[path.length - 1]?.object as string);
+      const card = i % 2 === 0 ? 'Strategies:\n1. [decomposition] resolve every link' : undefined;
+      const t = await expertSolve(world, searcher, question, golds, rates, rng, card);
+      if (!t) continue;
+      if (t.meta.errors.length === 0) expect(t.meta.correct).toBe(true);
+      if (t.meta.errors.includes('premature')) {
+        premature++;
+        expect(t.meta.correct).toBe(false);
+        expect(card).toBeUndefined();
+      }
+      if (card) withCard++;
+      for (const { claim, evidence } of claimsAndEvidence(t)) expect(evidence, claim).toContain(claim);
+    }
+    expect(premature).toBeGreaterThan(5);
+    expect(withCard).toBeGreaterThan(20);
+  });
+
+  it('a perfect expert proposer writes valid questions that the RAG reader resolves from its own searches', async () => {
+    const rng = new Rng(4);
+    const reader = new WorldRagReader(world);
+    let made = 0;
+    for (let i = 0; i < 30; i++) {
+      const hops = 1 + (i % 3);
+      const path = randomChain(world, hops, rng);
+      if (!path) continue;
+      const target = path[path.length - 1]?.object as string;
+      const t = await expertPropose(world, searcher, target, hops, PERFECT, rng);
+      if (!t) continue;
+      made++;
+      expect(t.meta.correct, t.meta.final).toBe(true);
+      const queries = t.messages.filter((m) => m.role === 'assistant').flatMap((m) => [...m.content.matchAll(/<search> (.*?) <\/search>/g)].map((x) => x[1] as string));
+      const retrieved = await searcher.search(queries, 3);
+      const rollout = { final: t.meta.final, queries, retrieved } as unknown as Rollout;
+      expect(checkQuestion(rollout, world.entity(target).name).invalid).toBeUndefined();
+      const reply = await reader.complete(ragCheckMessages(t.meta.final, retrieved.flat()));
+      expect(world.golden(target)).toContain(lastTagContent(reply, 'answer'));
+    }
+    expect(made).toBeGreaterThan(20);
+  });
+
+  it('an imperfect proposer makes the invalid questions its errors name', async () => {
+    const rng = new Rng(5);
+    const rates = { ...PERFECT, oneSearchRate: 1, shortFormRate: 1 };
+    let seen = 0;
+    for (let i = 0; i < 20; i++) {
+      const path = randomChain(world, 1, rng);
+      if (!path) continue;
+      const target = path[0]?.object as string;
+      const t = await expertPropose(world, searcher, target, 1, rates, rng);
+      if (!t) continue;
+      seen++;
+      expect(t.meta.errors).toContain('one-search');
+      expect(t.meta.correct).toBe(false);
+      const queries = t.messages.filter((m) => m.role === 'assistant').flatMap((m) => [...m.content.matchAll(/<search> (.*?) <\/search>/g)].map((x) => x[1] as string));
+      const rollout = { final: t.meta.final, queries, retrieved: await searcher.search(queries, 3) } as unknown as Rollout;
+      expect(checkQuestion(rollout, world.entity(target).name).invalid).toBeDefined();
+    }
+    expect(seen).toBeGreaterThan(10);
+  });
+
+  it('a transcript set comes from training worlds only and never mentions the held-out set', async () => {
+    await expect(buildTranscripts({ worldSeeds: [DEMO_WORLD.seed], passages: 300, solverPerWorld: 1, proposerPerWorld: 1, hopMix: [1, 1, 1], rates: PERFECT, seed: 0 })).rejects.toThrow(/demo or the fresh world/);
+    const set = await buildTranscripts({ worldSeeds: trainingWorldSeeds(2), passages: 300, solverPerWorld: 40, proposerPerWorld: 10, hopMix: [1, 1, 1], rates: DEFAULT_EXPERT_RATES, seed: 0 });
+    expect(set.stats.solver).toBe(80);
+    expect(set.stats.proposer).toBe(20);
+    expect(set.stats.solverCorrect).toBeGreaterThan(0);
+    expect(set.stats.solverCorrect).toBeLessThan(80);
+    const banned = heldOutStrings();
+    for (const t of set.transcripts) {
+      const text = t.messages.map((m) => m.content.toLowerCase()).join('\n');
+      for (const q of new World(DEMO_WORLD).heldOut) expect(text.includes(q.question.toLowerCase())).toBe(false);
+      for (const b of banned) expect(new RegExp(`(^|[^\\p{L}])${b.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^\\p{L}])`, 'u').test(text)).toBe(false);
+    }
+  });
+});
+
+describe('LLM-free roles', () => {
+  let world: World;
+  beforeAll(() => {
+    world = new World(DEMO_WORLD);
+  });
+
+  it('the RAG reader answers from the supporting passages, and not without them', async () => {
+    const reader = new WorldRagReader(world);
+    expect(reader.name).toMatch(/scripted, no LLM/);
+    for (const q of world.heldOut.slice(0, 20)) {
+      const support = q.supporting_ids.map((id) => world.passage(id)).filter((p) => p !== undefined);
+      const others = world.passages.filter((p) => !q.supporting_ids.includes(p.id)).slice(0, 6);
+      const withSupport = await reader.complete(ragCheckMessages(q.question, [...others.slice(0, 3), ...support, ...others.slice(3)]));
+      expect(q.golden_answers).toContain(lastTagContent(withSupport, 'answer'));
+      const without = await reader.complete(ragCheckMessages(q.question, [...others, ...support.slice(1)]));
+      expect(lastTagContent(without, 'answer')).toBe('');
+    }
+    expect(renderResults([])).toBe('');
+  });
+
+  it('the template distiller writes a valid card by question shape and failure mode, naming no entity', async () => {
+    const distiller = new TemplateDistiller(world);
+    expect(distiller.name).toMatch(/scripted, no LLM/);
+    const q = world.heldOut.find((x) => x.hops === 3) as (typeof world.heldOut)[number];
+    const cfg = resolveConfig();
+    const record = (prediction: string) => ({ question: q.question, target: q.golden_answers[0] as string, evidence: '', prediction, retrievedSkillIds: [], key: 'k', count: 1, firstStep: 1, lastStep: 1 });
+    const bridge = world.entity(q.chain[1] as string).name;
+    const offChain = world.synth.entities.find((e) => !q.chain.includes(e.id) && e.kind === 'person')?.name as string;
+    const cases: Array<[string, string]> = [[bridge, 'decomposition'], [offChain, 'relations'], ['blue', 'search-strategy']];
+    for (const [prediction, category] of cases) {
+      const reply = await distiller.complete(distillationPrompt(record(prediction), [], cfg));
+      const parsed = parseDistilledCard(reply);
+      expect(parsed.ok, reply).toBe(true);
+      if (!parsed.ok) continue;
+      expect(parsed.content.category).toBe(category);
+      const text = JSON.stringify(parsed.content).toLowerCase();
+      for (const id of q.chain) for (const name of world.golden(id)) expect(text.includes(name.toLowerCase()), name).toBe(false);
+    }
+  });
+});
+
+describe('world held-out eval', () => {
+  it('scores greedy solver rollouts by exact match with aliases, per hop count, with the bank cards in the prompt', async () => {
+    const world = new World(DEMO_WORLD);
+    const questions = world.heldOut.slice(0, 9);
+    // A scripted double of the policy: searches once, then answers right on 1-hop questions (with the alias
+    // when there is one), wrong otherwise. Prompts are recorded to check the cards.
+    const byQuestion = new Map(questions.map((q) => [q.question, q]));
+    const prompts: string[] = [];
+    const policy = new ScriptedPolicy((prompt, turn) => {
+      prompts.push(prompt);
+      const q = byQuestion.get(prompt.slice(prompt.lastIndexOf('Question: ') + 10).split('<|')[0]?.trim() ?? '');
+      if (!q) throw new Error(`unexpected prompt ${prompt}`);
+      if (turn === 0) return '<search> x </search>';
+      return `<answer> ${q.hops === 1 ? (q.golden_answers[1] ?? q.golden_answers[0]) : 'Nobody'} </answer>`;
+    });
+    const settings = { maxTurns: 3, maxTokensPerTurn: 64, maxResponseTokens: 4000, passagesPerQuery: 3 };
+    const off = await evalWorld(policy, await world.searcher(), questions, { settings, batchSize: 4 });
+    const ones = questions.filter((q) => q.hops === 1).length;
+    expect(off.accuracy).toBeCloseTo(ones / questions.length, 12);
+    expect(off.byHops['1']?.accuracy).toBe(1);
+    expect(off.byHops['2']?.accuracy ?? 0).toBe(0);
+    expect(off.answeredRate).toBe(1);
+    expect(prompts.some((p) => p.includes('[decomposition]') || p.includes('Strategies from past'))).toBe(false);
+    const dir = mkdtempSync(join(tmpdir(), 'world-eval-'));
+    try {
+      const bank = await SkillBank.open(join(dir, 'bank.json'), { embedder: new LexicalEmbedder(), seeds: true, config: { renderTokenBudget: 120 } });
+      prompts.length = 0;
+      const on = await evalWorld(policy, await world.searcher(), questions, { settings, bank });
+      await bank.dispose();
+      expect(on.accuracy).toBe(off.accuracy);
+      expect(prompts.every((p) => p.includes('Strategies from past search experience'))).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('world headroom (design check)', () => {
+  it('an exact greedy imitator of the default experts solves about half of the demo held-out set, and sampling leaves p̂ inside (0, 1) on multi-hop questions', () => {
+    const world = new World(DEMO_WORLD);
+    const greedy = world.heldOut.map((q) => imitatorAccuracy(q.relations, DEFAULT_EXPERT_RATES, true));
+    const mean = greedy.reduce((a, b) => a + b, 0) / greedy.length;
+    expect(mean).toBeGreaterThan(0.4);
+    expect(mean).toBeLessThan(0.65);
+    const oneHop = world.heldOut.filter((q) => q.hops === 1);
+    expect(oneHop.every((q) => imitatorAccuracy(q.relations, DEFAULT_EXPERT_RATES, true) === 1)).toBe(true);
+    const multi = world.heldOut.filter((q) => q.hops > 1).map((q) => imitatorAccuracy(q.relations, DEFAULT_EXPERT_RATES, false));
+    expect(multi.every((p) => p > 0.1 && p < 0.9)).toBe(true);
+    // With a perfect expert the imitator would have nothing left to learn.
+    expect(world.heldOut.every((q) => imitatorAccuracy(q.relations, PERFECT, true) === 1)).toBe(true);
+  });
+});
