@@ -190,7 +190,7 @@ export async function expertPropose(
     cur = f.subject;
     think = k + 1 < hops ? `${said}; now find a passage that names ${world.entity(cur).name}` : said;
   }
-  // A one-hop chain is confirmed by searching its start entity (two distinct searches, SPEC §2 step 2).
+  // A one-hop chain is confirmed by searching its start entity (two distinct searches, docs/method.md "Validating questions").
   if (hops === 1) {
     if (rng.next() < rates.oneSearchRate) errors.push('one-search');
     else {

@@ -1,5 +1,5 @@
 // The world's LLM-free text roles, named as scripted in code and in their `name` (which the run log prints):
-// - WorldRagReader answers the RAG validity check (SPEC §2 step 2) from the given documents only: it parses
+// - WorldRagReader answers the RAG validity check (docs/method.md, "Validating questions") from the given documents only: it parses
 //   the question with the world's grammar and follows its chain through the facts those documents state.
 //   The judge itself is exact match with the answer's aliases (the world's answers are unique).
 // - TemplateDistiller turns a failure record into a card by the question's shape (its chain of relations) and

@@ -35,7 +35,7 @@ export interface ParsedQuestion {
   relations: Relation[];
 }
 
-/** Prefix the proposer puts on a question too short for the validity rule of ten words (SPEC §2 step 2). */
+/** Prefix the proposer puts on a question too short for the validity rule of ten words (docs/method.md, "Validating questions"). */
 export const LONG_FORM_PREFIX = 'According to the documents in the collection, ';
 
 function lower(s: string): string {
