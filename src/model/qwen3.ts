@@ -102,8 +102,12 @@ function attentionBias(keyMask: number[][], pastLength: number, T: number, S: nu
 function planarMatMuls(a: tf.Tensor3D, b: tf.Tensor3D, transposeB: boolean): tf.Tensor3D {
   const n = a.shape[0];
   const right = transposeB ? (tf.transpose(b, [0, 2, 1]) as tf.Tensor3D) : b;
-  const as = tf.unstack(a) as tf.Tensor2D[];
-  const bs = tf.unstack(right) as tf.Tensor2D[];
+  // One slice per index rather than one unstack: an unstack whose outputs do not all receive a gradient
+  // hands its gradient a null (tfjs's Unpack gradient then fails in stack); separate slices never do.
+  const planes = (x: tf.Tensor3D): tf.Tensor2D[] =>
+    Array.from({ length: n }, (_, i) => tf.reshape(tf.slice(x, [i, 0, 0], [1, x.shape[1], x.shape[2]]), [x.shape[1], x.shape[2]]) as tf.Tensor2D);
+  const as = planes(a);
+  const bs = planes(right);
   const outs: tf.Tensor2D[] = [];
   for (let i = 0; i < n; i++) outs.push(matMulTrainable(as[i] as tf.Tensor2D, bs[i] as tf.Tensor2D));
   return tf.stack(outs) as tf.Tensor3D;

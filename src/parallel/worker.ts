@@ -38,7 +38,8 @@ async function handle(msg: ToWorker): Promise<void> {
   switch (msg.type) {
     case 'init': {
       init = msg.init;
-      await initBackend(init.backend);
+      // One compute thread per worker on wasm: N workers share the machine's cores (docs/scale-out.md).
+      await initBackend(init.backend, init.backend === 'wasm' ? { threads: 1 } : {});
       model = await CausalLM.load(init.modelDir);
       const gradientKeys: Record<string, string[]> = {};
       for (const [name, r] of Object.entries(init.roles)) {
