@@ -9,7 +9,7 @@ import { availableParallelism, cpus, platform, arch, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
-import { writeJsonAtomic } from '../src/checkpoint/atomic.js';
+import { writeJsonAtomic } from '../src/util/atomic.js';
 import { LLAMA_CPP_SIDE_DIR } from '../src/llama-cpp/binding.js';
 import { initBackend } from '../src/tensor/backend.js';
 import type { BenchContext, BenchRow, BenchSuite } from './types.js';

@@ -11,7 +11,7 @@ import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { SingleBar } from 'cli-progress';
-import { writeJsonAtomic } from '../src/checkpoint/atomic.js';
+import { writeJsonAtomic } from '../src/util/atomic.js';
 import { ModelPolicy } from '../src/model/policy.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';

@@ -6,7 +6,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { writeFileAtomic, writeJsonAtomic } from '../src/checkpoint/atomic.js';
+import { writeFileAtomic, writeJsonAtomic } from '../src/util/atomic.js';
 import { loadPeftAdapter } from '../src/checkpoint/peft.js';
 import { ModelPolicy } from '../src/model/policy.js';
 import { CausalLM } from '../src/model/qwen3.js';

@@ -3,7 +3,7 @@
 // infos (name, dims innermost-first, ggml type, offset), padding to `general.alignment`, then the tensor
 // data, each tensor starting at a multiple of the alignment. All little-endian.
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { writeStreamAtomic } from './atomic.js';
+import { writeStreamAtomic } from '../util/atomic.js';
 import { f16ToF32, f32ToF16 } from './safetensors.js';
 
 export const GGUF_MAGIC = 0x46554747; // "GGUF" read as a little-endian u32

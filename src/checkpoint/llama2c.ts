@@ -21,7 +21,7 @@
 // HF forward computes exactly what run.c computes.
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { writeFileAtomic } from './atomic.js';
+import { writeFileAtomic } from '../util/atomic.js';
 import { encodeSafetensors, type SafetensorsDtype, type TensorToWrite } from './safetensors.js';
 import { expectedTensors, parseModelConfig, type ModelConfig } from '../model/config.js';
 

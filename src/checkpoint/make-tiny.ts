@@ -7,7 +7,7 @@
 // N ids (256 byte tokens, merges up to N-3, then <|endoftext|>, <|im_start|>, <|im_end|>).
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic } from './atomic.js';
+import { writeFileAtomic } from '../util/atomic.js';
 import { encodeSafetensors, type SafetensorsDtype, type TensorToWrite } from './safetensors.js';
 import { expectedTensors, parseModelConfig, type Architecture, type ModelConfig } from '../model/config.js';
 import { Rng } from '../util/rng.js';

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
-import { writeJsonAtomic } from './atomic.js';
+import { writeJsonAtomic } from '../util/atomic.js';
 
 export const MANIFEST_FILE = 'manifest.json';
 const MANIFEST_FORMAT = 'sesa-checkpoint-manifest';

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { ModelConfig } from '../model/config.js';
 import { type LoraConfig, LoraAdapter, moduleName, projectionShape } from '../model/lora.js';
 import { PROJECTIONS, type ProjectionName } from '../model/qwen3.js';
-import { writeJsonAtomic } from './atomic.js';
+import { writeJsonAtomic } from '../util/atomic.js';
 import { SafetensorsFile, type TensorToWrite, writeSafetensors } from './safetensors.js';
 
 export const PEFT_CONFIG_FILE = 'adapter_config.json';

@@ -3,7 +3,7 @@
 // then the raw little-endian data; offsets are relative to the end of the header.
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { writeFileAtomic } from './atomic.js';
+import { writeFileAtomic } from '../util/atomic.js';
 
 export type SafetensorsDtype = 'F32' | 'F16' | 'BF16' | 'I32' | 'I64' | 'U8';
 

@@ -3,7 +3,7 @@
 // evaluation folders (docs/report.md).
 import { join } from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
-import { writeFileAtomic } from '../checkpoint/atomic.js';
+import { writeFileAtomic } from '../util/atomic.js';
 import { renderReport } from '../report/html.js';
 import { readEvalFolder, readRun } from '../report/run-data.js';
 import { emit } from './common.js';

@@ -2,7 +2,7 @@
 // what a question would retrieve, and which cards help or hurt. No tensor backend is needed.
 import { existsSync, readFileSync } from 'node:fs';
 import type { Argv, CommandModule } from 'yargs';
-import { writeFileAtomic } from '../checkpoint/atomic.js';
+import { writeFileAtomic } from '../util/atomic.js';
 import type { BankFile, BankStats } from '../skills/bank.js';
 import { SkillBank, bankStats, cardsFromJsonl, cardsToJsonl, readBankFile } from '../skills/bank.js';
 import type { SkillCard } from '../skills/card.js';

@@ -10,7 +10,7 @@
 // Outputs are the corpus rows (wiki-18 format), answer seeds with hop counts for the proposer (docs/method.md, "One step"),
 // and held-out FlashRAG QA pairs whose answers are disjoint from the seeds'.
 import { join } from 'node:path';
-import { writeFileAtomic, writeJsonAtomic } from '../checkpoint/atomic.js';
+import { writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
 import { Rng } from '../util/rng.js';
 import { capitalize, fill, wordings, type Relation } from './questions.js';
 import {

@@ -8,7 +8,7 @@
 // refused rather than mixed in.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic, writeJsonAtomic } from '../checkpoint/atomic.js';
+import { writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
 import type { EvalQuestion } from './dataset.js';
 import { type EvalResults, resultsMarkdown } from './results.js';
 import type { PredictionRecord } from './runner.js';

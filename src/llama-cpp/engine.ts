@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
-import { writeFileAtomic } from '../checkpoint/atomic.js';
+import { writeFileAtomic } from '../util/atomic.js';
 import { exportGguf, type GgufExportDtype } from '../checkpoint/export-gguf.js';
 import { exportGgufLora } from '../checkpoint/export-gguf-lora.js';
 import { savePeftAdapter } from '../checkpoint/peft.js';

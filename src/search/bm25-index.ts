@@ -16,7 +16,7 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import MiniSearch, { type AsPlainObject, type Options as MiniSearchOptions } from 'minisearch';
 import { stemmer } from 'stemmer';
-import { writeFileAtomic } from '../checkpoint/atomic.js';
+import { writeFileAtomic } from '../util/atomic.js';
 import { CorpusError, hashPassages, loadCorpus } from './corpus.js';
 import type { Passage, Searcher } from './types.js';
 

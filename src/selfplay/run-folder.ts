@@ -11,7 +11,7 @@
 // loads, else the next older one is tried, and the log says which was skipped and why.
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { ensureDir, writeFileAtomic, writeJsonAtomic } from '../checkpoint/atomic.js';
+import { ensureDir, writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
 import { checkManifest, writeManifest } from '../checkpoint/manifest.js';
 import { FileLock } from '../util/lock.js';
 import type { TrainConfig } from './config.js';

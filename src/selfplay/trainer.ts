@@ -2,7 +2,7 @@
 // runs SESA steps with metrics, checkpoints and resume. The step itself is in step.ts.
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../checkpoint/atomic.js';
+import { writeFileAtomic } from '../util/atomic.js';
 import { loadOptimizerState, saveOptimizerState } from '../checkpoint/optimizer-state.js';
 import { loadPeftAdapter, savePeftAdapter } from '../checkpoint/peft.js';
 import { generateSyntheticCorpus, goldenAnswers } from '../corpus/synthetic.js';

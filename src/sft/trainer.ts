@@ -14,7 +14,7 @@
 // for bit.
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic, writeJsonAtomic } from '../checkpoint/atomic.js';
+import { writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
 import { saveFullModel } from '../checkpoint/full-model.js';
 import { loadOptimizerState, saveOptimizerState } from '../checkpoint/optimizer-state.js';
 import { loadPeftAdapter, savePeftAdapter } from '../checkpoint/peft.js';

@@ -10,7 +10,7 @@
 //   commit(step, change) at a step boundary the caller chooses: admission, maintenance, version + 1, and one
 //                       atomic write of the whole file (a killed process keeps the old or the new file)
 import { existsSync, readFileSync } from 'node:fs';
-import { writeJsonAtomic } from '../checkpoint/atomic.js';
+import { writeJsonAtomic } from '../util/atomic.js';
 import { FileLock } from '../util/lock.js';
 import type { TextGenerator } from '../llm/types.js';
 import type { CardContent, SkillCard } from './card.js';

@@ -19,7 +19,7 @@ import os from 'node:os';
 import { dirname, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import * as wasmBackend from '@tensorflow/tfjs-backend-wasm';
-import { writeFileAtomic } from '../checkpoint/atomic.js';
+import { writeFileAtomic } from '../util/atomic.js';
 
 const require = createRequire(import.meta.url);
 const PACKAGE = '@tensorflow/tfjs-backend-wasm';

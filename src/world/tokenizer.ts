@@ -6,7 +6,7 @@
 // decodes back exactly. The protocol tags (`<search>`, `</answer>`, ...) and the chat specials are whole
 // tokens. See docs/world.md.
 import { join } from 'node:path';
-import { writeJsonAtomic } from '../checkpoint/atomic.js';
+import { writeJsonAtomic } from '../util/atomic.js';
 
 /** Chat specials, as Qwen names them: the tokenizer folder is a drop-in for a ChatML model. */
 export const CHAT_SPECIALS = ['<|endoftext|>', '<|im_start|>', '<|im_end|>'] as const;

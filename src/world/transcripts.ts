@@ -1,7 +1,7 @@
 // The warm-start data set: expert solver and proposer transcripts from the training worlds (never the demo or
 // the fresh world), as JSONL of `{"messages": [...], "meta": {...}}` for `sesa-train sft`. See docs/world.md.
 import type { SynthFact } from '../corpus/synthetic.js';
-import { writeFileAtomic } from '../checkpoint/atomic.js';
+import { writeFileAtomic } from '../util/atomic.js';
 import { Rng } from '../util/rng.js';
 import { DEFAULT_EXPERT_RATES, type ExpertRates, expertPropose, expertSolve, type Transcript } from './experts.js';
 import { DEMO_WORLD, FRESH_WORLD, World } from './world.js';

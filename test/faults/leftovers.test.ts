@@ -5,7 +5,7 @@
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureDir, writeFileAtomic, writeStreamAtomic } from '../../src/checkpoint/atomic.js';
+import { ensureDir, writeFileAtomic, writeStreamAtomic } from '../../src/util/atomic.js';
 import { CLI, faultRoot, run, tinyModel, trainArgs } from './cli.js';
 
 let root: string;

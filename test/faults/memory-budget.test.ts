@@ -70,7 +70,7 @@ function groups(seed: number): RolloutGroup[] {
   const rng = new Rng(seed);
   const rollout = (i: number): Rollout => {
     const n = 30 + rng.int(20);
-    return { id: `r${i}`, promptIds: [1, 2, 3, 4], responseIds: Array.from({ length: n }, () => rng.int(300)), responseMask: Array.from({ length: n }, () => 1), logprobs: Array.from({ length: n }, () => -5.7), queries: [], retrieved: [], turns: 1 } as unknown as Rollout;
+    return { id: `r${i}`, promptIds: [1, 2, 3, 4], responseIds: Array.from({ length: n }, () => rng.int(300)), responseMask: Array.from({ length: n }, () => 1), logprobs: Array.from({ length: n }, () => -5.7), samplingTemperature: 1, queries: [], retrieved: [], turns: 1 } as unknown as Rollout;
   };
   return [0, 1].map((g) => ({ rollouts: [0, 1].map((i) => rollout(g * 2 + i)), rewards: [1, 0] }));
 }

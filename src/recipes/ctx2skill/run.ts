@@ -4,7 +4,7 @@
 // replayed probe), so a killed run resumes where it stopped and repeats at most one unit.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic, writeJsonAtomic } from '../../checkpoint/atomic.js';
+import { writeFileAtomic, writeJsonAtomic } from '../../util/atomic.js';
 import type { TextGenerator } from '../../llm/types.js';
 import { askStructured } from './ask.js';
 import type { Ctx2SkillConfig } from './config.js';

@@ -1,7 +1,7 @@
 // The skill library on disk (docs/recipes.md): one JSON file, rewritten atomically at every commit with its
 // version incremented, like the SESA skill bank. A torn or foreign file is an error naming the file.
 import { existsSync, readFileSync } from 'node:fs';
-import { writeJsonAtomic } from '../../checkpoint/atomic.js';
+import { writeJsonAtomic } from '../../util/atomic.js';
 import { type SkillPackage, seedPackages } from './packages.js';
 
 export const LIBRARY_FORMAT = 'sesa-skill-sp-library';

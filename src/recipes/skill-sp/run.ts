@@ -5,7 +5,7 @@
 // the end, both adapters in proposer/ and solver/. A killed run resumes from its last complete checkpoint.
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic, writeJsonAtomic } from '../../checkpoint/atomic.js';
+import { writeFileAtomic, writeJsonAtomic } from '../../util/atomic.js';
 import { loadOptimizerState, saveOptimizerState } from '../../checkpoint/optimizer-state.js';
 import { loadPeftAdapter, savePeftAdapter } from '../../checkpoint/peft.js';
 import { LoraAdapter } from '../../model/lora.js';
