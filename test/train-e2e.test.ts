@@ -1,11 +1,11 @@
 // The trainer end to end on a real (tiny, random) model through the CLI: steps complete and checkpoints are
 // written; a run killed with SIGKILL and resumed gives the same metrics, bank and adapters as an
 // uninterrupted run with the same seed.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { metricsWithoutTimings, startNode } from './helpers/cli-process.js';
 import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
 import { generateSyntheticCorpus } from '../src/corpus/synthetic.js';
 
@@ -21,34 +21,17 @@ function trainArgs(out: string): string[] {
   ];
 }
 
-function start(args: string[]): { child: ChildProcess; done: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }> } {
-  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, XDG_CACHE_HOME: join(root, 'cache'), SESA_HOME: join(root, 'home') }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  child.stderr?.on('data', (d: Buffer) => {
-    stderr += d.toString();
-  });
-  child.stdout?.resume();
-  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((res) => child.on('exit', (code, signal) => res({ code, signal, stderr })));
-  return { child, done };
-}
-
-/** metrics.jsonl without the fields that measure time. */
-function metricsOf(run: string): unknown[] {
-  const strip = (v: unknown): unknown => {
-    if (Array.isArray(v)) return v.map(strip);
-    if (v && typeof v === 'object') {
-      return Object.fromEntries(Object.entries(v).filter(([k]) => k !== 'seconds' && k !== 'tokensPerSecond').map(([k, x]) => [k, strip(x)]));
-    }
-    return v;
-  };
-  return readFileSync(join(root, run, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => strip(JSON.parse(l)));
-}
-
 beforeAll(() => {
   root = mkdtempSync(join(tmpdir(), 'sesa-e2e-'));
   modelDir = makeTinyCheckpoint({ out: join(root, 'model'), arch: 'qwen3', vocab: 400, hidden: 32, heads: 4, kvHeads: 2, headDim: 16, intermediate: 64, seed: 3 }).dir;
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+function start(args: string[]): ReturnType<typeof startNode> {
+  return startNode(args, root, { XDG_CACHE_HOME: join(root, 'cache'), SESA_HOME: join(root, 'home') });
+}
+
+const metricsOf = (run: string): unknown[] => metricsWithoutTimings(join(root, run));
 
 describe('sesa-train end to end (tiny random model)', () => {
   it('runs steps, writes checkpoints, and a SIGKILLed run resumes to the same result as an uninterrupted one', async () => {

@@ -2,11 +2,11 @@
 // end through the CLI on a tiny random model: the same metrics apart from timings and the same adapters
 // (≤ 1e-5) after 3 steps; a run whose parent is SIGKILLed resumes (its workers end with it) to the same
 // result. And --rollout-engine llama.cpp trains the demo world end to end.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { metricsWithoutTimings, startNode } from './helpers/cli-process.js';
 import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
 import { SafetensorsFile } from '../src/checkpoint/safetensors.js';
 import { llamaCppMissing, llamaCppTitle } from './helpers/llama-cpp-reference.js';
@@ -22,27 +22,6 @@ function trainArgs(out: string, extra: string[] = [], steps = 3): string[] {
     '--group-size', '2', '--max-turns', '2', '--max-new-tokens', '12', '--max-response-tokens', '48', '--embedder', 'lexical',
     '--lr', '1e-2', '--save-every', '1', '--micro-batch-size', '2', '--backend', 'wasm', '--seed', '6', '--out', join(root, out), ...extra,
   ];
-}
-
-function start(args: string[]): { child: ChildProcess; done: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }> } {
-  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, XDG_CACHE_HOME: join(root, 'cache') }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  child.stderr?.on('data', (d: Buffer) => {
-    stderr += d.toString();
-  });
-  child.stdout?.resume();
-  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((res) => child.on('exit', (code, signal) => res({ code, signal, stderr })));
-  return { child, done };
-}
-
-/** metrics.jsonl without the fields that measure time. */
-function metricsOf(run: string): unknown[] {
-  const strip = (v: unknown): unknown => {
-    if (Array.isArray(v)) return v.map(strip);
-    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).filter(([k]) => k !== 'seconds' && k !== 'tokensPerSecond').map(([k, x]) => [k, strip(x)]));
-    return v;
-  };
-  return readFileSync(join(root, run, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => strip(JSON.parse(l)));
 }
 
 /** Metrics compared at float tolerance: numbers within 1e-5 (relative to 1), everything else equal. */
@@ -77,6 +56,12 @@ beforeAll(() => {
   modelDir = makeTinyCheckpoint({ out: join(root, 'model'), arch: 'qwen3', vocab: 400, hidden: 32, heads: 4, kvHeads: 2, headDim: 16, intermediate: 64, seed: 3 }).dir;
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+function start(args: string[]): ReturnType<typeof startNode> {
+  return startNode(args, root, { XDG_CACHE_HOME: join(root, 'cache') });
+}
+
+const metricsOf = (run: string): unknown[] => metricsWithoutTimings(join(root, run));
 
 describe('sesa-train --workers', () => {
   it('--workers 2 equals --workers 1 after 3 steps; a SIGKILLed parent resumes to the same result', async () => {

@@ -5,6 +5,7 @@
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { metricsWithoutTimings } from '../helpers/cli-process.js';
 import { checkManifest } from '../../src/checkpoint/manifest.js';
 import { CLI, faultRoot, run, tinyModel, trainArgs } from './cli.js';
 
@@ -23,16 +24,6 @@ function copyOf(name: string): string {
   const dir = join(root, name);
   cpSync(join(root, 'base'), dir, { recursive: true });
   return dir;
-}
-
-/** metrics.jsonl without the fields that measure time. */
-function metricsOf(dir: string): unknown[] {
-  const strip = (v: unknown): unknown => {
-    if (Array.isArray(v)) return v.map(strip);
-    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).filter(([k]) => k !== 'seconds' && k !== 'tokensPerSecond').map(([k, x]) => [k, strip(x)]));
-    return v;
-  };
-  return readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => strip(JSON.parse(l)));
 }
 
 function halve(file: string): void {
@@ -71,6 +62,6 @@ describe('resume past damaged checkpoints', () => {
     // Step 2 was trained again and its checkpoint rewritten whole.
     expect(checkManifest(join(dir, 'checkpoints', 'step-2'))).toEqual({});
     // ... and it reproduces the uninterrupted run's step 2 (same seed).
-    expect(metricsOf(dir)).toEqual(metricsOf(join(root, 'base')));
+    expect(metricsWithoutTimings(dir)).toEqual(metricsWithoutTimings(join(root, 'base')));
   }, 400_000);
 });

@@ -1,0 +1,33 @@
+// Running the CLI as a real child process in tests, and reading what a run wrote, without the fields that
+// measure time (so an interrupted-and-resumed run can be compared with an uninterrupted one).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export interface ProcessExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stderr: string;
+}
+
+/** Starts `node ARGS` in `cwd` with `env` added to the environment; `done` resolves at exit with its stderr. */
+export function startNode(args: string[], cwd: string, env: Record<string, string>): { child: ChildProcess; done: Promise<ProcessExit> } {
+  const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  child.stdout?.resume();
+  const done = new Promise<ProcessExit>((res) => child.on('exit', (code, signal) => res({ code, signal, stderr })));
+  return { child, done };
+}
+
+/** The lines of `runDir/metrics.jsonl`, with every `seconds` and `tokensPerSecond` field removed at any depth. */
+export function metricsWithoutTimings(runDir: string): unknown[] {
+  const strip = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(strip);
+    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).filter(([k]) => k !== 'seconds' && k !== 'tokensPerSecond').map(([k, x]) => [k, strip(x)]));
+    return v;
+  };
+  return readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => strip(JSON.parse(l)));
+}
