@@ -45,7 +45,10 @@ const { values } = parseArgs({
     epochs: { type: 'string', default: '2' },
     'max-steps': { type: 'string', default: '0' },
     'batch-size': { type: 'string', default: '16' },
-    'micro-batch-size': { type: 'string', default: '4' },
+    // One transcript per pass: attention's memory grows with the square of the longest transcript in a
+    // pass, and a 4-transcript pass of ~800 tokens overflows the 4 GiB wasm heap.
+    'micro-batch-size': { type: 'string', default: '1' },
+    'loss-on': { type: 'string', default: 'all' },
     lr: { type: 'string', default: '3e-3' },
     seed: { type: 'string', default: '0' },
     'eval-limit': { type: 'string', default: '0' },
@@ -123,6 +126,7 @@ if (values['eval-only'] === undefined) {
       seed,
       saveEvery: num('save-every'),
       saveDtype: 'f16',
+      lossOn: values['loss-on'] === 'assistant' ? 'assistant' : 'all',
       backend: 'wasm',
     },
     {

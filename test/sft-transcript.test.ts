@@ -71,6 +71,16 @@ describe('SFT transcript rendering (real Qwen3 tokenizer)', () => {
     expect(r.ids.slice(0, spans[0]?.[2])).toEqual(tok.encode(prompt));
   });
 
+  it("lossOn 'all' trains every token after the first (prompt and tool output too), over the same ids", () => {
+    const t = parseTranscriptLine(line, 'data.jsonl', 1);
+    const assistant = renderTranscript(t, tok);
+    const all = renderTranscript(t, tok, { lossOn: 'all' });
+    expect(all.ids).toEqual(assistant.ids);
+    expect(all.mask[0]).toBe(0);
+    expect(all.mask.slice(1).every((m) => m === 1)).toBe(true);
+    expect(assistant.mask.filter((m) => m === 0).length).toBeGreaterThan(1);
+  });
+
   it('gives the very ids and mask the rollout engine builds when a policy writes the same turn', async () => {
     // A replay TEST DOUBLE of the Policy: the real tokenizer's chat rendering and encoding (as ModelPolicy), and
     // a "generation" that emits the encoding of the transcript's next assistant message and stops on its tag.

@@ -5,6 +5,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { PROJECTIONS, type ProjectionName } from '../model/qwen3.js';
 import { SFT_DEFAULTS, type SftConfig } from '../sft/config.js';
 import { runSft, type SftSummary } from '../sft/trainer.js';
+import { LOSS_ON, type LossOn } from '../sft/transcript.js';
 import { BACKEND_CHOICES, type BackendChoice } from '../tensor/backend.js';
 
 interface SftArgs {
@@ -36,6 +37,7 @@ interface SftArgs {
   keepCheckpoints: number;
   saveDtype: SftConfig['saveDtype'];
   thinking: boolean;
+  'loss-on': string;
   logitsChunkSize: number;
   backend: BackendChoice;
   json: boolean;
@@ -74,6 +76,7 @@ export function sftConfigFromArgs(args: SftArgs): SftConfig {
     keepCheckpoints: args.keepCheckpoints,
     saveDtype: args.saveDtype,
     enableThinking: args.thinking,
+    lossOn: args['loss-on'] as LossOn,
     logitsChunkSize: args.logitsChunkSize,
     backend: args.backend,
   };
@@ -123,6 +126,7 @@ export const command: CommandModule<object, SftArgs> = {
       .option('eval-every', { type: 'number', default: D.evalEvery, describe: 'eval loss every N steps (0: at step 0 and the end only)' })
       .option('keep-checkpoints', { type: 'number', default: D.keepCheckpoints, describe: 'complete checkpoints kept' })
       .option('save-dtype', { choices: ['f32', 'f16', 'bf16'] as const, default: D.saveDtype, describe: 'dtype of the final full model (checkpoints stay f32)' })
+      .option('loss-on', { choices: LOSS_ON, default: D.lossOn, describe: "loss targets: the assistant's tokens, or every token of the transcript" })
       .option('thinking', { type: 'boolean', default: D.enableThinking, describe: "Qwen3's enable_thinking when rendering prompts" })
       .option('logits-chunk-size', { type: 'number', default: D.logitsChunkSize, describe: 'rows of logits formed at once in the loss' })
       .option('backend', { choices: BACKEND_CHOICES, default: D.backend, describe: 'tensor backend' })

@@ -3,6 +3,7 @@
 import type { SaveDtype } from '../checkpoint/full-model.js';
 import { PROJECTIONS, type ProjectionName } from '../model/qwen3.js';
 import type { BackendChoice } from '../tensor/backend.js';
+import { LOSS_ON, type LossOn } from './transcript.js';
 
 export type SftMode = 'full' | 'lora';
 
@@ -48,6 +49,8 @@ export interface SftConfig {
   saveDtype: SaveDtype;
   /** Qwen3's `enable_thinking` when rendering prompts (the rollout default, off). */
   enableThinking: boolean;
+  /** Loss targets: the assistant's tokens (SFT), or every token (language modelling on whole transcripts). */
+  lossOn: LossOn;
   /** Rows of logits formed at once in the fused log-prob kernel. */
   logitsChunkSize: number;
   backend: BackendChoice;
@@ -75,6 +78,7 @@ export const SFT_DEFAULTS: Omit<SftConfig, 'model' | 'data' | 'out' | 'mode'> = 
   keepCheckpoints: 2,
   saveDtype: 'f32',
   enableThinking: false,
+  lossOn: 'assistant',
   logitsChunkSize: 128,
   backend: 'auto',
 };
@@ -101,6 +105,7 @@ export function validateSftConfig(c: SftConfig): SftConfig {
   if (!(c.minLrRatio >= 0 && c.minLrRatio <= 1)) throw new Error(`SFT setting 'minLrRatio' must be in [0, 1], got ${c.minLrRatio}`);
   if (c.schedule !== 'constant' && c.schedule !== 'cosine') throw new Error(`SFT setting 'schedule' must be constant or cosine, got ${JSON.stringify(c.schedule)}`);
   if (!['f32', 'f16', 'bf16'].includes(c.saveDtype)) throw new Error(`SFT setting 'saveDtype' must be f32, f16 or bf16, got ${JSON.stringify(c.saveDtype)}`);
+  if (!(LOSS_ON as readonly string[]).includes(c.lossOn)) throw new Error(`SFT setting 'lossOn' must be ${LOSS_ON.join(' or ')}, got ${JSON.stringify(c.lossOn)}`);
   if (c.loraTargets.length === 0) throw new Error(`SFT setting 'loraTargets' must not be empty`);
   for (const t of c.loraTargets) {
     if (!(PROJECTIONS as readonly string[]).includes(t)) throw new Error(`SFT setting 'loraTargets' names '${t}', not one of ${PROJECTIONS.join(', ')}`);

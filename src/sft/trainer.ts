@@ -26,7 +26,7 @@ import { accumulateGradients, disposeGrads } from '../rl/accumulate.js';
 import { AdamW } from '../rl/optimizer.js';
 import { type BackendInfo, initBackend, tf } from '../tensor/backend.js';
 import { Rng } from '../util/rng.js';
-import { type SftConfig, validateSftConfig } from './config.js';
+import { SFT_DEFAULTS, type SftConfig, validateSftConfig } from './config.js';
 import { countTargets, maskedNll, type MaskedSequence } from './nll.js';
 import { readTranscripts, renderTranscript, type RenderedExample } from './transcript.js';
 
@@ -127,7 +127,7 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
 
 function renderAll(file: string, tokenizer: Tokenizer, config: SftConfig): RenderedExample[] {
   return readTranscripts(file).map((t) => {
-    const r = renderTranscript(t, tokenizer, { enableThinking: config.enableThinking });
+    const r = renderTranscript(t, tokenizer, { enableThinking: config.enableThinking, lossOn: config.lossOn });
     if (r.ids.length > config.maxTokens) throw new Error(`${r.where}: the transcript renders to ${r.ids.length} tokens, more than maxTokens (--max-tokens) ${config.maxTokens}`);
     return r;
   });
@@ -211,7 +211,9 @@ function readConfig(runDir: string): SftConfig {
   const file = join(runDir, CONFIG_FILE);
   if (!existsSync(file)) throw new Error(`${runDir} is not an SFT run folder: ${file} does not exist`);
   try {
-    return validateSftConfig(JSON.parse(readFileSync(file, 'utf8')) as SftConfig);
+    const saved = JSON.parse(readFileSync(file, 'utf8')) as Partial<SftConfig>;
+    // Folders written before `lossOn` existed trained on the assistant's tokens.
+    return validateSftConfig({ ...saved, lossOn: saved.lossOn ?? SFT_DEFAULTS.lossOn } as SftConfig);
   } catch (err) {
     throw new Error(`${file}: ${(err as Error).message}`);
   }

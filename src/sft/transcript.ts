@@ -10,6 +10,10 @@
 // An assistant turn is a run of assistant and tool messages (consecutive assistant messages join, as
 // generation continues the same turn); a tool message must directly follow an assistant message. Earlier assistant turns are context:
 // their tool messages are spliced into them the same way and the template renders them as history.
+//
+// With `lossOn: 'all'` every token after the first is a target (prompt and tool output too): language
+// modelling on the whole transcript, for a model trained from random init that must first learn the text it
+// reads (docs/sft.md). The default, `assistant`, is the usual SFT mask above.
 import { readFileSync } from 'node:fs';
 import type { ChatMessage, Tokenizer } from '../model/tokenizer.js';
 import { observationText } from '../selfplay/rollout.js';
@@ -31,9 +35,14 @@ export interface RenderedExample {
   where: string;
 }
 
+export const LOSS_ON = ['assistant', 'all'] as const;
+export type LossOn = (typeof LOSS_ON)[number];
+
 export interface RenderOptions {
   /** Qwen3's `enable_thinking` for the prompt (the rollout default is false). */
   enableThinking?: boolean;
+  /** Which tokens are loss targets (see the file header); default `assistant`. */
+  lossOn?: LossOn;
 }
 
 /** Parses one JSONL line into a transcript; errors name the file, the line and the field. */
@@ -124,5 +133,6 @@ export function renderTranscript(t: Transcript, tokenizer: Tokenizer, opts: Rend
   ids.push(eos);
   mask.push(1);
   if (ids.length < 2 || mask[0] !== 0) throw new Error(`${t.where}: the rendered prompt is empty (the chat template produced no tokens)`);
+  if (opts.lossOn === 'all') mask.fill(1, 1);
   return { ids, mask, where: t.where };
 }
