@@ -32,7 +32,7 @@ const { values } = parseArgs({
   options: {
     out: { type: 'string', default: 'models/demo' },
     work: { type: 'string', default: 'runs/demo-model' },
-    worlds: { type: 'string', default: '16' },
+    worlds: { type: 'string', default: '12' },
     'solver-per-world': { type: 'string', default: String(DEFAULT_TRANSCRIPT_OPTIONS.solverPerWorld) },
     'proposer-per-world': { type: 'string', default: String(DEFAULT_TRANSCRIPT_OPTIONS.proposerPerWorld) },
     'card-rate': { type: 'string', default: '0.4' },
@@ -44,7 +44,9 @@ const { values } = parseArgs({
     intermediate: { type: 'string', default: String(DEMO_MODEL_SPEC.intermediate) },
     epochs: { type: 'string', default: '2' },
     'max-steps': { type: 'string', default: '0' },
-    'batch-size': { type: 'string', default: '16' },
+    // Small batches: a model from scratch needs optimizer steps (to form the attention that copies names)
+    // more than it needs large batches.
+    'batch-size': { type: 'string', default: '4' },
     // One transcript per pass: attention's memory grows with the square of the longest transcript in a
     // pass, and a 4-transcript pass of ~800 tokens overflows the 4 GiB wasm heap.
     'micro-batch-size': { type: 'string', default: '1' },

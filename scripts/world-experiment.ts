@@ -1,4 +1,4 @@
-// The comparison in the world (docs/world.md): base (the warm start, no adapter), SSP (a run without skills,
+// The comparison in the world (docs/world.md): base (the warm start, no adapter), SSP (a `--recipe ssp` run,
 // evaluated without a bank), SESA-Off (a SESA run's solver without its bank) and SESA-On (with its bank), over
 // several run seeds, on the demo world's held-out set and on the fresh world's. Writes table.md and
 // results.json in --out.
@@ -11,7 +11,7 @@ import { loadPeftAdapter } from '../src/checkpoint/peft.js';
 import { ModelPolicy } from '../src/model/policy.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
-import { TRAIN_DEFAULTS, type TrainConfig, WORLD_DEFAULTS } from '../src/selfplay/config.js';
+import { RECIPE_PRESETS, TRAIN_DEFAULTS, type TrainConfig, WORLD_DEFAULTS } from '../src/selfplay/config.js';
 import { train } from '../src/selfplay/trainer.js';
 import { SkillBank } from '../src/skills/bank.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
@@ -62,13 +62,14 @@ async function evaluate(mode: Mode, seed: number, adapterDir: string | undefined
   model.dispose();
 }
 
-const runConfig = (seed: number, skills: boolean, dir: string): TrainConfig => ({
+const runConfig = (seed: number, recipe: 'sesa' | 'ssp', dir: string): TrainConfig => ({
   ...TRAIN_DEFAULTS,
   ...WORLD_DEFAULTS,
+  ...RECIPE_PRESETS[recipe],
+  recipe,
   model: values.model as string,
   corpus: 'world',
   worldSeed: DEMO_WORLD.seed,
-  skills,
   steps,
   seed,
   out: dir,
@@ -78,9 +79,10 @@ const runConfig = (seed: number, skills: boolean, dir: string): TrainConfig => (
 
 await evaluate('base', 0, undefined, undefined);
 for (const seed of seeds) {
-  for (const skills of [false, true]) {
-    const dir = join(out, `${skills ? 'sesa' : 'ssp'}-seed${seed}`);
-    const summary = await train(runConfig(seed, skills, dir), { log: () => undefined });
+  for (const recipe of ['ssp', 'sesa'] as const) {
+    const skills = recipe === 'sesa';
+    const dir = join(out, `${recipe}-seed${seed}`);
+    const summary = await train(runConfig(seed, recipe, dir), { log: () => undefined });
     log(`trained ${dir} (${summary.lastStep} steps)`);
     const ckpt = join(dir, 'checkpoints', `step-${summary.lastStep}`);
     if (skills) {

@@ -19,7 +19,7 @@ beforeAll(() => {
   root = mkdtempSync(join(tmpdir(), 'sesa-world-train-'));
   const texts = new World({ seed: 11, passages: 300 }).passages.map((p) => `${p.title}\n${p.text}`);
   const bpe = trainBpe(texts, { vocabSize: 400 });
-  modelDir = initDemoModel(join(root, 'model'), { layers: 1, hidden: 32, heads: 2, kvHeads: 1, intermediate: 64, vocabSize: 400 }, bpe, 1).dir;
+  modelDir = initDemoModel(join(root, 'model'), { layers: 1, hidden: 32, heads: 2, kvHeads: 1, intermediate: 64, vocabSize: 400, ropeTheta: 10_000, qkNormWeight: 1 }, bpe, 1).dir;
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 

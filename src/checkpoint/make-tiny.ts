@@ -45,6 +45,12 @@ export interface MakeTinyOptions {
   attentionBias?: boolean;
   maxPositions?: number;
   rmsNormEps?: number;
+  /**
+   * Mean of the QK-norm weights (qwen3; default 1). A head's RMS-normed q·k/√d is at most √d·w_q·w_k, about 5.7
+   * for d = 32 at weight 1: too flat for a small model trained from scratch to point at one token among
+   * hundreds, and the norm weights grow slowly.
+   */
+  qkNormWeight?: number;
 }
 
 export interface MakeTinyResult {
@@ -216,8 +222,9 @@ function normalTensor(seed: number, name: string, count: number, mean: number, s
  * ~ N(0, 1/hidden) so logits after the final norm have std ≈ 1, norm weights 1 ± 0.1, biases ± 0.1
  * (large enough that a forward pass ignoring them fails tests).
  */
-function tensorValues(seed: number, name: string, shape: number[], cfg: ModelConfig): Float32Array {
+function tensorValues(seed: number, name: string, shape: number[], cfg: ModelConfig, qkNormWeight = 1): Float32Array {
   const count = shape.reduce((a, b) => a * b, 1);
+  if (name.endsWith('q_norm.weight') || name.endsWith('k_norm.weight')) return normalTensor(seed, name, count, qkNormWeight, 0.1);
   if (name.endsWith('norm.weight') || name.endsWith('layernorm.weight')) return normalTensor(seed, name, count, 1, 0.1);
   if (name.endsWith('.bias')) return normalTensor(seed, name, count, 0, 0.1);
   if (name === 'model.embed_tokens.weight' || name === 'lm_head.weight') return normalTensor(seed, name, count, 0, 1 / Math.sqrt(cfg.hiddenSize));
@@ -434,6 +441,8 @@ export function makeTinyCheckpoint(opts: MakeTinyOptions): MakeTinyResult {
   if (!opts.out) throw new MakeTinyError('out (--out) is required');
   if (existsSync(opts.out) && !statSync(opts.out).isDirectory()) throw new MakeTinyError(`out (--out) ${opts.out} exists and is not a folder`);
   const seed = opts.seed ?? TINY_DEFAULTS.seed;
+  const qkNormWeight = opts.qkNormWeight ?? 1;
+  if (!(qkNormWeight > 0)) throw new Error(`make-tiny: qkNormWeight must be positive, got ${qkNormWeight}`);
   if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw new MakeTinyError(`seed (--seed) must be an integer in [0, 2^32), got ${seed}`);
   const configJson = tinyConfigJson(opts);
   const config = parseModelConfig(configJson, join(opts.out, 'config.json'));
@@ -460,7 +469,7 @@ export function makeTinyCheckpoint(opts: MakeTinyOptions): MakeTinyResult {
   const tensors = new Map<string, TensorToWrite>();
   let parameters = 0;
   for (const [name, shape] of expectedTensors(config)) {
-    tensors.set(name, { dtype: stDtype, shape, data: tensorValues(seed, name, shape, config) });
+    tensors.set(name, { dtype: stDtype, shape, data: tensorValues(seed, name, shape, config, qkNormWeight) });
     parameters += shape.reduce((a, b) => a * b, 1);
   }
   const weights = encodeSafetensors(tensors, { format: 'pt' });

@@ -22,6 +22,10 @@ import { readSettingsFile } from '../selfplay/config/table.js';
 import type { StepMetrics } from '../selfplay/step.js';
 import { train, type TrainSummary } from '../selfplay/trainer.js';
 import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
+import { join } from 'node:path';
+import { renderReport } from '../report/html.js';
+import { readRun } from '../report/run-data.js';
+import { writeFileAtomic } from '../util/atomic.js';
 import { SKILL_SP_RECIPE } from './recipe-dispatch.js';
 import { DEMO_MODEL_NAME } from '../world/setup.js';
 
@@ -78,6 +82,30 @@ function stepLine(m: StepMetrics): string {
   return parts.filter(Boolean).join(' | ');
 }
 
+/** `{0: 40%, (0,1): 35%, 1: 25%} of 20` over the valid questions of `steps`; undefined when there were none. */
+export function pHatLine(steps: ReadonlyArray<Pick<StepMetrics, 'pHatHistogram'>>): string | undefined {
+  let zero = 0;
+  let one = 0;
+  let total = 0;
+  for (const m of steps) {
+    for (const [p, n] of Object.entries(m.pHatHistogram)) {
+      total += n;
+      if (Number(p) === 0) zero += n;
+      else if (Number(p) === 1) one += n;
+    }
+  }
+  if (total === 0) return undefined;
+  const pct = (n: number): string => `${((100 * n) / total).toFixed(0)}%`;
+  return `{0: ${pct(zero)}, (0,1): ${pct(total - zero - one)}, 1: ${pct(one)}} of ${total}`;
+}
+
+/** The run's HTML report (docs/report.md), written next to its metrics; returns its path. */
+function writeRunReport(runDir: string): string {
+  const out = join(runDir, 'report.html');
+  writeFileAtomic(out, renderReport({ run: readRun(runDir), evals: [], generatedAt: new Date().toISOString() }).html);
+  return out;
+}
+
 function summaryText(s: TrainSummary, tiny: boolean): string {
   if (s.finished) {
     return [
@@ -104,7 +132,17 @@ function summaryText(s: TrainSummary, tiny: boolean): string {
         `F1 ${(100 * h.first.f1).toFixed(1)}% → ${(100 * h.last.f1).toFixed(1)}%`,
     );
   }
-  if (s.bank) lines.push(`skill bank: ${s.bank.cardsAtStart} → ${s.bank.cardsAtEnd} cards (version ${s.bank.versionAtEnd})`);
+  const half = Math.ceil(s.metrics.length / 2);
+  const early = pHatLine(s.metrics.slice(0, half));
+  const late = pHatLine(s.metrics.slice(half));
+  if (early && late && s.metrics.length > 1) lines.push(`p̂ of valid questions, first half → second half of the steps: ${early} → ${late}`);
+  else if (early) lines.push(`p̂ of valid questions: ${early}`);
+  if (s.bank) {
+    lines.push(
+      `skill bank: ${s.bank.cardsAtStart} → ${s.bank.cardsAtEnd} cards (version ${s.bank.versionAtEnd}); ${s.bank.admitted} distilled card${s.bank.admitted === 1 ? '' : 's'} admitted; ` +
+        `${s.bank.cardsWithEvidence} card${s.bank.cardsWithEvidence === 1 ? '' : 's'} with utility evidence from retrievals`,
+    );
+  }
   if (s.lastCheckpoint) lines.push(`last checkpoint: ${s.lastCheckpoint}`);
   lines.push(`metrics: ${s.runDir}/metrics.jsonl`);
   if (tiny) {
@@ -176,8 +214,9 @@ export const command: CommandModule<object, TrainArgs> = {
         args.resume ? fromFlags : {},
       );
       bar?.stop();
-      if (args.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
-      else process.stdout.write(`${summaryText(summary, summary.model === TINY_DEFAULT_NAME)}\n`);
+      const report = summary.finished ? undefined : writeRunReport(summary.runDir);
+      if (args.json) process.stdout.write(`${JSON.stringify({ ...summary, ...(report ? { report } : {}) })}\n`);
+      else process.stdout.write(`${summaryText(summary, summary.model === TINY_DEFAULT_NAME)}${report ? `\nreport: ${report}` : ''}\n`);
     } finally {
       bar?.stop();
       process.off('SIGINT', onSigint);

@@ -68,7 +68,15 @@ export interface TrainSummary {
   resumedFrom?: number;
   metrics: StepMetrics[];
   lastCheckpoint?: string;
-  bank?: { cardsAtStart: number; cardsAtEnd: number; versionAtEnd: number };
+  bank?: {
+    cardsAtStart: number;
+    cardsAtEnd: number;
+    versionAtEnd: number;
+    /** Distilled cards admitted by this run's consolidations. */
+    admitted: number;
+    /** Cards whose utility evidence (helpful or hurt counts) is non-zero at the end. */
+    cardsWithEvidence: number;
+  };
   /** A resumed run whose steps were all done already: nothing was trained. */
   finished?: boolean;
   /** Settings changed by flags given with --resume (written to config.json). */
@@ -527,7 +535,17 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     ...(ckpt ? { resumedFrom: ckpt.step } : {}),
     metrics,
     ...(lastCheckpoint ? { lastCheckpoint } : {}),
-    ...(bank ? { bank: { cardsAtStart, cardsAtEnd: bank.cards.length, versionAtEnd: bank.version } } : {}),
+    ...(bank
+      ? {
+          bank: {
+            cardsAtStart,
+            cardsAtEnd: bank.cards.length,
+            versionAtEnd: bank.version,
+            admitted: metrics.reduce((n, m) => n + (m.consolidation?.committed?.admitted.length ?? 0), 0),
+            cardsWithEvidence: bank.cards.filter((c) => c.stats.helpful + c.stats.hurt > 0).length,
+          },
+        }
+      : {}),
     ...(heldOutSummary.length > 0 ? { heldOut: heldOutSummary } : {}),
   };
 }

@@ -281,7 +281,7 @@ export async function runSft(configIn: SftConfig | undefined, hooks: SftHooks, r
   if (config.schedule === 'cosine' && totalSteps <= config.warmupSteps) {
     throw new Error(`the cosine schedule needs more steps (${totalSteps}) than warmupSteps (--warmup-steps ${config.warmupSteps}); lower the warmup or use --schedule constant`);
   }
-  log(`data: ${train.length} training transcripts (${countTargets(train)} assistant tokens), ${held.length} held out; ${perEpoch} steps per epoch, ${totalSteps} steps`);
+  log(`data: ${train.length} training transcripts (${countTargets(train)} target tokens: ${config.lossOn === 'all' ? 'every token' : "the assistant's"}), ${held.length} held out; ${perEpoch} steps per epoch, ${totalSteps} steps`);
 
   const ckpt = resumeDir !== undefined ? latestCheckpoint(runDir) : undefined;
   if (resumeDir !== undefined) {

@@ -26,9 +26,13 @@ export interface DemoModelSpec {
   kvHeads: number;
   intermediate: number;
   vocabSize: number;
+  /** RoPE base: 10,000 spreads a 32-dim head's frequencies over 1–1,000-token distances (Qwen3's 10^6 leaves most nearly constant). */
+  ropeTheta: number;
+  /** Mean QK-norm weight at init (see makeTinyCheckpoint's qkNormWeight): sharp attention, for copying names. */
+  qkNormWeight: number;
 }
 
-export const DEMO_MODEL_SPEC: DemoModelSpec = { layers: 4, hidden: 128, heads: 4, kvHeads: 2, intermediate: 384, vocabSize: 2048 };
+export const DEMO_MODEL_SPEC: DemoModelSpec = { layers: 4, hidden: 128, heads: 4, kvHeads: 2, intermediate: 384, vocabSize: 2048, ropeTheta: 10_000, qkNormWeight: 2 };
 
 /** A distilled-style card for a question shape and failure mode, as a bank card. */
 function shapeCard(relations: Relation[], mode: 'stopped-early' | 'wrong-entity', startKind: string): SkillCard {
@@ -86,7 +90,7 @@ export function initDemoModel(dir: string, spec: DemoModelSpec, bpe: TrainedBpe,
   if (bpe.vocab.size !== spec.vocabSize) throw new Error(`demo model: the tokenizer has ${bpe.vocab.size} entries but the spec asks for ${spec.vocabSize}`);
   const made = makeTinyCheckpoint({
     out: dir, arch: 'qwen3', layers: spec.layers, hidden: spec.hidden, heads: spec.heads, kvHeads: spec.kvHeads,
-    intermediate: spec.intermediate, vocab: spec.vocabSize, tie: true, seed, maxPositions: 2048,
+    intermediate: spec.intermediate, vocab: spec.vocabSize, tie: true, seed, maxPositions: 2048, ropeTheta: spec.ropeTheta, qkNormWeight: spec.qkNormWeight,
   });
   writeWorldTokenizer(dir, bpe);
   return made;

@@ -8,17 +8,22 @@ export interface ProcessExit {
   code: number | null;
   signal: NodeJS.Signals | null;
   stderr: string;
+  stdout: string;
 }
 
-/** Starts `node ARGS` in `cwd` with `env` added to the environment; `done` resolves at exit with its stderr. */
+/** Starts `node ARGS` in `cwd` with `env` added to the environment; `done` resolves at exit with its output. */
 export function startNode(args: string[], cwd: string, env: Record<string, string>): { child: ChildProcess; done: Promise<ProcessExit> } {
   const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => {
     stderr += d.toString();
   });
-  child.stdout?.resume();
-  const done = new Promise<ProcessExit>((res) => child.on('exit', (code, signal) => res({ code, signal, stderr })));
+  let stdout = '';
+  child.stdout?.on('data', (d: Buffer) => {
+    stdout += d.toString();
+  });
+  // 'close' (not 'exit'): both pipes are drained by then.
+  const done = new Promise<ProcessExit>((res) => child.on('close', (code, signal) => res({ code, signal, stderr, stdout })));
   return { child, done };
 }
 
