@@ -1,8 +1,9 @@
 // Builds the world's warm-start model that `npx sesa-train` loads (docs/world.md):
 //   1. expert transcripts (solver and proposer) from training worlds, never the demo or the fresh world;
 //   2. the world tokenizer, trained on those transcripts' text and the skill cards;
-//   3. a random-init Qwen3 of DEMO_MODEL_SPEC with that tokenizer;
-//   4. `sft --full` on the transcripts (f16 weights at the end);
+//   3. a random-init Qwen3 of DEMO_MODEL_SPEC with that tokenizer, put through the copy drill
+//      (src/world/copy-drill.ts) so that it can copy names;
+//   4. `sft --full` on the transcripts, every token a target (f16 weights at the end);
 //   5. greedy held-out accuracy of the result in the demo world and in the fresh world, with and without cards;
 //   6. the model folder (config, weights, tokenizer, warm-start.json with the numbers and the command) in --out.
 //
@@ -24,6 +25,8 @@ import { initBackend } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
 import { DEMO_MODEL_SPEC, initDemoModel, trainWorldTokenizer, transcriptCards, WORLD_CARD_BUDGET } from '../src/world/demo-model.js';
 import { evalWorld } from '../src/world/eval.js';
+import { COPY_DRILL_DEFAULTS, copyDrill, type CopyDrillResult } from '../src/world/copy-drill.js';
+import { saveFullModel } from '../src/checkpoint/full-model.js';
 import { DEFAULT_EXPERT_RATES } from '../src/world/experts.js';
 import { buildTranscripts, DEFAULT_TRANSCRIPT_OPTIONS, writeTranscripts } from '../src/world/transcripts.js';
 import { DEMO_WORLD, FRESH_WORLD, trainingWorldSeeds, World } from '../src/world/world.js';
@@ -51,6 +54,7 @@ const { values } = parseArgs({
     // pass, and a 4-transcript pass of ~800 tokens overflows the 4 GiB wasm heap.
     'micro-batch-size': { type: 'string', default: '1' },
     'loss-on': { type: 'string', default: 'all' },
+    'drill-steps': { type: 'string', default: String(COPY_DRILL_DEFAULTS.maxSteps) },
     lr: { type: 'string', default: '3e-3' },
     seed: { type: 'string', default: '0' },
     'eval-limit': { type: 'string', default: '0' },
@@ -105,6 +109,20 @@ const initDir = join(work, 'init');
 const made = initDemoModel(initDir, spec, bpe, seed);
 log(`model: ${(made.parameters / 1e6).toFixed(2)}M parameters (${JSON.stringify(spec)}) in ${initDir}`);
 
+// 3b. The copy drill (src/world/copy-drill.ts): induction heads before the transcripts.
+const drilledDir = join(work, 'drilled');
+let drill: CopyDrillResult | undefined;
+if (values['eval-only'] === undefined && num('drill-steps') > 0) {
+  await initBackend('wasm');
+  const drillModel = await CausalLM.load(initDir, { trainable: true });
+  drill = copyDrill(drillModel, { ...COPY_DRILL_DEFAULTS, maxSteps: num('drill-steps'), lastId: spec.vocabSize - 3, seed }, (step, loss) => log(`copy drill step ${step}: loss on the repeated span ${loss.toFixed(3)}`));
+  rmSync(drilledDir, { recursive: true, force: true });
+  await saveFullModel(drillModel, initDir, drilledDir, 'f32');
+  drillModel.dispose();
+  log(`copy drill: ${drill.steps} steps, ${drill.reachedTarget ? 'reached' : 'did not reach'} loss ${COPY_DRILL_DEFAULTS.targetLoss}`);
+}
+const sftStart = drill ? drilledDir : initDir;
+
 // 4. SFT, full weights.
 const sftDir = join(work, 'sft');
 let finalDir = values['eval-only'] ?? join(sftDir, 'final');
@@ -114,7 +132,7 @@ if (values['eval-only'] === undefined) {
   const summary = await runSft(
     {
       ...SFT_DEFAULTS,
-      model: initDir,
+      model: sftStart,
       data: dataFile,
       out: sftDir,
       mode: 'full',
@@ -177,6 +195,7 @@ writeJsonAtomic(join(out, 'warm-start.json'), {
   spec,
   rates,
   transcripts: set.stats,
+  ...(drill ? { copyDrill: drill } : {}),
   evalSettings: settings,
   heldOut: results,
 });
