@@ -39,6 +39,7 @@ interface SftArgs {
   thinking: boolean;
   'loss-on': string;
   logitsChunkSize: number;
+  recomputeLayers: boolean;
   backend: BackendChoice;
   json: boolean;
 }
@@ -78,6 +79,7 @@ export function sftConfigFromArgs(args: SftArgs): SftConfig {
     enableThinking: args.thinking,
     lossOn: args['loss-on'] as LossOn,
     logitsChunkSize: args.logitsChunkSize,
+    recomputeLayers: args.recomputeLayers,
     backend: args.backend,
   };
 }
@@ -129,6 +131,7 @@ export const command: CommandModule<object, SftArgs> = {
       .option('loss-on', { choices: LOSS_ON, default: D.lossOn, describe: "loss targets: the assistant's tokens, or every token of the transcript" })
       .option('thinking', { type: 'boolean', default: D.enableThinking, describe: "Qwen3's enable_thinking when rendering prompts" })
       .option('logits-chunk-size', { type: 'number', default: D.logitsChunkSize, describe: 'rows of logits formed at once in the loss' })
+      .option('recompute-layers', { type: 'boolean', default: D.recomputeLayers, describe: 'recompute layer activations in the backward: the same gradient in far less memory per pass (--no-recompute-layers: faster, more memory)' })
       .option('backend', { choices: BACKEND_CHOICES, default: D.backend, describe: 'tensor backend' })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON summary at the end' })
       .example('$0 sft --model qwen3-0.6b --data transcripts.jsonl --out runs/sft --lora --epochs 2', 'LoRA cold start on Search-R1-format transcripts')

@@ -344,7 +344,8 @@ export class CausalLM {
         const context = [rot.cos, rot.sin, bias];
         if (opts.recomputeLayers && !cache) {
           const adapter = opts.adapter;
-          const params = adapter?.layerParameters?.(l) ?? [];
+          // What the layer trains: the adapter's matrices, and a trainable model's own layer weights.
+          const params = [...(adapter?.layerParameters?.(l) ?? []), ...(this.trainable ? this.layerVariables(l) : [])];
           const random =
             adapter?.randomState !== undefined
               ? { get: () => adapter.randomState as number, set: (state: number) => (adapter.randomState = state) }
@@ -386,6 +387,12 @@ export class CausalLM {
    * The trainable weights keyed by Hugging Face tensor name (a trainable model only). Projections and an
    * untied lm_head are held [in, out], i.e. transposed from the file's [out, in]; the rest as in the file.
    */
+  /** A trainable model's weights of layer `l` (for the recomputed backward, which must be told what it trains). */
+  private layerVariables(l: number): tf.Variable[] {
+    const prefix = `model.layers.${l}.`;
+    return [...this.trainableWeights].filter(([name]) => name.startsWith(prefix)).map(([, v]) => v);
+  }
+
   variables(): Map<string, tf.Variable> {
     if (!this.trainable) throw new Error(`variables: ${this.dir} was loaded frozen; load it with { trainable: true } to train its weights`);
     return new Map(this.trainableWeights);

@@ -53,6 +53,8 @@ export interface SftConfig {
   lossOn: LossOn;
   /** Rows of logits formed at once in the fused log-prob kernel. */
   logitsChunkSize: number;
+  /** Recompute layer activations in the backward (same gradient, far less memory per pass; ~1/3 more compute). */
+  recomputeLayers: boolean;
   backend: BackendChoice;
 }
 
@@ -80,6 +82,7 @@ export const SFT_DEFAULTS: Omit<SftConfig, 'model' | 'data' | 'out' | 'mode'> = 
   enableThinking: false,
   lossOn: 'assistant',
   logitsChunkSize: 128,
+  recomputeLayers: true,
   backend: 'auto',
 };
 
@@ -105,6 +108,7 @@ export function validateSftConfig(c: SftConfig): SftConfig {
   if (!(c.minLrRatio >= 0 && c.minLrRatio <= 1)) throw new Error(`SFT setting 'minLrRatio' must be in [0, 1], got ${c.minLrRatio}`);
   if (c.schedule !== 'constant' && c.schedule !== 'cosine') throw new Error(`SFT setting 'schedule' must be constant or cosine, got ${JSON.stringify(c.schedule)}`);
   if (!['f32', 'f16', 'bf16'].includes(c.saveDtype)) throw new Error(`SFT setting 'saveDtype' must be f32, f16 or bf16, got ${JSON.stringify(c.saveDtype)}`);
+  if (typeof c.recomputeLayers !== 'boolean') throw new Error(`SFT setting 'recomputeLayers' must be true or false, got ${JSON.stringify(c.recomputeLayers)}`);
   if (!(LOSS_ON as readonly string[]).includes(c.lossOn)) throw new Error(`SFT setting 'lossOn' must be ${LOSS_ON.join(' or ')}, got ${JSON.stringify(c.lossOn)}`);
   if (c.loraTargets.length === 0) throw new Error(`SFT setting 'loraTargets' must not be empty`);
   for (const t of c.loraTargets) {

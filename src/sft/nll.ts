@@ -58,6 +58,12 @@ export interface NllOptions {
   padTokenId: number;
   /** Rows of logits formed at once in the fused kernel. */
   chunkSize?: number;
+  /**
+   * Recompute each layer's activations in the backward (src/tensor/recompute.ts): the same gradient, with
+   * the memory of a pass bounded by one layer's intermediates instead of every layer's (tfjs keeps every
+   * intermediate gradient of a tape until the backward ends).
+   */
+  recomputeLayers?: boolean;
 }
 
 /**
@@ -68,7 +74,7 @@ export function maskedNll(model: CausalLM, seqs: readonly MaskedSequence[], norm
   if (!(normalizer > 0)) throw new Error(`SFT: the loss normalizer must be positive, got ${normalizer}`);
   const layout = layoutSequences(seqs, opts.padTokenId);
   if (layout.targets.length === 0) return tf.scalar(0);
-  const hidden = model.forward(layout.ids, { attentionMask: layout.attention, ...(opts.adapter ? { adapter: opts.adapter } : {}) });
+  const hidden = model.forward(layout.ids, { attentionMask: layout.attention, recomputeLayers: opts.recomputeLayers ?? false, ...(opts.adapter ? { adapter: opts.adapter } : {}) });
   const flat = tf.reshape(hidden, [-1, model.config.hiddenSize]) as tf.Tensor2D;
   const selected = tf.gather(flat, tf.tensor1d(layout.hiddenRows, 'int32')) as tf.Tensor2D;
   const head = model.trainingHead();

@@ -156,7 +156,7 @@ export function sftStep(
   params: Record<string, tf.Variable>,
   optimizer: AdamW,
   batch: readonly MaskedSequence[],
-  opts: { microBatchSize: number; padTokenId: number; logitsChunkSize?: number },
+  opts: { microBatchSize: number; padTokenId: number; logitsChunkSize?: number; recomputeLayers?: boolean },
 ): SftStepResult {
   const t0 = performance.now();
   const normalizer = countTargets(batch);
@@ -166,6 +166,7 @@ export function sftStep(
     loss: maskedNll(model, micro[i] as MaskedSequence[], normalizer, {
       padTokenId: opts.padTokenId,
       ...(opts.logitsChunkSize ? { chunkSize: opts.logitsChunkSize } : {}),
+      recomputeLayers: opts.recomputeLayers ?? false,
       ...(adapter ? { adapter } : {}),
     }),
   }));
@@ -213,7 +214,8 @@ function readConfig(runDir: string): SftConfig {
   try {
     const saved = JSON.parse(readFileSync(file, 'utf8')) as Partial<SftConfig>;
     // Folders written before `lossOn` existed trained on the assistant's tokens.
-    return validateSftConfig({ ...saved, lossOn: saved.lossOn ?? SFT_DEFAULTS.lossOn } as SftConfig);
+    // Folders written before `recomputeLayers` existed did not recompute (the gradient is the same either way).
+    return validateSftConfig({ ...saved, lossOn: saved.lossOn ?? SFT_DEFAULTS.lossOn, recomputeLayers: saved.recomputeLayers ?? false } as SftConfig);
   } catch (err) {
     throw new Error(`${file}: ${(err as Error).message}`);
   }
@@ -365,7 +367,7 @@ export async function runSft(configIn: SftConfig | undefined, hooks: SftHooks, r
     if (firstStep === 1) firstEvalLoss = runEval(0)?.evalLoss;
     for (let step = firstStep; step <= totalSteps; step++) {
       const { batch, epoch } = batchOfStep(train, step, config.batchSize, config.seed);
-      const r = sftStep(model, adapter, params, optimizer, batch, { microBatchSize: config.microBatchSize, padTokenId, logitsChunkSize: config.logitsChunkSize });
+      const r = sftStep(model, adapter, params, optimizer, batch, { microBatchSize: config.microBatchSize, padTokenId, logitsChunkSize: config.logitsChunkSize, recomputeLayers: config.recomputeLayers });
       const record: SftStepRecord = { step, epoch, loss: r.loss, lr: r.lr, gradNorm: r.gradNorm, clipped: r.clipped, targets: r.targets, tokens: r.tokens, tokensPerSecond: r.tokens / r.seconds, seconds: r.seconds };
       appendLoss(record);
       firstLoss ??= r.loss;
