@@ -115,7 +115,7 @@ let drill: CopyDrillResult | undefined;
 if (values['eval-only'] === undefined && num('drill-steps') > 0) {
   await initBackend('wasm');
   const drillModel = await CausalLM.load(initDir, { trainable: true });
-  drill = copyDrill(drillModel, { ...COPY_DRILL_DEFAULTS, maxSteps: num('drill-steps'), lastId: spec.vocabSize - 3, seed }, (step, loss) => log(`copy drill step ${step}: loss on the repeated span ${loss.toFixed(3)}`));
+  drill = copyDrill(drillModel, { ...COPY_DRILL_DEFAULTS, maxSteps: num('drill-steps'), seed }, (step, loss) => log(`copy drill step ${step}: loss on the repeated span ${loss.toFixed(3)}`));
   rmSync(drilledDir, { recursive: true, force: true });
   await saveFullModel(drillModel, initDir, drilledDir, 'f32');
   drillModel.dispose();

@@ -41,7 +41,7 @@ describe('copy drill', () => {
     expect(tf.memory().numTensors).toBe(live);
     const after = [...model.variables().values()].map((v) => v.dataSync());
     expect(after.some((a, i) => a.some((x, j) => x !== before[i]?.[j]))).toBe(true);
-    expect(() => copyDrill(model, { ...COPY_DRILL_DEFAULTS, lastId: 20 })).toThrow(/too small/);
+    expect(() => copyDrill(model, { ...COPY_DRILL_DEFAULTS, lastId: 15 })).toThrow(/too small/);
     model.dispose();
   });
 });
