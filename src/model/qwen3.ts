@@ -383,16 +383,16 @@ export class CausalLM {
     return { weight: this.lmHead, weightT: tf.transpose(this.lmHead) as tf.Tensor2D };
   }
 
-  /**
-   * The trainable weights keyed by Hugging Face tensor name (a trainable model only). Projections and an
-   * untied lm_head are held [in, out], i.e. transposed from the file's [out, in]; the rest as in the file.
-   */
   /** A trainable model's weights of layer `l` (for the recomputed backward, which must be told what it trains). */
   private layerVariables(l: number): tf.Variable[] {
     const prefix = `model.layers.${l}.`;
     return [...this.trainableWeights].filter(([name]) => name.startsWith(prefix)).map(([, v]) => v);
   }
 
+  /**
+   * The trainable weights keyed by Hugging Face tensor name (a trainable model only). Projections and an
+   * untied lm_head are held [in, out], i.e. transposed from the file's [out, in]; the rest as in the file.
+   */
   variables(): Map<string, tf.Variable> {
     if (!this.trainable) throw new Error(`variables: ${this.dir} was loaded frozen; load it with { trainable: true } to train its weights`);
     return new Map(this.trainableWeights);
