@@ -372,20 +372,27 @@ function addedToken(id: number, content: string): Record<string, unknown> {
   return { id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true };
 }
 
-/** tokenizer.json and tokenizer_config.json of a byte-level BPE with exactly `size` ids. */
-export function tinyTokenizerFiles(size: number, modelMaxLength = 2048): { tokenizer: Record<string, unknown>; tokenizerConfig: Record<string, unknown> } {
-  const { vocab, merges } = byteLevelBpe(size);
-  const base = size - TINY_SPECIALS.length;
+/**
+ * The Hugging Face `tokenizer.json` object of a byte-level BPE (GPT-2 style: a regex split, then bytes mapped
+ * to printable characters), as the tiny tokenizers and the world tokenizer write it.
+ */
+export function byteLevelBpeJson(o: {
+  addedTokens: Array<Record<string, unknown>>;
+  normalizer: Record<string, unknown> | null;
+  splitPattern: string;
+  vocab: Record<string, number>;
+  merges: unknown[];
+}): Record<string, unknown> {
   const byteLevel = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false };
-  const tokenizer = {
+  return {
     version: '1.0',
     truncation: null,
     padding: null,
-    added_tokens: TINY_SPECIALS.map((t, i) => addedToken(base + i, t)),
-    normalizer: { type: 'NFC' },
+    added_tokens: o.addedTokens,
+    normalizer: o.normalizer,
     pre_tokenizer: {
       type: 'Sequence',
-      pretokenizers: [{ type: 'Split', pattern: { Regex: QWEN_SPLIT }, behavior: 'Isolated', invert: false }, byteLevel],
+      pretokenizers: [{ type: 'Split', pattern: { Regex: o.splitPattern }, behavior: 'Isolated', invert: false }, byteLevel],
     },
     post_processor: byteLevel,
     decoder: byteLevel,
@@ -398,10 +405,23 @@ export function tinyTokenizerFiles(size: number, modelMaxLength = 2048): { token
       fuse_unk: false,
       byte_fallback: false,
       ignore_merges: false,
-      vocab: Object.fromEntries(vocab),
-      merges,
+      vocab: o.vocab,
+      merges: o.merges,
     },
   };
+}
+
+/** tokenizer.json and tokenizer_config.json of a byte-level BPE with exactly `size` ids. */
+export function tinyTokenizerFiles(size: number, modelMaxLength = 2048): { tokenizer: Record<string, unknown>; tokenizerConfig: Record<string, unknown> } {
+  const { vocab, merges } = byteLevelBpe(size);
+  const base = size - TINY_SPECIALS.length;
+  const tokenizer = byteLevelBpeJson({
+    addedTokens: TINY_SPECIALS.map((t, i) => addedToken(base + i, t)),
+    normalizer: { type: 'NFC' },
+    splitPattern: QWEN_SPLIT,
+    vocab: Object.fromEntries(vocab),
+    merges,
+  });
   const addedDecoder: Record<string, unknown> = {};
   TINY_SPECIALS.forEach((t, i) => {
     const { id: _id, ...rest } = addedToken(base + i, t);

@@ -6,6 +6,7 @@
 // decodes back exactly. The protocol tags (`<search>`, `</answer>`, ...) and the chat specials are whole
 // tokens. See docs/world.md.
 import { join } from 'node:path';
+import { byteLevelBpeJson } from '../checkpoint/make-tiny.js';
 import { writeJsonAtomic } from '../util/atomic.js';
 
 /** Chat specials, as Qwen names them: the tokenizer folder is a drop-in for a ChatML model. */
@@ -137,32 +138,13 @@ export function trainBpe(texts: Iterable<string>, opts: BpeTrainOptions): Traine
 
 /** The Hugging Face `tokenizer.json` object of a trained BPE. */
 export function tokenizerJson(bpe: TrainedBpe): Record<string, unknown> {
-  const byteLevel = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false };
-  return {
-    version: '1.0',
-    truncation: null,
-    padding: null,
-    added_tokens: bpe.added.map((t) => ({ id: t.id, content: t.content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: t.special })),
+  return byteLevelBpeJson({
+    addedTokens: bpe.added.map((t) => ({ id: t.id, content: t.content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: t.special })),
     normalizer: null,
-    pre_tokenizer: {
-      type: 'Sequence',
-      pretokenizers: [{ type: 'Split', pattern: { Regex: PRETOKENIZE_PATTERN }, behavior: 'Isolated', invert: false }, byteLevel],
-    },
-    post_processor: byteLevel,
-    decoder: byteLevel,
-    model: {
-      type: 'BPE',
-      dropout: null,
-      unk_token: null,
-      continuing_subword_prefix: '',
-      end_of_word_suffix: '',
-      fuse_unk: false,
-      byte_fallback: false,
-      ignore_merges: false,
-      vocab: Object.fromEntries([...bpe.vocab.entries()].filter(([t]) => !bpe.added.some((a) => a.content === t))),
-      merges: bpe.merges.map(([a, b]) => [a, b]),
-    },
-  };
+    splitPattern: PRETOKENIZE_PATTERN,
+    vocab: Object.fromEntries([...bpe.vocab.entries()].filter(([t]) => !bpe.added.some((a) => a.content === t))),
+    merges: bpe.merges.map(([a, b]) => [a, b]),
+  });
 }
 
 /** `tokenizer_config.json`: ChatML specials, the chat template, no BOS. */

@@ -96,6 +96,17 @@ export async function buildTranscripts(opts: TranscriptSetOptions): Promise<Tran
     return !banned.some((b) => b.test(text));
   };
   const total = opts.worldSeeds.length * (opts.solverPerWorld + opts.proposerPerWorld);
+  /** Keeps an expert's transcript, or counts why not (no transcript: skipped; mentions a held-out string: excluded). */
+  const keep = (t: Transcript | undefined): boolean => {
+    if (!t) skipped++;
+    else if (!clean(t)) excluded++;
+    else {
+      transcripts.push(t);
+      opts.onProgress?.(transcripts.length, total);
+      return true;
+    }
+    return false;
+  };
   for (const seed of opts.worldSeeds) {
     const world = new World({ seed, passages: opts.passages });
     const searcher = await world.searcher();
@@ -107,36 +118,14 @@ export async function buildTranscripts(opts: TranscriptSetOptions): Promise<Tran
       const golds = world.golden((path[path.length - 1] as SynthFact).object);
       if (golds.some((g) => question.toLowerCase().includes(g.toLowerCase()))) continue;
       const cards = opts.cardsFor ? await opts.cardsFor(question, rng) : undefined;
-      const t = await expertSolve(world, searcher, question, golds, opts.rates, rng, cards);
-      if (!t) {
-        skipped++;
-        continue;
-      }
-      if (!clean(t)) {
-        excluded++;
-        continue;
-      }
-      transcripts.push(t);
-      made++;
-      opts.onProgress?.(transcripts.length, total);
+      if (keep(await expertSolve(world, searcher, question, golds, opts.rates, rng, cards))) made++;
     }
     made = 0;
     for (let tries = 0; made < opts.proposerPerWorld && tries < opts.proposerPerWorld * 4; tries++) {
       const hops = drawHops(opts.hopMix, rng);
       const path = randomChain(world, hops, rng);
       if (!path) continue;
-      const t = await expertPropose(world, searcher, (path[path.length - 1] as SynthFact).object, hops, opts.rates, rng);
-      if (!t) {
-        skipped++;
-        continue;
-      }
-      if (!clean(t)) {
-        excluded++;
-        continue;
-      }
-      transcripts.push(t);
-      made++;
-      opts.onProgress?.(transcripts.length, total);
+      if (keep(await expertPropose(world, searcher, (path[path.length - 1] as SynthFact).object, hops, opts.rates, rng))) made++;
     }
   }
   // Interleave roles and worlds, so any prefix of the file is a fair sample.
