@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { metricsWithoutTimings, startNode } from './helpers/cli-process.js';
+import { killWhenExists, metricsWithoutTimings, startNode } from './helpers/cli-process.js';
 import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
 import { generateSyntheticCorpus } from '../src/corpus/synthetic.js';
 
@@ -53,19 +53,7 @@ describe('sesa-train end to end (tiny random model)', () => {
     // Kill the second run as soon as its first checkpoint is complete (it is then inside step 2).
     const killed = start(trainArgs('run-killed'));
     const marker = join(root, 'run-killed', 'checkpoints', 'step-1', 'state.json');
-    await new Promise<void>((res, rej) => {
-      const poll = setInterval(() => {
-        if (existsSync(marker)) {
-          clearInterval(poll);
-          killed.child.kill('SIGKILL');
-          res();
-        }
-      }, 20);
-      void killed.done.then((r) => {
-        clearInterval(poll);
-        if (r.signal !== 'SIGKILL') rej(new Error(`the run ended on its own (code ${r.code}) before it could be killed: ${r.stderr}`));
-      });
-    });
+    await killWhenExists(killed, marker);
     const k = await killed.done;
     expect(k.signal).toBe('SIGKILL');
 

@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { metricsWithoutTimings, startNode } from './helpers/cli-process.js';
+import { killWhenExists, metricsWithoutTimings, startNode } from './helpers/cli-process.js';
 import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
 import { SafetensorsFile } from '../src/checkpoint/safetensors.js';
 import { llamaCppMissing, llamaCppTitle } from './helpers/llama-cpp-reference.js';
@@ -82,19 +82,7 @@ describe('sesa-train --workers', () => {
     // Kill the 2-worker run's parent right after its first checkpoint, then resume it.
     const killed = start(trainArgs('w2-killed', ['--workers', '2']));
     const marker = join(root, 'w2-killed', 'checkpoints', 'step-1', 'state.json');
-    await new Promise<void>((res, rej) => {
-      const poll = setInterval(() => {
-        if (existsSync(marker)) {
-          clearInterval(poll);
-          killed.child.kill('SIGKILL');
-          res();
-        }
-      }, 20);
-      void killed.done.then((r) => {
-        clearInterval(poll);
-        if (r.signal !== 'SIGKILL') rej(new Error(`the run ended on its own (code ${r.code}) before it could be killed: ${r.stderr}`));
-      });
-    });
+    await killWhenExists(killed, marker);
     expect((await killed.done).signal).toBe('SIGKILL');
     const resumed = await start([CLI, 'train', '--resume', join(root, 'w2-killed')]).done;
     expect(resumed.code, resumed.stderr).toBe(0);
