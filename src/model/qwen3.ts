@@ -383,10 +383,14 @@ export class CausalLM {
     return { weight: this.lmHead, weightT: tf.transpose(this.lmHead) as tf.Tensor2D };
   }
 
+  private layerVariablesCache: tf.Variable[][] | undefined;
+
   /** A trainable model's weights of layer `l` (for the recomputed backward, which must be told what it trains). */
   private layerVariables(l: number): tf.Variable[] {
-    const prefix = `model.layers.${l}.`;
-    return [...this.trainableWeights].filter(([name]) => name.startsWith(prefix)).map(([, v]) => v);
+    this.layerVariablesCache ??= Array.from({ length: this.config.numLayers }, (_, k) =>
+      [...this.trainableWeights].filter(([name]) => name.startsWith(`model.layers.${k}.`)).map(([, v]) => v),
+    );
+    return this.layerVariablesCache[l] as tf.Variable[];
   }
 
   /**
