@@ -39,6 +39,9 @@ const { values } = parseArgs({
     'solver-per-world': { type: 'string', default: String(DEFAULT_TRANSCRIPT_OPTIONS.solverPerWorld) },
     'proposer-per-world': { type: 'string', default: String(DEFAULT_TRANSCRIPT_OPTIONS.proposerPerWorld) },
     'card-rate': { type: 'string', default: '0.4' },
+    // Copy exercises (src/world/exercises.ts): a window per solver turn, and first turns of further questions.
+    'turn-windows': { type: 'boolean', default: true },
+    'first-turns-per-world': { type: 'string', default: '200' },
     'premature-rate': { type: 'string', default: String(DEFAULT_EXPERT_RATES.prematureRate) },
     'misread-rate': { type: 'string', default: String(DEFAULT_EXPERT_RATES.misreadRate) },
     layers: { type: 'string', default: String(DEMO_MODEL_SPEC.layers) },
@@ -52,13 +55,17 @@ const { values } = parseArgs({
     'batch-size': { type: 'string', default: '4' },
     // One transcript per pass: attention's memory grows with the square of the longest transcript in a
     // pass, and a 4-transcript pass of ~800 tokens overflows the 4 GiB wasm heap.
-    'micro-batch-size': { type: 'string', default: '1' },
+    'micro-batch-size': { type: 'string', default: '32' },
+    // …and at most this many padded tokens per pass: whole transcripts go one per pass, exercises together.
+    'micro-batch-tokens': { type: 'string', default: '1024' },
     'loss-on': { type: 'string', default: 'all' },
     'drill-steps': { type: 'string', default: String(COPY_DRILL_DEFAULTS.maxSteps) },
     lr: { type: 'string', default: '3e-3' },
     seed: { type: 'string', default: '0' },
     'eval-limit': { type: 'string', default: '0' },
     'save-every': { type: 'string', default: '50' },
+    /** Fine-tune this model folder (weights and tokenizer, e.g. an earlier run's drilled/) instead of a new tokenizer, init and drill. */
+    'start-from': { type: 'string' },
     /** Evaluate and ship this model folder (e.g. a checkpoint's model/) instead of training one. */
     'eval-only': { type: 'string' },
   },
@@ -92,6 +99,8 @@ const set = await buildTranscripts({
   worldSeeds,
   solverPerWorld: num('solver-per-world'),
   proposerPerWorld: num('proposer-per-world'),
+  turnWindows: values['turn-windows'] === true,
+  firstTurnsPerWorld: num('first-turns-per-world'),
   rates,
   seed,
   cardsFor: cards.cardsFor,
@@ -104,7 +113,8 @@ writeTranscripts(dataFile, set.transcripts);
 log(`transcripts: ${JSON.stringify(set.stats)} → ${dataFile}`);
 
 // 2-3. Tokenizer and the random-init model.
-const bpe = trainWorldTokenizer(set.transcripts, spec.vocabSize);
+// The tokenizer learns from the episodes only: the exercises repeat their text.
+const bpe = trainWorldTokenizer(set.transcripts.filter((t) => t.meta.exercise === undefined), spec.vocabSize);
 const initDir = join(work, 'init');
 const made = initDemoModel(initDir, spec, bpe, seed);
 log(`model: ${(made.parameters / 1e6).toFixed(2)}M parameters (${JSON.stringify(spec)}) in ${initDir}`);
@@ -112,7 +122,7 @@ log(`model: ${(made.parameters / 1e6).toFixed(2)}M parameters (${JSON.stringify(
 // 3b. The copy drill (src/world/copy-drill.ts): induction heads before the transcripts.
 const drilledDir = join(work, 'drilled');
 let drill: CopyDrillResult | undefined;
-if (values['eval-only'] === undefined && num('drill-steps') > 0) {
+if (values['eval-only'] === undefined && values['start-from'] === undefined && num('drill-steps') > 0) {
   await initBackend('wasm');
   const drillModel = await CausalLM.load(initDir, { trainable: true });
   drill = copyDrill(drillModel, { ...COPY_DRILL_DEFAULTS, maxSteps: num('drill-steps'), seed }, (step, loss) => log(`copy drill step ${step}: loss on the repeated span ${loss.toFixed(3)}`));
@@ -121,7 +131,7 @@ if (values['eval-only'] === undefined && num('drill-steps') > 0) {
   drillModel.dispose();
   log(`copy drill: ${drill.steps} steps, ${drill.reachedTarget ? 'reached' : 'did not reach'} loss ${COPY_DRILL_DEFAULTS.targetLoss}`);
 }
-const sftStart = drill ? drilledDir : initDir;
+const sftStart = values['start-from'] ?? (drill ? drilledDir : initDir);
 
 // 4. SFT, full weights.
 const sftDir = join(work, 'sft');
@@ -139,7 +149,8 @@ if (values['eval-only'] === undefined) {
       epochs: num('epochs'),
       maxSteps: num('max-steps'),
       batchSize: num('batch-size'),
-      microBatchSize: num('micro-batch-size'),
+      microBatchSize: Math.min(num('micro-batch-size'), num('batch-size')),
+      microBatchTokens: num('micro-batch-tokens'),
       lr: num('lr'),
       warmupSteps: Math.min(20, Math.max(1, Math.round(num('max-steps') / 8) || 20)),
       schedule: 'cosine',
@@ -196,6 +207,7 @@ writeJsonAtomic(join(out, 'warm-start.json'), {
   rates,
   transcripts: set.stats,
   ...(drill ? { copyDrill: drill } : {}),
+  ...(values['start-from'] !== undefined ? { startFrom: values['start-from'] } : {}),
   evalSettings: settings,
   heldOut: results,
 });

@@ -11,7 +11,7 @@ import { CausalLM } from '../src/model/qwen3.js';
 import { accumulateGradients, disposeGrads } from '../src/rl/accumulate.js';
 import { SFT_DEFAULTS, type SftConfig } from '../src/sft/config.js';
 import { countTargets, maskedNll, type MaskedSequence } from '../src/sft/nll.js';
-import { batchOfStep, runSft, splitHeldOut, type SftSummary } from '../src/sft/trainer.js';
+import { batchOfStep, microBatches, runSft, splitHeldOut, type SftSummary } from '../src/sft/trainer.js';
 import { readTranscripts, renderTranscript } from '../src/sft/transcript.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
 import { initBackend, tf } from '../src/tensor/backend.js';
@@ -93,6 +93,25 @@ describe('data order', () => {
     expect(held).toHaveLength(5);
     expect([...train, ...held].sort((x, y) => x - y)).toEqual(items);
     expect(() => splitHeldOut([1], 0.9, 0)).toThrow(/leaves no training examples/);
+  });
+});
+
+describe('micro-batches', () => {
+  const seq = (n: number): MaskedSequence => ({ ids: new Array<number>(n).fill(1), mask: new Array<number>(n).fill(1) });
+  it('group sequences of similar length, within the count and the padded-token cap, each sequence once', () => {
+    const batch = [700, 30, 40, 35, 900, 60, 32, 33].map(seq);
+    const passes = microBatches(batch, 4, 256);
+    expect(passes.flat().length).toBe(batch.length);
+    expect(new Set(passes.flat())).toEqual(new Set(batch));
+    for (const p of passes) {
+      expect(p.length).toBeLessThanOrEqual(4);
+      const longest = Math.max(...p.map((s) => s.ids.length));
+      // A sequence over the cap goes alone; every other pass fits it.
+      if (p.length > 1) expect(p.length * longest).toBeLessThanOrEqual(256);
+    }
+    expect(passes.map((p) => p.map((s) => s.ids.length))).toEqual([[30, 32, 33, 35], [40, 60], [700], [900]]);
+    // No cap: fixed-size chunks of the sorted batch.
+    expect(microBatches(batch, 3, 0).map((p) => p.length)).toEqual([3, 3, 2]);
   });
 });
 

@@ -165,12 +165,30 @@ describe('expert transcripts', () => {
   });
 
   it('a transcript set comes from training worlds only and never mentions the held-out set', async () => {
-    await expect(buildTranscripts({ worldSeeds: [DEMO_WORLD.seed], passages: 300, solverPerWorld: 1, proposerPerWorld: 1, hopMix: [1, 1, 1], rates: PERFECT, seed: 0 })).rejects.toThrow(/demo or the fresh world/);
-    const set = await buildTranscripts({ worldSeeds: trainingWorldSeeds(2), passages: 300, solverPerWorld: 40, proposerPerWorld: 10, hopMix: [1, 1, 1], rates: DEFAULT_EXPERT_RATES, seed: 0 });
+    await expect(buildTranscripts({ worldSeeds: [DEMO_WORLD.seed], passages: 300, solverPerWorld: 1, proposerPerWorld: 1, hopMix: [1, 1, 1], rates: PERFECT, seed: 0, turnWindows: false, firstTurnsPerWorld: 0 })).rejects.toThrow(/demo or the fresh world/);
+    const set = await buildTranscripts({ worldSeeds: trainingWorldSeeds(2), passages: 300, solverPerWorld: 40, proposerPerWorld: 10, hopMix: [1, 1, 1], rates: DEFAULT_EXPERT_RATES, seed: 0, turnWindows: true, firstTurnsPerWorld: 30 });
     expect(set.stats.solver).toBe(80);
     expect(set.stats.proposer).toBe(20);
     expect(set.stats.solverCorrect).toBeGreaterThan(0);
     expect(set.stats.solverCorrect).toBeLessThan(80);
+    // Copy exercises: one window per assistant turn of every solver episode, each ending in that turn; the
+    // first-turn exercises search for a name their question contains.
+    const episodes = set.transcripts.filter((t) => t.meta.exercise === undefined);
+    const turns = episodes.filter((t) => t.meta.role === 'solver').flatMap((t) => t.messages.filter((m) => m.role === 'assistant').map((m) => m.content));
+    const windows = set.transcripts.filter((t) => t.meta.exercise === 'window');
+    expect(set.stats.windows).toBe(turns.length);
+    expect(windows.map((t) => t.messages[t.messages.length - 1]?.content).sort()).toEqual([...turns].sort());
+    for (const w of windows) {
+      expect(w.messages[0]?.content).toMatch(/^Question: \S/);
+      expect(w.messages.map((m) => m.role)).toEqual(w.messages.length === 2 ? ['user', 'assistant'] : ['user', 'assistant', 'tool', 'assistant']);
+    }
+    const firsts = set.transcripts.filter((t) => t.meta.exercise === 'first-turn');
+    expect(firsts.length).toBe(set.stats.firstTurns);
+    expect(firsts.length).toBeGreaterThan(50);
+    for (const f of firsts) {
+      const query = /<search> (.*) <\/search>/.exec(f.messages[1]?.content ?? '')?.[1];
+      expect(query && f.messages[0]?.content.includes(query)).toBeTruthy();
+    }
     const banned = heldOutStrings();
     for (const t of set.transcripts) {
       const text = t.messages.map((m) => m.content.toLowerCase()).join('\n');

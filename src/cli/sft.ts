@@ -24,6 +24,7 @@ interface SftArgs {
   maxSteps: number;
   batchSize: number;
   microBatchSize: number;
+  'micro-batch-tokens': number;
   lr: number;
   warmupSteps: number;
   schedule: 'constant' | 'cosine';
@@ -64,6 +65,7 @@ export function sftConfigFromArgs(args: SftArgs): SftConfig {
     maxSteps: args.maxSteps,
     batchSize: args.batchSize,
     microBatchSize: args.microBatchSize,
+    microBatchTokens: args['micro-batch-tokens'],
     lr: args.lr,
     warmupSteps: args.warmupSteps,
     schedule: args.schedule,
@@ -116,6 +118,7 @@ export const command: CommandModule<object, SftArgs> = {
       .option('max-steps', { type: 'number', default: D.maxSteps, describe: 'stop after this many optimizer steps (0: all epochs)' })
       .option('batch-size', { type: 'number', default: D.batchSize, describe: 'transcripts per optimizer step' })
       .option('micro-batch-size', { type: 'number', default: D.microBatchSize, describe: 'transcripts per forward/backward (gradients accumulate)' })
+      .option('micro-batch-tokens', { type: 'number', default: D.microBatchTokens, describe: 'padded tokens per forward/backward at most (0: no limit): short transcripts share a pass, long ones go alone' })
       .option('lr', { type: 'number', default: D.lr, describe: 'peak learning rate' })
       .option('warmup-steps', { type: 'number', default: D.warmupSteps, describe: 'linear warmup steps' })
       .option('schedule', { choices: ['constant', 'cosine'] as const, default: D.schedule, describe: 'learning rate after warmup' })

@@ -29,6 +29,11 @@ export interface SftConfig {
   batchSize: number;
   /** Sequences per forward/backward pass (gradients accumulate over the passes of a step). */
   microBatchSize: number;
+  /**
+   * Padded tokens per pass at most (0: no limit): a pass takes up to `microBatchSize` sequences of similar
+   * length while sequences × longest ≤ this, so short examples share a pass and long ones go alone.
+   */
+  microBatchTokens: number;
   lr: number;
   warmupSteps: number;
   schedule: 'constant' | 'cosine';
@@ -67,6 +72,7 @@ export const SFT_DEFAULTS: Omit<SftConfig, 'model' | 'data' | 'out' | 'mode'> = 
   maxSteps: 0,
   batchSize: 8,
   microBatchSize: 4,
+  microBatchTokens: 0,
   lr: 1e-4,
   warmupSteps: 0,
   schedule: 'cosine',
@@ -98,7 +104,7 @@ export function validateSftConfig(c: SftConfig): SftConfig {
   }
   if (c.mode !== 'full' && c.mode !== 'lora') throw new Error(`SFT setting 'mode' must be full or lora, got ${JSON.stringify(c.mode)}`);
   for (const key of ['loraR', 'epochs', 'batchSize', 'microBatchSize', 'maxTokens', 'saveEvery', 'keepCheckpoints', 'logitsChunkSize'] as const) positiveInt(c, key);
-  for (const key of ['maxSteps', 'warmupSteps', 'evalEvery', 'seed'] as const) positiveInt(c, key, 0);
+  for (const key of ['maxSteps', 'warmupSteps', 'evalEvery', 'seed', 'microBatchTokens'] as const) positiveInt(c, key, 0);
   if (c.seed > 0xffffffff) throw new Error(`SFT setting 'seed' must be below 2^32, got ${c.seed}`);
   if (!(c.evalFraction >= 0 && c.evalFraction < 1)) throw new Error(`SFT setting 'evalFraction' must be in [0, 1), got ${c.evalFraction}`);
   if (!(c.lr > 0)) throw new Error(`SFT setting 'lr' must be positive, got ${c.lr}`);

@@ -119,9 +119,23 @@ export function batchOfStep<T>(items: readonly T[], step: number, batchSize: num
   return { batch: order.slice(k * batchSize, (k + 1) * batchSize).map((i) => items[i] as T), epoch: epoch + 1 };
 }
 
-function chunks<T>(items: readonly T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+/**
+ * The passes of a step: sequences sorted by length, each pass at most `size` of them and, when `maxTokens`
+ * > 0, at most `maxTokens` padded tokens (count × longest); a sequence longer than that goes alone.
+ */
+export function microBatches(batch: readonly MaskedSequence[], size: number, maxTokens: number): MaskedSequence[][] {
+  const sorted = [...batch].sort((x, y) => x.ids.length - y.ids.length);
+  const out: MaskedSequence[][] = [];
+  let cur: MaskedSequence[] = [];
+  for (const s of sorted) {
+    // Sorted ascending, so s is the longest of the pass it joins.
+    if (cur.length > 0 && (cur.length >= size || (maxTokens > 0 && (cur.length + 1) * s.ids.length > maxTokens))) {
+      out.push(cur);
+      cur = [];
+    }
+    cur.push(s);
+  }
+  if (cur.length > 0) out.push(cur);
   return out;
 }
 
@@ -156,12 +170,12 @@ export function sftStep(
   params: Record<string, tf.Variable>,
   optimizer: AdamW,
   batch: readonly MaskedSequence[],
-  opts: { microBatchSize: number; padTokenId: number; logitsChunkSize?: number; recomputeLayers?: boolean },
+  opts: { microBatchSize: number; microBatchTokens?: number; padTokenId: number; logitsChunkSize?: number; recomputeLayers?: boolean },
 ): SftStepResult {
   const t0 = performance.now();
   const normalizer = countTargets(batch);
   // Micro-batches of similar lengths pad less (the step's loss and gradient do not depend on the grouping).
-  const micro = chunks([...batch].sort((x, y) => x.ids.length - y.ids.length), opts.microBatchSize);
+  const micro = microBatches(batch, opts.microBatchSize, opts.microBatchTokens ?? 0);
   const acc = accumulateGradients(params, micro.length, (i) => ({
     loss: maskedNll(model, micro[i] as MaskedSequence[], normalizer, {
       padTokenId: opts.padTokenId,
@@ -179,7 +193,7 @@ export function sftStep(
 /** Token-mean NLL over `examples`, without a tape. */
 function evalLoss(model: CausalLM, examples: readonly MaskedSequence[], config: SftConfig, padTokenId: number, adapter: LoraAdapter | undefined): { loss: number; targets: number } {
   let sum = 0;
-  for (const mb of chunks(examples, config.microBatchSize)) {
+  for (const mb of microBatches(examples, config.microBatchSize, config.microBatchTokens)) {
     const s = tf.tidy(() => maskedNll(model, mb, 1, { padTokenId, chunkSize: config.logitsChunkSize, ...(adapter ? { adapter } : {}) }));
     sum += s.dataSync()[0] as number;
     s.dispose();
@@ -215,7 +229,7 @@ function readConfig(runDir: string): SftConfig {
     const saved = JSON.parse(readFileSync(file, 'utf8')) as Partial<SftConfig>;
     // Folders written before `lossOn` existed trained on the assistant's tokens.
     // Folders written before `recomputeLayers` existed did not recompute (the gradient is the same either way).
-    return validateSftConfig({ ...saved, lossOn: saved.lossOn ?? SFT_DEFAULTS.lossOn, recomputeLayers: saved.recomputeLayers ?? false } as SftConfig);
+    return validateSftConfig({ ...saved, lossOn: saved.lossOn ?? SFT_DEFAULTS.lossOn, recomputeLayers: saved.recomputeLayers ?? false, microBatchTokens: saved.microBatchTokens ?? 0 } as SftConfig);
   } catch (err) {
     throw new Error(`${file}: ${(err as Error).message}`);
   }
@@ -367,7 +381,7 @@ export async function runSft(configIn: SftConfig | undefined, hooks: SftHooks, r
     if (firstStep === 1) firstEvalLoss = runEval(0)?.evalLoss;
     for (let step = firstStep; step <= totalSteps; step++) {
       const { batch, epoch } = batchOfStep(train, step, config.batchSize, config.seed);
-      const r = sftStep(model, adapter, params, optimizer, batch, { microBatchSize: config.microBatchSize, padTokenId, logitsChunkSize: config.logitsChunkSize, recomputeLayers: config.recomputeLayers });
+      const r = sftStep(model, adapter, params, optimizer, batch, { microBatchSize: config.microBatchSize, microBatchTokens: config.microBatchTokens, padTokenId, logitsChunkSize: config.logitsChunkSize, recomputeLayers: config.recomputeLayers });
       const record: SftStepRecord = { step, epoch, loss: r.loss, lr: r.lr, gradNorm: r.gradNorm, clipped: r.clipped, targets: r.targets, tokens: r.tokens, tokensPerSecond: r.tokens / r.seconds, seconds: r.seconds };
       appendLoss(record);
       firstLoss ??= r.loss;

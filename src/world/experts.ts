@@ -43,6 +43,8 @@ export interface Transcript {
     errors: ExpertError[];
     /** Solver: the prompt carried skill cards, and whether a decomposition card was among them. */
     cards?: 'none' | 'other' | 'decomposition';
+    /** A copy exercise cut from or added to the solver transcripts (./exercises.ts), not a whole episode. */
+    exercise?: 'window' | 'first-turn';
   };
 }
 
@@ -89,6 +91,17 @@ async function searchOnce(searcher: Searcher, query: string): Promise<Passage[]>
   return results ?? [];
 }
 
+/** The solver's first thought: the first relation of the question's chain and its start entity. */
+function firstThink(world: World, parsed: ParsedQuestion): string {
+  return `find the ${RELATION_NOUN[parsed.relations[0] as Relation]} of ${world.searchQuery(world.entity(parsed.start))}`;
+}
+
+/** The expert solver's first assistant turn on a question (think, then the search for its start entity). */
+export function expertFirstTurn(world: World, question: string): string | undefined {
+  const parsed = world.parseQuestion(question);
+  return parsed ? searchTurn(firstThink(world, parsed), world.searchQuery(world.entity(parsed.start))) : undefined;
+}
+
 /**
  * The expert solver on one question of the world. `cardsText` is the rendered skill block of its prompt (as
  * the solver role renders retrieved cards), or undefined for a prompt without cards. Undefined when the
@@ -109,7 +122,7 @@ export async function expertSolve(
   const messages: TranscriptMessage[] = [{ role: 'user', content: solverMessages(question, cardsText)[0]?.content ?? '' }];
   const errors: ExpertError[] = [];
   let cur = parsed.start;
-  let think = `find the ${RELATION_NOUN[parsed.relations[0] as Relation]} of ${world.searchQuery(world.entity(cur))}`;
+  let think = firstThink(world, parsed);
   let final: string | undefined;
   for (let i = 0; i < parsed.relations.length; i++) {
     const relation = parsed.relations[i] as Relation;

@@ -3,6 +3,7 @@
 import type { SynthFact } from '../corpus/synthetic.js';
 import { writeFileAtomic } from '../util/atomic.js';
 import { Rng } from '../util/rng.js';
+import { firstTurnExercises, turnWindows } from './exercises.js';
 import { DEFAULT_EXPERT_RATES, type ExpertRates, expertPropose, expertSolve, type Transcript } from './experts.js';
 import { DEMO_WORLD, FRESH_WORLD, World } from './world.js';
 
@@ -12,6 +13,10 @@ export interface TranscriptSetOptions {
   passages: number;
   solverPerWorld: number;
   proposerPerWorld: number;
+  /** Add a copy exercise per assistant turn of every solver transcript (./exercises.ts). */
+  turnWindows: boolean;
+  /** First-turn copy exercises per world, on questions beyond the solver transcripts' (./exercises.ts). */
+  firstTurnsPerWorld: number;
   /** Share of 1-, 2- and 3-hop questions (solver) and seeds (proposer). */
   hopMix: [number, number, number];
   rates: ExpertRates;
@@ -28,6 +33,8 @@ export const DEFAULT_TRANSCRIPT_OPTIONS: Omit<TranscriptSetOptions, 'worldSeeds'
   passages: DEMO_WORLD.passages,
   solverPerWorld: 120,
   proposerPerWorld: 40,
+  turnWindows: false,
+  firstTurnsPerWorld: 0,
   hopMix: [0.34, 0.33, 0.33],
   rates: DEFAULT_EXPERT_RATES,
   seed: 0,
@@ -45,6 +52,9 @@ export interface TranscriptSet {
     skipped: number;
     /** Dropped because they mention a held-out answer or question of the demo or fresh world. */
     excluded: number;
+    /** Copy exercises among the transcripts (not counted in solver or proposer). */
+    windows: number;
+    firstTurns: number;
   };
 }
 
@@ -86,15 +96,14 @@ export async function buildTranscripts(opts: TranscriptSetOptions): Promise<Tran
   }
   const rng = new Rng(opts.seed);
   const transcripts: Transcript[] = [];
+  const exercises: Transcript[] = [];
+  const exerciseRng = Rng.derive(opts.seed, 2);
   let skipped = 0;
   let excluded = 0;
   // Names repeat across worlds (they are built from one syllable table): a transcript that so much as
   // mentions a held-out answer or question of the demo or fresh world is dropped.
-  const banned = heldOutStrings().map((b) => new RegExp(`(^|[^\\p{L}\\p{N}])${b.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^\\p{L}\\p{N}])`, 'u'));
-  const clean = (t: Transcript): boolean => {
-    const text = t.messages.map((m) => m.content.toLowerCase()).join('\n');
-    return !banned.some((b) => b.test(text));
-  };
+  const cleanText = heldOutCheck();
+  const clean = (t: Transcript): boolean => cleanText(t.messages.map((m) => m.content).join('\n'));
   const total = opts.worldSeeds.length * (opts.solverPerWorld + opts.proposerPerWorld);
   /** Keeps an expert's transcript, or counts why not (no transcript: skipped; mentions a held-out string: excluded). */
   const keep = (t: Transcript | undefined): boolean => {
@@ -127,21 +136,27 @@ export async function buildTranscripts(opts: TranscriptSetOptions): Promise<Tran
       if (!path) continue;
       if (keep(await expertPropose(world, searcher, (path[path.length - 1] as SynthFact).object, hops, opts.rates, rng))) made++;
     }
+    // Their own random stream: adding exercises leaves the episodes (and the tokenizer trained on them) as they were.
+    exercises.push(...firstTurnExercises(world, opts.firstTurnsPerWorld, (r) => randomChain(world, drawHops(opts.hopMix, r), r), cleanText, exerciseRng));
   }
+  const windows = opts.turnWindows ? transcripts.flatMap(turnWindows) : [];
+  const firstTurns = exercises.length;
+  transcripts.push(...windows, ...exercises);
   // Interleave roles and worlds, so any prefix of the file is a fair sample.
   for (let i = transcripts.length - 1; i > 0; i--) {
     const j = rng.int(i + 1);
     [transcripts[i], transcripts[j]] = [transcripts[j] as Transcript, transcripts[i] as Transcript];
   }
+  const episodes = transcripts.filter((t) => t.meta.exercise === undefined);
   const byErrors: Record<string, number> = {};
   const byCards: Record<string, number> = {};
-  for (const t of transcripts) {
+  for (const t of episodes) {
     const key = t.meta.errors.length === 0 ? 'none' : [...new Set(t.meta.errors)].sort().join('+');
     byErrors[key] = (byErrors[key] ?? 0) + 1;
     if (t.meta.cards) byCards[t.meta.cards] = (byCards[t.meta.cards] ?? 0) + 1;
   }
-  const solvers = transcripts.filter((t) => t.meta.role === 'solver');
-  const proposers = transcripts.filter((t) => t.meta.role === 'proposer');
+  const solvers = episodes.filter((t) => t.meta.role === 'solver');
+  const proposers = episodes.filter((t) => t.meta.role === 'proposer');
   return {
     transcripts,
     stats: {
@@ -153,7 +168,21 @@ export async function buildTranscripts(opts: TranscriptSetOptions): Promise<Tran
       byCards,
       skipped,
       excluded,
+      windows: windows.length,
+      firstTurns,
     },
+  };
+}
+
+/**
+ * A check that a text mentions no held-out answer or question of the demo or fresh world (as a whole word,
+ * ignoring case). Names repeat across worlds: they are built from one syllable table.
+ */
+export function heldOutCheck(): (text: string) => boolean {
+  const banned = heldOutStrings().map((b) => new RegExp(`(^|[^\\p{L}\\p{N}])${b.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^\\p{L}\\p{N}])`, 'u'));
+  return (text) => {
+    const lower = text.toLowerCase();
+    return !banned.some((b) => b.test(lower));
   };
 }
 

@@ -1,0 +1,70 @@
+// Copy exercises: short pieces of solver work, added to the warm-start transcripts (docs/world.md, "Copy
+// exercises").
+//
+// A solver copies names: the question's start entity into its first query, each name a passage gives into
+// the next thought, query or answer. In whole transcripts those tokens are a few percent of the text: the
+// instruction prompt and three passages per search make up most of it. A small model trained from random init
+// on whole transcripts learned the protocol and the relation words but never copied (docs/world.md,
+// "Measured"). The exercises keep the copying and drop most of the rest:
+//
+//   window of turn k     = [user: "Question: q", (assistant: turn k−1, tool: its results,) assistant: turn k]
+//   first-turn exercise  = [user: "Question: q", assistant: the expert's first turn]   for further questions
+//
+// Windows are cut from solver transcripts that are already clean of held-out strings; first-turn questions
+// are drawn from the same training worlds and pass the same check (see ./transcripts.ts).
+import type { SynthFact } from '../corpus/synthetic.js';
+import type { Rng } from '../util/rng.js';
+import { expertFirstTurn, type Transcript, type TranscriptMessage } from './experts.js';
+import type { World } from './world.js';
+
+const QUESTION_MARK = 'Question: ';
+
+/** The question of a solver prompt (its last "Question: " line). */
+export function promptQuestion(prompt: string): string {
+  const at = prompt.lastIndexOf(QUESTION_MARK);
+  if (at < 0) throw new Error('copy exercises: a solver prompt without a "Question: " line');
+  return prompt.slice(at + QUESTION_MARK.length).trim();
+}
+
+/** One window per assistant turn of a solver transcript (none for a proposer's). */
+export function turnWindows(t: Transcript): Transcript[] {
+  if (t.meta.role !== 'solver') return [];
+  const first = t.messages[0];
+  if (first?.role !== 'user') throw new Error('copy exercises: a solver transcript must open with the user prompt');
+  const user: TranscriptMessage = { role: 'user', content: `${QUESTION_MARK}${promptQuestion(first.content)}` };
+  const out: Transcript[] = [];
+  for (let i = 1; i < t.messages.length; i++) {
+    const m = t.messages[i] as TranscriptMessage;
+    if (m.role !== 'assistant') continue;
+    const before = i >= 3 ? t.messages.slice(i - 2, i) : [];
+    out.push({ messages: [user, ...before, m], meta: { ...t.meta, exercise: 'window' } });
+  }
+  return out;
+}
+
+/**
+ * `count` first-turn exercises from `world`: a random chain's question and the expert's first turn on it.
+ * `chain` draws a chain (hop count included), `keep` rejects questions (held-out strings).
+ */
+export function firstTurnExercises(
+  world: World,
+  count: number,
+  chain: (rng: Rng) => SynthFact[] | undefined,
+  keep: (text: string) => boolean,
+  rng: Rng,
+): Transcript[] {
+  const out: Transcript[] = [];
+  for (let tries = 0; out.length < count && tries < count * 4; tries++) {
+    const path = chain(rng);
+    if (!path) continue;
+    const question = world.phrase(path, rng);
+    const turn = expertFirstTurn(world, question);
+    if (turn === undefined || !keep(`${question}\n${turn}`)) continue;
+    const answer = world.golden((path[path.length - 1] as SynthFact).object)[0] ?? '';
+    out.push({
+      messages: [{ role: 'user', content: `${QUESTION_MARK}${question}` }, { role: 'assistant', content: turn }],
+      meta: { role: 'solver', world: world.options.seed, hops: path.length, answer, final: '', correct: true, errors: [], exercise: 'first-turn' },
+    });
+  }
+  return out;
+}
