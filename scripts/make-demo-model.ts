@@ -25,6 +25,7 @@ import { initBackend } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
 import { DEMO_MODEL_SPEC, initDemoModel, trainWorldTokenizer, transcriptCards, WORLD_CARD_BUDGET } from '../src/world/demo-model.js';
 import { evalWorld } from '../src/world/eval.js';
+import { writeInductionInit } from '../src/world/induction-init.js';
 import { COPY_DRILL_DEFAULTS, copyDrill, type CopyDrillResult } from '../src/world/copy-drill.js';
 import { saveFullModel } from '../src/checkpoint/full-model.js';
 import { DEFAULT_EXPERT_RATES } from '../src/world/experts.js';
@@ -59,6 +60,9 @@ const { values } = parseArgs({
     // …and at most this many padded tokens per pass: whole transcripts go one per pass, exercises together.
     'micro-batch-tokens': { type: 'string', default: '1024' },
     'loss-on': { type: 'string', default: 'all' },
+    // induction: write a previous-token and an induction head into the init (src/world/induction-init.ts);
+    // random: make-tiny's init, then the copy drill (--drill-steps).
+    init: { type: 'string', default: 'induction' },
     'drill-steps': { type: 'string', default: String(COPY_DRILL_DEFAULTS.maxSteps) },
     lr: { type: 'string', default: '3e-3' },
     seed: { type: 'string', default: '0' },
@@ -117,12 +121,14 @@ log(`transcripts: ${JSON.stringify(set.stats)} → ${dataFile}`);
 const bpe = trainWorldTokenizer(set.transcripts.filter((t) => t.meta.exercise === undefined), spec.vocabSize);
 const initDir = join(work, 'init');
 const made = initDemoModel(initDir, spec, bpe, seed);
+if (values.init !== 'induction' && values.init !== 'random') throw new Error(`--init must be induction or random, got ${String(values.init)}`);
+if (values.init === 'induction') writeInductionInit(initDir, seed);
 log(`model: ${(made.parameters / 1e6).toFixed(2)}M parameters (${JSON.stringify(spec)}) in ${initDir}`);
 
 // 3b. The copy drill (src/world/copy-drill.ts): induction heads before the transcripts.
 const drilledDir = join(work, 'drilled');
 let drill: CopyDrillResult | undefined;
-if (values['eval-only'] === undefined && values['start-from'] === undefined && num('drill-steps') > 0) {
+if (values['eval-only'] === undefined && values['start-from'] === undefined && values.init === 'random' && num('drill-steps') > 0) {
   await initBackend('wasm');
   const drillModel = await CausalLM.load(initDir, { trainable: true });
   drill = copyDrill(drillModel, { ...COPY_DRILL_DEFAULTS, maxSteps: num('drill-steps'), seed }, (step, loss) => log(`copy drill step ${step}: loss on the repeated span ${loss.toFixed(3)}`));
@@ -206,6 +212,7 @@ writeJsonAtomic(join(out, 'warm-start.json'), {
   spec,
   rates,
   transcripts: set.stats,
+  init: values.init,
   ...(drill ? { copyDrill: drill } : {}),
   ...(values['start-from'] !== undefined ? { startFrom: values['start-from'] } : {}),
   evalSettings: settings,

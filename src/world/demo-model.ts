@@ -26,13 +26,13 @@ export interface DemoModelSpec {
   kvHeads: number;
   intermediate: number;
   vocabSize: number;
-  /** RoPE base: 10,000 spreads a 32-dim head's frequencies over 1–1,000-token distances (Qwen3's 10^6 leaves most nearly constant). */
+  /** RoPE base: Qwen3's 10^6 leaves the low-frequency half of a 32-dim head nearly constant over a transcript, where the induction heads match content (./induction-init.ts). */
   ropeTheta: number;
   /** Mean QK-norm weight at init (see makeTinyCheckpoint's qkNormWeight): sharp attention, for copying names. */
   qkNormWeight: number;
 }
 
-export const DEMO_MODEL_SPEC: DemoModelSpec = { layers: 4, hidden: 128, heads: 4, kvHeads: 2, intermediate: 384, vocabSize: 2048, ropeTheta: 10_000, qkNormWeight: 2 };
+export const DEMO_MODEL_SPEC: DemoModelSpec = { layers: 4, hidden: 128, heads: 4, kvHeads: 2, intermediate: 384, vocabSize: 2048, ropeTheta: 1_000_000, qkNormWeight: 2 };
 
 /** A distilled-style card for a question shape and failure mode, as a bank card. */
 function shapeCard(relations: Relation[], mode: 'stopped-early' | 'wrong-entity', startKind: string): SkillCard {

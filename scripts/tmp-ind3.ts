@@ -1,0 +1,22 @@
+import { ReferenceModel } from './tmp-ref.js';
+import { initBackend, tf } from '../src/tensor/backend.js';
+import { CausalLM } from '../src/model/qwen3.js';
+import { countTargets, maskedNll } from '../src/sft/nll.js';
+import { COPY_DRILL_DEFAULTS, drillSequence } from '../src/world/copy-drill.js';
+import { Rng } from '../src/util/rng.js';
+await initBackend('wasm', { threads: 1 });
+const model = await CausalLM.load('/work/runs/ind-init');
+const ref = new ReferenceModel('/work/runs/ind-init');
+const rng = new Rng(123);
+const seq = drillSequence({ ...COPY_DRILL_DEFAULTS, firstId: 300, lastId: 1900 }, rng);
+const lp = ref.logProbs(seq.ids);
+let s = 0, n = 0;
+for (let i = 1; i < seq.ids.length; i++) if (seq.mask[i]) { s += -lp[i - 1]![seq.ids[i]!]!; n++; }
+console.log('ref', (s / n).toFixed(3), 'len', seq.ids.length);
+const loss = tf.tidy(() => maskedNll(model, [seq], countTargets([seq]), { padTokenId: 0 }).dataSync()[0]);
+console.log('tfjs', loss);
+(globalThis as any).TRACE = [];
+const lp2 = ref.logProbs(seq.ids);
+console.log(seq.ids.join(' '));
+console.log((globalThis as any).TRACE.filter((x: string) => x.startsWith('L1h0') || x.startsWith('L1h2')).slice(-16).join('\n'));
+for (let i = 1; i < seq.ids.length; i++) if (seq.mask[i]) console.log(i, (-lp2[i - 1]![seq.ids[i]!]!).toFixed(2));
