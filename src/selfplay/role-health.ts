@@ -72,6 +72,12 @@ export class CountingSearcher implements Searcher {
     return lists;
   }
 
+  /** Adds searches made elsewhere (a step worker's, docs/scale-out.md) to this step's counts. */
+  add(counts: SearchCounts): void {
+    this.counts.queries += counts.queries;
+    this.counts.empty += counts.empty;
+  }
+
   take(): SearchCounts {
     const c = this.counts;
     this.counts = { queries: 0, empty: 0 };

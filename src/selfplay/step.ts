@@ -177,10 +177,13 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
 
   // 3. Solve each valid question G times, with the top-k skills retrieved for it (solver only).
   const valid = proposals.map((p, i) => ({ p, i })).filter(({ p }) => !p.invalid && p.question !== undefined);
+  // A question's group is its seed's shard: with the step sharded over workers it runs where the seed's
+  // proposals ran (docs/scale-out.md).
   const groups = await deps.solver.solve(
     valid.map(({ p }) => p.question as string),
     settings.groupSize,
     rolloutSeed(),
+    valid.map(({ p }) => p.seedIndex),
   );
   t = clock('solve', t);
 

@@ -1,0 +1,51 @@
+// The step's side of a data-parallel worker (docs/scale-out.md, "The step over N workers"): the task module a
+// worker of src/parallel/ imports when the trainer shards its step. It builds the run's search tool as the
+// trainer does and runs the rollouts of the requests it is sent, with the worker's own copy of a role's
+// adapter (kept equal to the trainer's by the data-parallel updates). Prompts, skills, judging and the bank
+// stay with the trainer (rank 0).
+import { ModelPolicy } from '../model/policy.js';
+import { loadTokenizer } from '../model/tokenizer.js';
+import type { CreateWorkerTasks, WorkerTasks } from '../parallel/protocol.js';
+import { WORLD_CORPUS, worldFor } from '../world/setup.js';
+import type { TrainConfig } from './config.js';
+import { CountingSearcher } from './role-health.js';
+import { runRollouts } from './rollout.js';
+import type { RolloutTask, RolloutTaskResult } from './rollout-runner.js';
+import { buildSearch } from './search-setup.js';
+
+/** What the trainer starts its step workers with. */
+export interface StepWorkerInit {
+  config: TrainConfig;
+}
+
+/** The module's URL, for WorkerInit.tasks. */
+export const STEP_WORKER_MODULE = import.meta.url;
+
+export const createWorkerTasks: CreateWorkerTasks = async (ctx, raw) => {
+  const { config } = raw as StepWorkerInit;
+  if (!config || typeof config !== 'object') throw new Error('step worker: no training configuration in its init');
+  const world = config.corpus === WORLD_CORPUS && !config.retrieverUrl ? worldFor(config.worldSeed) : undefined;
+  // The trainer has logged what this search is (and any warning about its corpus) already: the worker is quiet.
+  const { searcher } = await buildSearch(config, () => undefined, world);
+  const counting = new CountingSearcher(searcher);
+  const tokenizer = await loadTokenizer(ctx.modelDir);
+  const policies = new Map<string, ModelPolicy>();
+  const policy = (role: string): ModelPolicy => {
+    let p = policies.get(role);
+    if (!p) {
+      p = new ModelPolicy(role, ctx.model, tokenizer, ctx.adapter(role), { enableThinking: config.enableThinking });
+      policies.set(role, p);
+    }
+    return p;
+  };
+  const tasks: WorkerTasks = {
+    async run(raw: unknown): Promise<RolloutTaskResult> {
+      const task = raw as RolloutTask;
+      if (task?.kind !== 'rollouts') throw new Error(`step worker ${ctx.rank}: unknown task ${JSON.stringify((raw as { kind?: unknown })?.kind)}`);
+      counting.take();
+      const rollouts = task.requests.length === 0 ? [] : await runRollouts(policy(task.role), counting, task.requests, task.config);
+      return { rollouts, searches: counting.take() };
+    },
+  };
+  return tasks;
+};
