@@ -41,6 +41,14 @@ export class CountingTextGenerator implements TextGenerator {
     }
   }
 
+  /** Adds calls made elsewhere (a step worker's, docs/scale-out.md) to the counts since the last take(). */
+  add(counts: CallCounts): void {
+    this.counts.calls += counts.calls;
+    this.counts.failed += counts.failed;
+    this.counts.unusable += counts.unusable;
+    if (counts.lastError !== undefined) this.counts.lastError = counts.lastError;
+  }
+
   /** The counts since the last call, and starts counting afresh. */
   take(): CallCounts {
     const c = this.counts;

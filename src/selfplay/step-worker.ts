@@ -1,17 +1,22 @@
 // The step's side of a data-parallel worker (docs/scale-out.md, "The step over N workers"): the task module a
-// worker of src/parallel/ imports when the trainer shards its step. It builds the run's search tool as the
-// trainer does and runs the rollouts of the requests it is sent, with the worker's own copy of a role's
-// adapter (kept equal to the trainer's by the data-parallel updates). Prompts, skills, judging and the bank
-// stay with the trainer (rank 0).
+// worker of src/parallel/ imports when the trainer shards its step. It builds the run's search tool and judge
+// as the trainer does, runs the rollouts of the requests it is sent with the worker's own copy of a role's
+// adapter (kept equal to the trainer's by the data-parallel updates), and runs the RAG checks and judges the
+// answers of its seeds. Prompts, skills, the bank, metrics and checkpoints stay with the trainer (rank 0).
 import { ModelPolicy } from '../model/policy.js';
+import { PolicyTextGenerator } from '../model/text-generator.js';
 import { loadTokenizer } from '../model/tokenizer.js';
 import type { CreateWorkerTasks, WorkerTasks } from '../parallel/protocol.js';
+import { WorldRagReader } from '../world/scripted-roles.js';
 import { WORLD_CORPUS, worldFor } from '../world/setup.js';
 import type { TrainConfig } from './config.js';
-import { CountingSearcher } from './role-health.js';
+import { endpointOf } from './endpoints.js';
+import { AnswerJudge } from './judge.js';
+import { CountingSearcher, CountingTextGenerator, usableJudgeReply } from './role-health.js';
 import { runRollouts } from './rollout.js';
 import type { RolloutTask, RolloutTaskResult } from './rollout-runner.js';
 import { buildSearch } from './search-setup.js';
+import { type JudgeTask, type JudgeTaskResult, ragVerdict } from './step-judging.js';
 
 /** What the trainer starts its step workers with. */
 export interface StepWorkerInit {
@@ -38,9 +43,29 @@ export const createWorkerTasks: CreateWorkerTasks = async (ctx, raw) => {
     }
     return p;
   };
+  // The judge as the trainer builds it (an endpoint, or this worker's base model; in a world, exact match and
+  // the scripted reader), its calls counted for the trainer's role watch. Retries are told on stderr.
+  const judgeText = new CountingTextGenerator(
+    endpointOf('judge', config, new PolicyTextGenerator(new ModelPolicy('base', ctx.model, tokenizer, undefined, { enableThinking: config.enableThinking })), (line) => {
+      if (/ retry /.test(line)) process.stderr.write(`worker ${ctx.rank}: ${line}\n`);
+    }),
+    usableJudgeReply,
+  );
+  const scriptedJudge = world !== undefined && config.judgeUrl === undefined;
+  const judge = new AnswerJudge(scriptedJudge ? undefined : judgeText, config.judgeMaxTokens);
+  const reader = scriptedJudge && world ? new WorldRagReader(world) : judgeText;
+  const judgeTask = async (task: JudgeTask): Promise<JudgeTaskResult> => {
+    judgeText.take();
+    const unparsedBefore = judge.unparsedReplies;
+    const verdicts: JudgeTaskResult['verdicts'] = [];
+    if (task.kind === 'judge') for (const it of task.items) (verdicts as unknown[]).push(await judge.judge(it.question, it.golds, it.prediction));
+    else for (const it of task.items) (verdicts as unknown[]).push(await ragVerdict(reader, judge, it, task.maxTokens));
+    return { verdicts, calls: judgeText.take(), unparsed: judge.unparsedReplies - unparsedBefore };
+  };
   const tasks: WorkerTasks = {
-    async run(raw: unknown): Promise<RolloutTaskResult> {
-      const task = raw as RolloutTask;
+    async run(raw: unknown): Promise<RolloutTaskResult | JudgeTaskResult> {
+      const task = raw as RolloutTask | JudgeTask;
+      if (task?.kind === 'judge' || task?.kind === 'rag') return judgeTask(task);
       if (task?.kind !== 'rollouts') throw new Error(`step worker ${ctx.rank}: unknown task ${JSON.stringify((raw as { kind?: unknown })?.kind)}`);
       counting.take();
       const rollouts = task.requests.length === 0 ? [] : await runRollouts(policy(task.role), counting, task.requests, task.config);

@@ -7,7 +7,6 @@ import { loadOptimizerState, saveOptimizerState } from '../checkpoint/optimizer-
 import { loadPeftAdapter, savePeftAdapter } from '../checkpoint/peft.js';
 import { defaultDataDir } from '../eval/dataset.js';
 import { type HeldOutRow, heldOutQuestions, heldOutRows } from '../eval/held-out.js';
-import { textGeneratorFor } from '../llm/from-args.js';
 import type { TextGenerator } from '../llm/types.js';
 import { LlamaCppEngine } from '../llama-cpp/engine.js';
 import { LlamaCppPolicy } from '../llama-cpp/policy.js';
@@ -27,12 +26,11 @@ import type { Embedder } from '../skills/embedder.js';
 import { LexicalEmbedder } from '../skills/lexical.js';
 import { WASM_HEAP_LIMIT_BYTES } from '../rl/memory-budget.js';
 import { type BackendInfo, describeBackend, initBackend, tf } from '../tensor/backend.js';
-import { isLoopbackUrl } from '../util/loopback.js';
 import { parseSavedConfig, resumeChanges, showValue, flagName, type TrainConfig, validateConfig, workerCount } from './config.js';
-import { probeChat, probeRetriever } from './endpoints.js';
+import { endpointOf, probeChat, probeRetriever } from './endpoints.js';
 import { AnswerJudge } from './judge.js';
 import { RoleFailureError, RoleWatch, type StepCalls } from './role-health.js';
-import { type AnswerSeed, ProposerRole, SolverRole } from './roles.js';
+import { ProposerRole, SolverRole } from './roles.js';
 import { readSeedsFile } from './seeds.js';
 import { buildSearch } from './search-setup.js';
 import { RunFolder } from './run-folder.js';
@@ -40,6 +38,7 @@ import { type StepMetrics, sesaStep } from './step.js';
 import { rolloutSettingsOf, stepSettingsOf } from './step-settings.js';
 import { DataParallelPolicyUpdater } from './data-parallel-updater.js';
 import { type RolloutRunner, ShardedRolloutRunner } from './rollout-runner.js';
+import { ShardedJudging, type StepJudging } from './step-judging.js';
 import { STEP_WORKER_MODULE, type StepWorkerInit } from './step-worker.js';
 import { GrpoPolicyUpdater, type PolicyUpdater, type Role, type TrainedRole } from './updater.js';
 import { WORLD_CARD_BUDGET } from '../world/demo-model.js';
@@ -276,24 +275,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const policyOptions = { enableThinking: config.enableThinking };
   const base = new ModelPolicy('base', model, tokenizer, undefined, policyOptions);
   const inProcess = new PolicyTextGenerator(base);
-  const endpoint = (role: 'judge' | 'distiller'): TextGenerator => {
-    const url = role === 'judge' ? config.judgeUrl : config.distillerUrl;
-    // A server on this machine commonly runs without auth: with no key in the environment, call it without one.
-    const keyless = url !== undefined && config.apiKeyEnv !== '' && !process.env[config.apiKeyEnv] && isLoopbackUrl(url);
-    if (keyless) log(`${role}: ${url} is on this machine and ${config.apiKeyEnv} is not set; calling it without an API key`);
-    return textGeneratorFor(
-      role,
-      {
-        url,
-        model: role === 'judge' ? config.judgeModel : config.distillerModel,
-        ...(keyless ? {} : { keyEnv: config.apiKeyEnv }),
-        timeoutS: role === 'judge' ? config.judgeTimeout : config.distillerTimeout,
-        retries: role === 'judge' ? config.judgeRetries : config.distillerRetries,
-        onRetry: (i) => log(`${role} retry ${i.attempt} in ${i.delayMs} ms: ${i.reason}`),
-      },
-      inProcess,
-    );
-  };
+  const endpoint = (role: 'judge' | 'distiller'): TextGenerator => endpointOf(role, config, inProcess, log);
   const judgeEndpoint = endpoint('judge');
   // In a world, the judge is exact match with aliases, and the RAG check and the distiller are scripted (no
   // LLM); an endpoint given on the command line still replaces them (docs/world.md).
@@ -373,11 +355,13 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   );
   // With --workers N > 1 (or --gpus N > 1) the step runs on N worker processes (docs/scale-out.md, "The step
   // over N workers"), each with the model and both adapters, started from this process's adapters and
-  // optimizer states (fresh or resumed): worker r runs the rollouts of the step's seeds r, r + N, …, and the
-  // GRPO updates are data-parallel over all of them. Prompts, skills, judging, the bank, metrics and
-  // checkpoints stay here (rank 0).
+  // optimizer states (fresh or resumed): worker r runs the rollouts, RAG checks and judging of the step's seeds
+  // r, r + N, …, and the GRPO updates are data-parallel over all of them. Prompts, skills, the bank, the
+  // distiller, metrics and checkpoints stay here (rank 0).
   const workers = workerCount(config);
   let runner: ((role: Role) => RolloutRunner) | undefined;
+  let judging: StepJudging | undefined;
+  const answerJudge = new AnswerJudge(scriptedJudge ? undefined : judgeText, config.judgeMaxTokens);
   if (workers > 1) {
     const roleInit = { lora: adapters.proposer.config, loraSeed: 0, optimizer: optimizerConfig(config) };
     const gpuBackend = backend.provider === '@tensorflow/tfjs-node-gpu';
@@ -399,17 +383,22 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     updater = dp;
     const shardPool = pool;
     runner = (role) => new ShardedRolloutRunner(shardPool, role, (counts) => watch.searcher.add(counts));
+    judging = new ShardedJudging(shardPool, (calls, unparsed) => {
+      watch.judge.add(calls);
+      answerJudge.unparsedReplies += unparsed;
+    });
     const devices = gpuOf ? `one GPU each: ${gpuOf.join(', ')}` : backend.name === 'wasm' ? 'one wasm thread each' : `${backend.name} backend`;
-    log(`step: sharded over ${workers} worker processes (${devices}): worker r rolls out seeds r, r + ${workers}, …; updates data-parallel`);
+    log(`step: sharded over ${workers} worker processes (${devices}): worker r rolls out, checks and judges seeds r, r + ${workers}, …; updates data-parallel`);
   }
   const deps = {
     proposer: new ProposerRole(rolloutPolicy('proposer'), searcher, rolloutSettings, runner?.('proposer')),
     solver: new SolverRole(rolloutPolicy('solver'), searcher, bank, rolloutSettings, runner?.('solver')),
-    judge: new AnswerJudge(scriptedJudge ? undefined : judgeText, config.judgeMaxTokens),
+    judge: answerJudge,
     ragJudge: scriptedJudge && world ? new WorldRagReader(world) : judgeText,
     skills: bank,
     updater,
     ...(distiller ? { distiller } : {}),
+    ...(judging ? { judging } : {}),
   };
   const settings = stepSettingsOf(config);
 
