@@ -1,8 +1,8 @@
 // The trainer with --workers 2 (the step sharded over two worker processes: rollouts of seeds r, r + 2, … on
 // worker r, data-parallel GRPO updates) against --workers 1, end to end through the CLI on a tiny random
 // model: the same metrics apart from timings and the same adapters (≤ 1e-5) after 3 steps; a run whose parent
-// is SIGKILLed resumes (its workers end with it) to the same result; a worker SIGKILLed mid-run stops the run
-// with its error. A random model writes no valid question, so the solver phase is checked on the step itself:
+// is SIGKILLed resumes (its workers end with it) on 3 workers to the same result; a worker SIGKILLed mid-run
+// stops the run with its error. A random model writes no valid question, so the solver phase is checked on the step itself:
 // a scripted proposer (test double) writes valid questions and the tiny model solves them, in this process or
 // on two workers, with the same rollouts, metrics and solver adapter after 3 steps. And --rollout-engine
 // llama.cpp trains the demo world end to end.
@@ -94,7 +94,7 @@ function start(args: string[]): ReturnType<typeof startNode> {
 const metricsOf = (run: string): unknown[] => metricsWithoutTimings(join(root, run));
 
 describe('sesa-train --workers', () => {
-  it('--workers 2 equals --workers 1 after 3 steps; a SIGKILLed parent resumes to the same result', async () => {
+  it('--workers 2 equals --workers 1 after 3 steps; a SIGKILLed parent resumes on 3 workers to the same result', async () => {
     const one = await start(trainArgs('w1', ['--workers', '1'])).done;
     expect(one.code, one.stderr).toBe(0);
     const two = await start(trainArgs('w2', ['--workers', '2'])).done;
@@ -109,13 +109,15 @@ describe('sesa-train --workers', () => {
       expect(d, role).toBeLessThanOrEqual(TOL);
     }
 
-    // Kill the 2-worker run's parent right after its first checkpoint, then resume it.
+    // Kill the 2-worker run's parent right after its first checkpoint, then resume it on another number of
+    // workers: a checkpoint holds nothing per worker.
     const killed = start(trainArgs('w2-killed', ['--workers', '2']));
     const marker = join(root, 'w2-killed', 'checkpoints', 'step-1', 'state.json');
     await killWhenExists(killed, marker);
     expect((await killed.done).signal).toBe('SIGKILL');
-    const resumed = await start([CLI, 'train', '--resume', join(root, 'w2-killed')]).done;
+    const resumed = await start([CLI, 'train', '--resume', join(root, 'w2-killed'), '--workers', '3']).done;
     expect(resumed.code, resumed.stderr).toBe(0);
+    expect(readFileSync(join(root, 'w2-killed', 'train.log'), 'utf8')).toMatch(/config change on resume: --workers 2 → 3[^]*step: sharded over 3 worker processes/);
     expectClose(metricsOf('w2-killed'), metricsOf('w2'));
     for (const role of ['proposer', 'solver']) expect(adapterDiff('w2', 'w2-killed', 3, role), role).toBeLessThanOrEqual(TOL);
   }, 1_200_000);
