@@ -122,8 +122,8 @@ describe('sesa-train --workers', () => {
     for (const role of ['proposer', 'solver']) expect(adapterDiff('w2', 'w2-killed', 3, role), role).toBeLessThanOrEqual(TOL);
   }, 1_200_000);
 
-  it('a worker SIGKILLed mid-run stops the run with its error (no hang); no worker outlives it', async () => {
-    const run = start(trainArgs('w2-worker-killed', ['--workers', '2'], 6));
+  it('--gpus 2 runs 2 workers (one wasm thread each here); a worker SIGKILLed mid-run stops the run with its error (no hang); no worker outlives it', async () => {
+    const run = start(trainArgs('w2-worker-killed', ['--gpus', '2'], 6));
     const pid = run.child.pid as number;
     let workers: number[] = [];
     // Once step 1 is checkpointed the run is in its next step: kill worker 1 there.
@@ -143,7 +143,9 @@ describe('sesa-train --workers', () => {
     const r = await run.done;
     expect(r.code, r.stderr).not.toBe(0);
     expect(r.stderr).toMatch(/worker [01] exited \(signal SIGKILL\)/);
-    expect(readFileSync(join(root, 'w2-worker-killed', 'train.log'), 'utf8')).toMatch(/fatal: .*worker [01] exited \(signal SIGKILL\)/);
+    const log = readFileSync(join(root, 'w2-worker-killed', 'train.log'), 'utf8');
+    expect(log).toMatch(/step: sharded over 2 worker processes \(one wasm thread each\)/);
+    expect(log).toMatch(/fatal: .*worker [01] exited \(signal SIGKILL\)/);
     // A worker that outlived the run would have been re-parented: look for the pids themselves.
     expect(workers.filter((w) => existsSync(`/proc/${w}`) && !/\) Z /.test(readFileSync(`/proc/${w}/stat`, 'utf8'))), 'workers still alive').toEqual([]);
     const steps = (metricsOf('w2-worker-killed') as Array<{ step: number }>).map((m) => m.step);
