@@ -1,14 +1,28 @@
-// Data-parallel GRPO updates (src/parallel/): seconds per update of one adapter with 1 worker and with
-// ctx.threads workers (one wasm thread each) on the same batch, and the speedup. The workers' start-up (model
-// load) is outside the timing; the first update is a warm-up.
-import { mkdtempSync, rmSync } from 'node:fs';
+// Data-parallel training (src/parallel/, docs/scale-out.md):
+// - GRPO updates: seconds per update of one adapter with 1 worker and with ctx.threads workers (one wasm
+//   thread each) on the same batch, and the speedup. The workers' start-up (model load) is outside the
+//   timing; the first update is a warm-up.
+// - The whole SESA step in the demo world (--corpus world): seconds per step, and per phase, with the step in
+//   the trainer's process (1 worker) and sharded over ctx.threads workers, same seed and batch. From the
+//   shipped warm start (models/demo) when it exists, else from a random-init model of the same spec (then
+//   every proposal is invalid and the step is proposing and the proposer update: the note says which). The
+//   first step is a warm-up; workers start before it.
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeTinyCheckpoint, type MakeTinyOptions } from '../src/checkpoint/make-tiny.js';
 import { LORA_DEFAULTS } from '../src/model/lora.js';
 import { DataParallelPool, shard } from '../src/parallel/coordinator.js';
 import type { TrainingSequence } from '../src/rl/grpo-update.js';
+import { TRAIN_DEFAULTS, WORLD_DEFAULTS } from '../src/selfplay/config.js';
+import type { StepMetrics } from '../src/selfplay/step.js';
+import { train } from '../src/selfplay/trainer.js';
 import { Rng } from '../src/util/rng.js';
+import { repoRoot } from '../src/util/shared-data.js';
+import { DEMO_MODEL_SPEC, initDemoModel, trainWorldTokenizer } from '../src/world/demo-model.js';
+import { DEFAULT_EXPERT_RATES } from '../src/world/experts.js';
+import { buildTranscripts, DEFAULT_TRANSCRIPT_OPTIONS } from '../src/world/transcripts.js';
+import { trainingWorldSeeds } from '../src/world/world.js';
 import { median } from './run.js';
 import type { BenchContext, BenchRow, BenchSuite } from './types.js';
 
@@ -35,6 +49,46 @@ function batch(c: Case, vocab: number, seed: number): TrainingSequence[] {
     oldLogprobs: Array.from({ length: c.responseTokens }, () => -Math.log(vocab)),
     advantage: rng.next() * 2 - 1,
   }));
+}
+
+/** The model of the demo world: the shipped warm start, else a random-init model of its spec (and which). */
+async function demoWorldModel(root: string): Promise<{ model: string; note: string }> {
+  if (existsSync(join(repoRoot(), 'models', 'demo', 'model.safetensors'))) return { model: 'demo', note: 'shipped warm start' };
+  const set = await buildTranscripts({ ...DEFAULT_TRANSCRIPT_OPTIONS, worldSeeds: trainingWorldSeeds(1), solverPerWorld: 48, proposerPerWorld: 16, rates: DEFAULT_EXPERT_RATES });
+  const bpe = trainWorldTokenizer(set.transcripts, DEMO_MODEL_SPEC.vocabSize);
+  return { model: initDemoModel(join(root, 'world-init'), DEMO_MODEL_SPEC, bpe, 0).dir, note: 'random-init model of the demo spec: every proposal invalid' };
+}
+
+/** Seconds per SESA step in the demo world (after a warm-up step), in process and sharded over n workers. */
+async function wholeStep(ctx: BenchContext, root: string, workerCounts: number[]): Promise<BenchRow[]> {
+  const { model, note } = await demoWorldModel(root);
+  const steps = ctx.quick ? 2 : 4;
+  const size = ctx.quick
+    ? { seedsPerStep: 2, proposalsPerSeed: 2, groupSize: 2, maxTurns: 2, maxNewTokens: 16, maxResponseTokens: 96 }
+    : { seedsPerStep: 4, proposalsPerSeed: 4, groupSize: 5 };
+  const perStep: Record<number, StepMetrics[]> = {};
+  for (const n of workerCounts) {
+    ctx.log(`data-parallel: SESA step in the demo world, ${n} worker${n > 1 ? 's' : ''}`);
+    const summary = await train(
+      { ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, ...size, model, steps, evalEvery: 0, evalData: undefined, saveEvery: steps, workers: n, out: join(root, `step-${n}`), backend: 'wasm' },
+      { log: () => undefined },
+    );
+    perStep[n] = summary.metrics.slice(1);
+  }
+  const first = (perStep[1] as StepMetrics[])[0];
+  const what = `SESA step, demo world: ${first?.seeds ?? size.seedsPerStep} seeds × ${first ? first.proposals / first.seeds : size.proposalsPerSeed} proposals, G ${size.groupSize}`;
+  const seconds = (n: number, phase: keyof StepMetrics['seconds']): number => median((perStep[n] as StepMetrics[]).map((m) => m.seconds[phase]));
+  const rows: BenchRow[] = [];
+  for (const phase of ['total', 'propose', 'validate', 'solve', 'judge', 'update'] as const) {
+    // A phase with nothing to do (no valid question: no solving) would only show timer noise.
+    if (phase !== 'total' && workerCounts.every((n) => seconds(n, phase) < 0.01)) continue;
+    for (const n of workerCounts) {
+      const s = seconds(n, phase);
+      const engine = n > 1 ? `${n} workers, step sharded (wasm)` : 'in process (wasm)';
+      rows.push({ case: what, engine, metric: phase === 'total' ? 'step' : phase, value: s, unit: 's', ...(n > 1 && s > 0 ? { ratio: seconds(1, phase) / s } : {}), notes: `${note}; median of ${steps - 1} step(s) after a warm-up${n > 1 ? `; speedup over in process on ${ctx.threads} core(s)` : ''}` });
+    }
+  }
+  return rows;
 }
 
 export const suite: BenchSuite = {
@@ -75,6 +129,7 @@ export const suite: BenchSuite = {
           rows.push({ case: what, engine: `${n} worker${n > 1 ? 's' : ''} (wasm)`, metric: 'update', value: s, unit: 's', ...(n > 1 ? { ratio: one / s, notes: `speedup over 1 worker on ${ctx.threads} core(s)` } : {}) });
         }
       }
+      rows.push(...(await wholeStep(ctx, root, workerCounts)));
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveTrainConfig } from '../src/cli/train.js';
-import { configProblems, EMBEDDED_DEFAULTS, TRAIN_DEFAULTS, validateConfig } from '../src/selfplay/config.js';
+import { configProblems, EMBEDDED_DEFAULTS, TRAIN_DEFAULTS, validateConfig, workerCount } from '../src/selfplay/config.js';
+import { deviceOf } from '../src/selfplay/trainer.js';
 import { readSeedsFile, seedsFromPassages } from '../src/selfplay/seeds.js';
 
 let root: string;
@@ -46,10 +47,10 @@ describe('resolveTrainConfig', () => {
     expect(() => resolveTrainConfig({ json: false, config: json }, new Set(['config']))).toThrow(/bad\.json: not valid JSON/);
   });
 
-  it('validation names every bad flag, and refuses more than one GPU plainly', () => {
-    const problems = configProblems({ ...TRAIN_DEFAULTS, gpus: 8, lr: 0, clipLow: 1.5, embedder: 'bert' as 'e5' });
+  it('validation names every bad flag', () => {
+    const problems = configProblems({ ...TRAIN_DEFAULTS, gpus: 0, lr: 0, clipLow: 1.5, embedder: 'bert' as 'e5' });
     expect(problems).toEqual([
-      '--gpus 8: multi-GPU training needs the multi-worker trainer, which does not exist yet; run with --gpus 1 (one process, one device)',
+      '--gpus must be a positive integer, got 0',
       '--clip-low must be < 1, got 1.5',
       '--lr must be a positive number, got 0',
       '--embedder must be e5 or lexical, got bert',
@@ -57,6 +58,27 @@ describe('resolveTrainConfig', () => {
     // Rules between settings are checked once every value is right on its own.
     expect(configProblems({ ...TRAIN_DEFAULTS, groupSize: 1 })).toEqual(['--group-size must be ≥ 2 for the frontier reward (p̂ needs a group)']);
     expect(() => validateConfig({ ...TRAIN_DEFAULTS, steps: 0 })).toThrow(/--steps must be a positive integer, got 0/);
+  });
+});
+
+describe('--gpus and --workers', () => {
+  it('--gpus N runs N workers (the same as --workers N); settings that disagree, or llama.cpp rollouts with workers, are refused by name', () => {
+    expect(configProblems({ ...TRAIN_DEFAULTS, gpus: 8 })).toEqual([]);
+    expect(workerCount({ ...TRAIN_DEFAULTS, gpus: 8 })).toBe(8);
+    expect(workerCount({ ...TRAIN_DEFAULTS, workers: 3 })).toBe(3);
+    expect(workerCount({ ...TRAIN_DEFAULTS, gpus: 2, workers: 2 })).toBe(2);
+    expect(workerCount(TRAIN_DEFAULTS)).toBe(1);
+    expect(configProblems({ ...TRAIN_DEFAULTS, gpus: 2, workers: 3 })).toEqual(['--gpus 2 runs 2 worker processes (one device each) but --workers is 3: give one of them, or the same number to both']);
+    expect(configProblems({ ...TRAIN_DEFAULTS, gpus: 2, rolloutEngine: 'llama.cpp' })).toEqual([
+      "--rollout-engine llama.cpp generates in the trainer's process, but --gpus 2 shards the step's rollouts over worker processes (native engine): use one or the other",
+    ]);
+    expect(configProblems({ ...TRAIN_DEFAULTS, workers: 2, rolloutEngine: 'llama.cpp' })[0]).toMatch(/but --workers 2 shards the step/);
+  });
+
+  it("worker r gets GPU r, or the r-th of this process's CUDA_VISIBLE_DEVICES; too few devices is an error", () => {
+    expect([0, 1].map((r) => deviceOf(r, 2, undefined))).toEqual(['0', '1']);
+    expect([0, 1].map((r) => deviceOf(r, 2, '3, 5,7'))).toEqual(['3', '5']);
+    expect(() => deviceOf(0, 3, '4,6')).toThrow('3 workers need 3 GPUs, one each, but CUDA_VISIBLE_DEVICES=4,6 names 2: lower --gpus/--workers or name more devices');
   });
 });
 

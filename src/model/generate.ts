@@ -15,7 +15,10 @@ export interface TextDecoder {
 
 export interface GenerateOptions extends Partial<SamplingParams> {
   maxNewTokens: number;
-  /** Per-row RNG streams derive from this seed, so a row's samples do not depend on its batch-mates. */
+  /**
+   * Per-row RNG streams derive from this seed and the row's key (a session row's `key`; a prompt's index for
+   * `generate()`), so a row's samples depend neither on its batch-mates nor on its position in the batch.
+   */
   seed?: number;
   /** Token ids that end a row (included in its ids). Default: the model config's EOS ids. */
   stopTokenIds?: number[];
@@ -54,7 +57,7 @@ async function lastLogits(model: CausalLM, hidden: tf.Tensor3D): Promise<Float32
 
 /** One sequence of a session call. */
 export interface SessionRow {
-  /** The caller's key for the sequence, stable across calls. */
+  /** The caller's key for the sequence, stable across calls; its sampling stream (see GenerateOptions.seed). */
   key: number;
   /**
    * Every token of the sequence so far: the prompt, what was generated, and what the caller appended since
@@ -133,7 +136,7 @@ export class GenerationSession {
     // A stop string spans at most its length in tokens (every token decodes to ≥ 1 character), plus one.
     const tailTokens = Math.max(0, ...stopStrings.map((s) => s.length)) + 1;
     const results: Generation[] = rows.map(() => ({ ids: [], logprobs: [], finishReason: 'length' }));
-    const rngs = rows.map((_, i) => Rng.derive(opts.seed ?? 0, i));
+    const rngs = rows.map((r) => Rng.derive(opts.seed ?? 0, r.key));
     const padId = opts.padTokenId ?? 0;
     const adapter = opts.adapter;
 

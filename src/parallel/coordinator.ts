@@ -173,6 +173,11 @@ export class DataParallelPool {
     return { loss: add('loss'), pgLoss: add('pgLoss'), kl: add('kl'), clipFrac: add('clipFrac'), entropy: add('entropy'), gradNorm: s0.gradNorm, lr: s0.lr, hash: s0.hash, trainedTokens: tokens };
   }
 
+  /** Runs a task on every worker (`task(r)` goes to worker r, for the task module of WorkerInit.tasks); results in rank order. */
+  async tasks(task: (rank: number) => unknown): Promise<unknown[]> {
+    return (await this.all((r) => ({ type: 'task', task: task(r) }), 'task')).map((m) => m.result);
+  }
+
   /** The adapter weights of `role` on one worker (rank 0 writes checkpoints). */
   async weights(role: string, rank = 0): Promise<Record<string, Float32Array>> {
     const h = this.workers[rank];

@@ -3,7 +3,8 @@
 // arrays travel as they are.
 import type { AdamWConfig, AdamWState } from '../rl/optimizer.js';
 import type { GrpoUpdateConfig, TrainingSequence } from '../rl/grpo-update.js';
-import type { LoraConfig } from '../model/lora.js';
+import type { LoraAdapter, LoraConfig } from '../model/lora.js';
+import type { CausalLM } from '../model/qwen3.js';
 
 export interface RoleInit {
   lora: LoraConfig;
@@ -19,7 +20,29 @@ export interface WorkerInit {
   backend: 'wasm' | 'cpu' | 'tensorflow';
   roles: Record<string, RoleInit>;
   grpo: Omit<GrpoUpdateConfig, 'normalizer'>;
+  /**
+   * A module (file URL) the worker imports at init to run `task` messages, and what it is started with: the
+   * layer above the pool gives its workers more work than updates this way (docs/scale-out.md: the step's
+   * rollouts), without this layer importing it.
+   */
+  tasks?: { module: string; init: unknown };
 }
+
+/** What a task module is given: the worker's model and its adapters (kept equal on every rank by the updates). */
+export interface WorkerTaskContext {
+  rank: number;
+  worldSize: number;
+  modelDir: string;
+  model: CausalLM;
+  adapter(role: string): LoraAdapter;
+}
+
+export interface WorkerTasks {
+  run(task: unknown): Promise<unknown>;
+}
+
+/** A task module exports `createWorkerTasks` of this type. */
+export type CreateWorkerTasks = (ctx: WorkerTaskContext, init: unknown) => Promise<WorkerTasks>;
 
 /** Coordinator → worker. */
 export type ToWorker =
@@ -35,6 +58,8 @@ export type ToWorker =
   | { type: 'state'; role: string }
   /** Replace `role`'s adapter weights and optimizer state (a resumed run, or the coordinator's current ones). */
   | { type: 'load'; role: string; weights: Record<string, Float32Array>; state: AdamWState }
+  /** Work for the task module given at init; answered with its result. */
+  | { type: 'task'; task: unknown }
   | { type: 'shutdown' };
 
 /** Worker → coordinator. */
@@ -46,4 +71,5 @@ export type FromWorker =
   | { type: 'weights'; weights: Record<string, Float32Array> }
   | { type: 'state'; state: AdamWState }
   | { type: 'loaded'; hash: string }
+  | { type: 'task'; result: unknown }
   | { type: 'error'; message: string };

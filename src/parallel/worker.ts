@@ -8,7 +8,7 @@ import { grpoGradients, type TrainingSequence, wholeBatchNormalizer } from '../r
 import { AdamW } from '../rl/optimizer.js';
 import { initBackend, tf } from '../tensor/backend.js';
 import { hashVariables } from './adapter-hash.js';
-import type { FromWorker, ToWorker, WorkerInit } from './protocol.js';
+import type { CreateWorkerTasks, FromWorker, ToWorker, WorkerInit, WorkerTasks } from './protocol.js';
 
 interface RoleState {
   adapter: LoraAdapter;
@@ -25,6 +25,8 @@ function send(msg: FromWorker): void {
 let init: WorkerInit | undefined;
 let model: CausalLM | undefined;
 const roles = new Map<string, RoleState>();
+/** The task module's handler (WorkerInit.tasks), when one was given. */
+let tasks: WorkerTasks | undefined;
 /** The update in progress: its role and shard, between the 'update' and 'gradients' messages. */
 let pending: { role: RoleState; seqs: TrainingSequence[] } | undefined;
 
@@ -48,6 +50,12 @@ async function handle(msg: ToWorker): Promise<void> {
         const keys = Object.keys(params).sort();
         roles.set(name, { adapter, params, optimizer: new AdamW(params, r.optimizer), keys });
         gradientKeys[name] = keys;
+      }
+      if (init.tasks) {
+        const mod = (await import(init.tasks.module)) as { createWorkerTasks?: CreateWorkerTasks };
+        if (typeof mod.createWorkerTasks !== 'function') throw new Error(`worker: ${init.tasks.module} exports no createWorkerTasks function`);
+        const loaded = model;
+        tasks = await mod.createWorkerTasks({ rank: init.rank, worldSize: init.worldSize, modelDir: init.modelDir, model: loaded, adapter: (name) => role(name).adapter }, init.tasks.init);
       }
       send({ type: 'ready', rank: init.rank, gradientKeys });
       return;
@@ -119,6 +127,11 @@ async function handle(msg: ToWorker): Promise<void> {
       }
       r.optimizer.importState(msg.state);
       send({ type: 'loaded', hash: hashVariables(r.params) });
+      return;
+    }
+    case 'task': {
+      if (!tasks) throw new Error('worker: a task, but no task module was given at init (WorkerInit.tasks)');
+      send({ type: 'task', result: await tasks.run(msg.task) });
       return;
     }
     case 'shutdown': {

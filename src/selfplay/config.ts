@@ -16,13 +16,13 @@ import { JUDGE_SETTINGS } from './config/judge.js';
 import { LORA_SETTINGS } from './config/lora.js';
 import { PROPOSER_SETTINGS } from './config/proposer.js';
 import { ROLLOUT_SETTINGS } from './config/rollout.js';
-import { MAX_SUPPORTED_GPUS, RECIPES, type RecipeName, RUN_SETTINGS } from './config/run.js';
+import { RECIPES, type RecipeName, RUN_SETTINGS, workerCount } from './config/run.js';
 import { SEARCH_SETTINGS } from './config/search.js';
 import type { AnySetting, ConfigOf } from './config/setting.js';
 import { SKILLS_SETTINGS } from './config/skills.js';
 import { defaultsOf, demoDefaultsOf, flagName, flagValueOf, keyOf, settingProblems, settingsFromObject, showValue, yargsOptionOf } from './config/table.js';
 
-export { flagName, keyOf, MAX_SUPPORTED_GPUS, RECIPES, type RecipeName, showValue };
+export { flagName, keyOf, RECIPES, type RecipeName, showValue, workerCount };
 
 /** The groups in the order --help and the README show them. */
 export const SETTING_GROUPS = {
@@ -147,6 +147,14 @@ const CROSS_CHECKS: CrossCheck[] = [
   (c) => (c.retrieverUrl === undefined || c.corpus === 'demo' ? undefined : `--retriever-url replaces the local index, so --corpus ${c.corpus} would be unused: give one of them`),
   (c) => (c.evalEvery === 0 || (c.evalData !== undefined && c.evalData !== '') ? undefined : '--eval-every needs --eval-data (a FlashRAG JSONL file, a benchmark name or demo)'),
   (c) => (c.retrieverUrl === undefined || c.seeds !== undefined ? undefined : '--retriever-url needs --seeds FILE (answer seeds: JSONL of {"answer","hops"}); a local --corpus supplies its own'),
+  (c) =>
+    c.gpus === 1 || c.workers === 1 || c.gpus === c.workers
+      ? undefined
+      : `--gpus ${c.gpus} runs ${c.gpus} worker processes (one device each) but --workers is ${c.workers}: give one of them, or the same number to both`,
+  (c) =>
+    workerCount(c) === 1 || c.rolloutEngine !== 'llama.cpp'
+      ? undefined
+      : `--rollout-engine llama.cpp generates in the trainer's process, but ${c.gpus > 1 ? `--gpus ${c.gpus}` : `--workers ${c.workers}`} shards the step's rollouts over worker processes (native engine): use one or the other`,
   ...(Object.keys(RECIPE_PRESETS.ssp) as SettingKey[]).map(
     (k): CrossCheck =>
       (c) => {

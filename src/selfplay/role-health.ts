@@ -41,6 +41,14 @@ export class CountingTextGenerator implements TextGenerator {
     }
   }
 
+  /** Adds calls made elsewhere (a step worker's, docs/scale-out.md) to the counts since the last take(). */
+  add(counts: CallCounts): void {
+    this.counts.calls += counts.calls;
+    this.counts.failed += counts.failed;
+    this.counts.unusable += counts.unusable;
+    if (counts.lastError !== undefined) this.counts.lastError = counts.lastError;
+  }
+
   /** The counts since the last call, and starts counting afresh. */
   take(): CallCounts {
     const c = this.counts;
@@ -70,6 +78,12 @@ export class CountingSearcher implements Searcher {
     this.counts.queries += queries.length;
     this.counts.empty += lists.filter((l) => !l.some((p) => p.text.trim().length > 0)).length;
     return lists;
+  }
+
+  /** Adds searches made elsewhere (a step worker's, docs/scale-out.md) to this step's counts. */
+  add(counts: SearchCounts): void {
+    this.counts.queries += counts.queries;
+    this.counts.empty += counts.empty;
   }
 
   take(): SearchCounts {

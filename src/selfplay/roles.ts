@@ -4,7 +4,8 @@ import type { Policy } from '../model/policy.js';
 import type { Searcher } from '../search/types.js';
 import type { SkillBank } from '../skills/bank.js';
 import { proposerMessages, solverMessages } from './prompts.js';
-import { type Rollout, type RolloutConfig, runRollouts } from './rollout.js';
+import { type Rollout, type RolloutConfig } from './rollout.js';
+import { localRunner, type RolloutRunner } from './rollout-runner.js';
 
 export interface AnswerSeed {
   answer: string;
@@ -16,18 +17,27 @@ export interface AnswerSeed {
 export type RolloutSettings = Omit<RolloutConfig, 'finalTag' | 'seed'>;
 
 export class ProposerRole {
+  private readonly runner: RolloutRunner;
+
+  /** `runner`: who runs the rollouts (default: this process, with `policy` and `searcher`). */
   constructor(
     readonly policy: Policy,
-    private readonly searcher: Searcher,
+    searcher: Searcher,
     private readonly settings: RolloutSettings,
-  ) {}
+    runner?: RolloutRunner,
+  ) {
+    this.runner = runner ?? localRunner(policy, searcher);
+  }
 
-  /** `perSeed` proposal rollouts for each seed, all in one batch. Result: [seed][proposal]. */
+  /**
+   * `perSeed` proposal rollouts for each seed, all in one batch. Result: [seed][proposal]. Seed i's rollouts
+   * are shard i (they run together, on one worker when sharded).
+   */
   async propose(seeds: readonly AnswerSeed[], perSeed: number, seed: number): Promise<Rollout[][]> {
     const requests = seeds.flatMap((s, i) =>
-      Array.from({ length: perSeed }, (_, j) => ({ id: `seed${i}/p${j}`, promptIds: this.policy.renderChat(proposerMessages(s.answer, s.hops)) })),
+      Array.from({ length: perSeed }, (_, j) => ({ id: `seed${i}/p${j}`, promptIds: this.policy.renderChat(proposerMessages(s.answer, s.hops)), shard: i })),
     );
-    const rollouts = await runRollouts(this.policy, this.searcher, requests, { ...this.settings, finalTag: 'question', seed });
+    const rollouts = await this.runner.run(requests, { ...this.settings, finalTag: 'question', seed });
     return seeds.map((_, i) => rollouts.slice(i * perSeed, (i + 1) * perSeed));
   }
 }
@@ -40,26 +50,34 @@ export interface SolveGroup {
 }
 
 export class SolverRole {
+  private readonly runner: RolloutRunner;
+
+  /** `runner`: who runs the rollouts (default: this process, with `policy` and `searcher`). */
   constructor(
     readonly policy: Policy,
-    private readonly searcher: Searcher,
+    searcher: Searcher,
     /** undefined = skills off (the SSP baseline). */
     readonly bank: SkillBank | undefined,
     private readonly settings: RolloutSettings,
-  ) {}
+    runner?: RolloutRunner,
+  ) {
+    this.runner = runner ?? localRunner(policy, searcher);
+  }
 
   /**
    * `groupSize` rollouts per question (docs/method.md, "One step"), each prompt prefixed with the top-k skills retrieved
-   * for its question. All retrievals of the call use one bank version.
+   * for its question. All retrievals of the call use one bank version, and happen in this process (the bank's
+   * one reader and writer). `shards[i]`: the step's seed index of question i (default i); a question's group
+   * runs where its seed's proposals ran.
    */
-  async solve(questions: readonly string[], groupSize: number, seed: number): Promise<SolveGroup[]> {
+  async solve(questions: readonly string[], groupSize: number, seed: number, shards?: readonly number[]): Promise<SolveGroup[]> {
     if (questions.length === 0) return [];
     const retrieved = this.bank ? await this.bank.retrieveMany([...questions]) : questions.map(() => []);
     const rendered = retrieved.map((r) => (this.bank && r.length > 0 ? this.bank.render(r) : { text: '', cardIds: [] as string[] }));
     const requests = questions.flatMap((q, i) =>
-      Array.from({ length: groupSize }, (_, j) => ({ id: `q${i}/s${j}`, promptIds: this.policy.renderChat(solverMessages(q, rendered[i]?.text)) })),
+      Array.from({ length: groupSize }, (_, j) => ({ id: `q${i}/s${j}`, promptIds: this.policy.renderChat(solverMessages(q, rendered[i]?.text)), shard: shards?.[i] ?? i })),
     );
-    const rollouts = await runRollouts(this.policy, this.searcher, requests, { ...this.settings, finalTag: 'answer', seed });
+    const rollouts = await this.runner.run(requests, { ...this.settings, finalTag: 'answer', seed });
     return questions.map((question, i) => ({
       question,
       // The cards that made it into the prompt (the renderer may drop some to fit its token budget).

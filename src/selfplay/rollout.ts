@@ -35,6 +35,16 @@ export interface RolloutRequest {
   /** Caller's id, carried through (e.g. "seed3/p1"). */
   id: string;
   promptIds: number[];
+  /**
+   * The rollout's sampling stream: its samples derive from (config.seed, stream, turn) alone, whichever batch
+   * or worker runs it (docs/scale-out.md). Default: the request's index in the call. Unique within a call.
+   */
+  stream?: number;
+  /**
+   * Which rollouts must run together (the step's seed index: a GRPO group never spans workers); read by
+   * sharded runners only.
+   */
+  shard?: number;
 }
 
 export type RolloutOutcome = 'final' | 'eos' | 'max-turns' | 'budget';
@@ -89,6 +99,8 @@ interface Live {
 
 export async function runRollouts(policy: Policy, searcher: Searcher, requests: RolloutRequest[], config: RolloutConfig): Promise<Rollout[]> {
   const stopStrings = ['</search>', `</${config.finalTag}>`];
+  const streams = requests.map((r, i) => r.stream ?? i);
+  if (new Set(streams).size !== streams.length) throw new Error('runRollouts: two requests share a sampling stream');
   const live: Live[] = requests.map((r) => ({
     rollout: { id: r.id, promptIds: r.promptIds, responseIds: [], responseMask: [], logprobs: [], samplingTemperature: config.temperature > 0 ? config.temperature : 1, queries: [], retrieved: [], outcome: 'max-turns', turns: 0, invalidActions: 0, text: '' },
     done: false,
@@ -101,7 +113,7 @@ export async function runRollouts(policy: Policy, searcher: Searcher, requests: 
 
   const session = policy.openSession?.() ?? replaySession(policy);
   try {
-    await runTurns(live, session, searcher, config, stopStrings, append, policy);
+    await runTurns(live, streams, session, searcher, config, stopStrings, append, policy);
   } finally {
     session.close();
   }
@@ -110,6 +122,7 @@ export async function runRollouts(policy: Policy, searcher: Searcher, requests: 
 
 async function runTurns(
   live: Live[],
+  streams: readonly number[],
   session: PolicySession,
   searcher: Searcher,
   config: RolloutConfig,
@@ -117,7 +130,7 @@ async function runTurns(
   append: (r: Rollout, ids: number[], logprobs: number[] | undefined) => void,
   policy: Policy,
 ): Promise<void> {
-  const keyOf = new Map(live.map((l, i) => [l, i]));
+  const keyOf = new Map(live.map((l, i) => [l, streams[i] as number]));
   for (let turn = 0; turn < config.maxTurns; turn++) {
     const active = live.filter((l) => !l.done);
     if (active.length === 0) break;

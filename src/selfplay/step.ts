@@ -6,11 +6,12 @@ import type { TextGenerator } from '../llm/types.js';
 import type { Passage } from '../search/types.js';
 import type { CommitReport, Outcome, SkillBank } from '../skills/bank.js';
 import { Rng } from '../util/rng.js';
-import { AnswerJudge } from './judge.js';
+import type { AnswerJudge, Judgement } from './judge.js';
 import { ragCheckMessages } from './prompts.js';
 import { type ProposerRewardConfig, proposerReward, solverReward, successRate } from './rewards.js';
 import type { AnswerSeed, ProposerRole, SolverRole } from './roles.js';
-import { lastTagContent, type Rollout } from './rollout.js';
+import type { Rollout } from './rollout.js';
+import { localJudging, type RagItem, type StepJudging } from './step-judging.js';
 import type { PolicyUpdater, RoleUpdateMetrics, RolloutGroup } from './updater.js';
 import { checkQuestion, type InvalidReason, type QuestionRules } from './validate.js';
 
@@ -35,6 +36,11 @@ export interface StepDeps {
   updater: PolicyUpdater;
   /** The distiller of failure records into cards; undefined = no distillation (ablation). */
   distiller?: TextGenerator;
+  /**
+   * Who runs the RAG checks and judges the solver's answers: default this process, with `judge` and
+   * `ragJudge`; with the step sharded, the worker of each item's seed (./step-judging.ts, docs/scale-out.md).
+   */
+  judging?: StepJudging;
 }
 
 export interface StepSettings {
@@ -134,6 +140,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   const rng = Rng.derive(settings.seed, step);
   const rolloutSeed = (): number => rng.nextU32() & 0x7fffffff;
   const bank = deps.skills;
+  const judging = deps.judging ?? localJudging(deps.judge, deps.ragJudge);
   const unparsedBefore = deps.judge.unparsedReplies;
 
   // 1. Propose: n_p proposals per seed.
@@ -152,6 +159,10 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     const check = checkQuestion(rollout, seed.answer, seed.aliases ?? [], settings.rules);
     proposals.push({ seedIndex, answer: seed.answer, hops: seed.hops, ...(check.question !== undefined ? { question: check.question } : {}), ...(check.invalid ? { invalid: check.invalid } : {}), reward: 0 });
   }
+  // The RAG checks' distractor blocks are drawn here, in global-index order, from the step's random stream;
+  // the reader and the judge run where `judging` says (this process, or the seed's worker).
+  const ragItems: RagItem[] = [];
+  const ragOf: ProposalRecord[] = [];
   for (let i = 0; i < flat.length; i++) {
     const p = proposals[i] as ProposalRecord;
     if (p.invalid || p.question === undefined) continue;
@@ -167,35 +178,48 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
       const j = rng.int(k + 1);
       [blocks[k], blocks[j]] = [blocks[j] as Passage[], blocks[k] as Passage[]];
     }
-    const reply = await deps.ragJudge.complete(ragCheckMessages(p.question, blocks.flat()), { maxTokens: settings.ragMaxTokens, temperature: 0 });
-    const answer = lastTagContent(reply, 'answer') ?? reply.trim();
     const golds = [p.answer, ...((seeds[p.seedIndex] as AnswerSeed).aliases ?? [])];
-    const verdict = await deps.judge.judge(p.question, golds, answer);
-    if (!verdict.correct) p.invalid = 'rag-check-failed';
+    ragItems.push({ shard: p.seedIndex, messages: ragCheckMessages(p.question, blocks.flat()), question: p.question, golds });
+    ragOf.push(p);
   }
+  const ragPassed = await judging.ragCheck(ragItems, settings.ragMaxTokens);
+  ragOf.forEach((p, k) => {
+    if (!ragPassed[k]) p.invalid = 'rag-check-failed';
+  });
   t = clock('validate', t);
 
   // 3. Solve each valid question G times, with the top-k skills retrieved for it (solver only).
   const valid = proposals.map((p, i) => ({ p, i })).filter(({ p }) => !p.invalid && p.question !== undefined);
+  // A question's group is its seed's shard: with the step sharded over workers it runs where the seed's
+  // proposals ran (docs/scale-out.md).
   const groups = await deps.solver.solve(
     valid.map(({ p }) => p.question as string),
     settings.groupSize,
     rolloutSeed(),
+    valid.map(({ p }) => p.seedIndex),
   );
   t = clock('solve', t);
 
-  // 4-7. Judge, rewards, skill utility, failure queue.
+  // 4-7. Judge, rewards, skill utility, failure queue. The verdicts come back in global-index order, and the
+  // bank (one writer: this process) takes the outcomes and failures in that order.
+  const verdicts = await judging.judge(
+    valid.flatMap(({ p }, k) => {
+      const group = groups[k] as (typeof groups)[number];
+      const golds = [p.answer, ...((seeds[p.seedIndex] as AnswerSeed).aliases ?? [])];
+      return group.rollouts.map((r) => ({ shard: p.seedIndex, question: group.question, golds, prediction: r.final }));
+    }),
+  );
+  let nextVerdict = 0;
   const solverGroups: RolloutGroup[] = [];
   const usedSkills = new Set<string>();
   let failuresQueued = 0;
   for (let k = 0; k < valid.length; k++) {
     const { p } = valid[k] as { p: ProposalRecord };
     const group = groups[k] as (typeof groups)[number];
-    const golds = [p.answer, ...((seeds[p.seedIndex] as AnswerSeed).aliases ?? [])];
     const outcomes: Outcome[] = [];
     const rewards: number[] = [];
-    for (const r of group.rollouts) {
-      const j = await deps.judge.judge(group.question, golds, r.final);
+    for (let ri = 0; ri < group.rollouts.length; ri++) {
+      const j = verdicts[nextVerdict++] as Judgement;
       outcomes.push(j.method === 'no-answer' ? 'malformed' : j.correct ? 'correct' : 'wrong');
       rewards.push(solverReward(j.correct));
     }

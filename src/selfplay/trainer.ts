@@ -5,10 +5,8 @@ import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic.js';
 import { loadOptimizerState, saveOptimizerState } from '../checkpoint/optimizer-state.js';
 import { loadPeftAdapter, savePeftAdapter } from '../checkpoint/peft.js';
-import { generateSyntheticCorpus, goldenAnswers } from '../corpus/synthetic.js';
 import { defaultDataDir } from '../eval/dataset.js';
 import { type HeldOutRow, heldOutQuestions, heldOutRows } from '../eval/held-out.js';
-import { textGeneratorFor } from '../llm/from-args.js';
 import type { TextGenerator } from '../llm/types.js';
 import { LlamaCppEngine } from '../llama-cpp/engine.js';
 import { LlamaCppPolicy } from '../llama-cpp/policy.js';
@@ -22,32 +20,30 @@ import { ensureTinyDefaultModel, TINY_DEFAULT_NAME } from '../model/tiny-default
 import { loadTokenizer } from '../model/tokenizer.js';
 import { AdamW, type AdamWConfig } from '../rl/optimizer.js';
 import { DataParallelPool } from '../parallel/coordinator.js';
-import { Bm25Index } from '../search/bm25-index.js';
-import { loadCorpus, parseContents } from '../search/corpus.js';
-import { SearchR1Client } from '../search/searchr1-client.js';
-import type { Searcher } from '../search/types.js';
 import { readBankFile, SkillBank } from '../skills/bank.js';
 import { E5Embedder } from '../skills/e5.js';
 import type { Embedder } from '../skills/embedder.js';
 import { LexicalEmbedder } from '../skills/lexical.js';
 import { WASM_HEAP_LIMIT_BYTES } from '../rl/memory-budget.js';
 import { type BackendInfo, describeBackend, initBackend, tf } from '../tensor/backend.js';
-import { isLoopbackUrl } from '../util/loopback.js';
-import { parseSavedConfig, resumeChanges, showValue, flagName, type TrainConfig, validateConfig } from './config.js';
-import { probeChat, probeRetriever } from './endpoints.js';
+import { parseSavedConfig, resumeChanges, showValue, flagName, type TrainConfig, validateConfig, workerCount } from './config.js';
+import { endpointOf, probeChat, probeRetriever } from './endpoints.js';
 import { AnswerJudge } from './judge.js';
 import { RoleFailureError, RoleWatch, type StepCalls } from './role-health.js';
-import { type AnswerSeed, ProposerRole, SolverRole } from './roles.js';
-import { readSeedsFile, seedsFromPassages } from './seeds.js';
+import { ProposerRole, SolverRole } from './roles.js';
+import { readSeedsFile } from './seeds.js';
+import { buildSearch } from './search-setup.js';
 import { RunFolder } from './run-folder.js';
 import { type StepMetrics, sesaStep } from './step.js';
 import { rolloutSettingsOf, stepSettingsOf } from './step-settings.js';
 import { DataParallelPolicyUpdater } from './data-parallel-updater.js';
+import { type RolloutRunner, ShardedRolloutRunner } from './rollout-runner.js';
+import { ShardedJudging, type StepJudging } from './step-judging.js';
+import { STEP_WORKER_MODULE, type StepWorkerInit } from './step-worker.js';
 import { GrpoPolicyUpdater, type PolicyUpdater, type Role, type TrainedRole } from './updater.js';
 import { WORLD_CARD_BUDGET } from '../world/demo-model.js';
 import { TemplateDistiller, WorldRagReader } from '../world/scripted-roles.js';
-import { DEMO_MODEL_NAME, demoModelDir, WORLD_CORPUS, WORLD_EVAL_DATA, worldFor, worldHeldOut, worldSeeds } from '../world/setup.js';
-import type { World } from '../world/world.js';
+import { DEMO_MODEL_NAME, demoModelDir, WORLD_CORPUS, WORLD_EVAL_DATA, worldFor, worldHeldOut } from '../world/setup.js';
 
 export interface TrainHooks {
   log(line: string): void;
@@ -91,53 +87,6 @@ export interface HeldOutPoint {
   f1: number;
 }
 
-/** The demo corpus is fixed (seed 0) whatever the run seed, so every demo run searches the same encyclopedia. */
-const DEMO_CORPUS_SEED = 0;
-
-interface Searchable {
-  searcher: Searcher;
-  seeds?: AnswerSeed[];
-}
-
-async function buildSearch(config: TrainConfig, log: (l: string) => void, world: World | undefined): Promise<Searchable> {
-  if (world) {
-    const seeds = worldSeeds(world);
-    log(`search: BM25 over the generated world of seed ${world.options.seed} (${world.passages.length} passages, ${seeds.length} answer seeds)`);
-    return { searcher: await world.searcher(), seeds };
-  }
-  if (config.retrieverUrl) {
-    log(`search: Search-R1 retrieval server at ${config.retrieverUrl}`);
-    return {
-      searcher: new SearchR1Client({
-        url: config.retrieverUrl,
-        timeoutMs: config.retrieverTimeout * 1000,
-        attempts: config.retrieverRetries + 1,
-        onRetry: (i) => log(`retriever retry ${i.attempt} in ${i.delayMs} ms: ${i.reason}`),
-      }),
-    };
-  }
-  if (config.corpus === 'demo') {
-    const synth = generateSyntheticCorpus({ seed: DEMO_CORPUS_SEED });
-    const passages = synth.corpus.map((row) => ({ id: row.id, ...parseContents(row.contents) }));
-    const byId = new Map(synth.entities.map((e) => [e.id, e]));
-    const seeds = synth.seeds.map((s) => {
-      const entity = byId.get(s.entityId);
-      const aliases = entity ? goldenAnswers(entity).filter((a) => a !== s.answer) : [];
-      return { answer: s.answer, hops: s.hops, ...(aliases.length > 0 ? { aliases } : {}) };
-    });
-    log(`search: BM25 over the embedded synthetic encyclopedia (${passages.length} passages, ${seeds.length} answer seeds)`);
-    return { searcher: await Bm25Index.fromPassages(passages, { warn: log }, 'demo corpus'), seeds };
-  }
-  const corpus = await loadCorpus(config.corpus);
-  const withText = corpus.passages.filter((p) => p.text.trim().length > 0).length;
-  if (withText === 0) log(`warning: ${config.corpus}: every passage has empty text; searches will find titles at most`);
-  else if (withText < corpus.passages.length / 2) log(`warning: ${config.corpus}: ${corpus.passages.length - withText} of ${corpus.passages.length} passages have empty text`);
-  const index = await Bm25Index.fromPassages(corpus.passages, { warn: log }, config.corpus);
-  log(`search: ${index.describe()}`);
-  // Without --seeds, the corpus's own entities (passage titles) are the answers to build questions for.
-  return { searcher: index, seeds: config.seeds ? undefined : seedsFromPassages(corpus.passages) };
-}
-
 async function buildEmbedder(config: TrainConfig): Promise<Embedder> {
   return config.embedder === 'lexical' ? new LexicalEmbedder() : E5Embedder.load({ model: config.e5Model });
 }
@@ -162,6 +111,17 @@ function optimizerConfig(config: TrainConfig): AdamWConfig {
 function trainedRole(config: TrainConfig, adapter: LoraAdapter): TrainedRole {
   const params = Object.fromEntries(adapter.variables());
   return { adapter, optimizer: new AdamW(params, optimizerConfig(config)), params };
+}
+
+/**
+ * The GPU of worker `rank` (docs/scale-out.md): the rank-th of CUDA_VISIBLE_DEVICES when this process was given
+ * a list, else the rank itself.
+ */
+export function deviceOf(rank: number, workers: number, visible: string | undefined = process.env.CUDA_VISIBLE_DEVICES): string {
+  if (visible === undefined || visible.trim() === '') return String(rank);
+  const ids = visible.split(',').map((d) => d.trim()).filter((d) => d !== '');
+  if (ids.length < workers) throw new Error(`${workers} workers need ${workers} GPUs, one each, but CUDA_VISIBLE_DEVICES=${visible} names ${ids.length}: lower --gpus/--workers or name more devices`);
+  return ids[rank] as string;
 }
 
 /**
@@ -315,24 +275,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const policyOptions = { enableThinking: config.enableThinking };
   const base = new ModelPolicy('base', model, tokenizer, undefined, policyOptions);
   const inProcess = new PolicyTextGenerator(base);
-  const endpoint = (role: 'judge' | 'distiller'): TextGenerator => {
-    const url = role === 'judge' ? config.judgeUrl : config.distillerUrl;
-    // A server on this machine commonly runs without auth: with no key in the environment, call it without one.
-    const keyless = url !== undefined && config.apiKeyEnv !== '' && !process.env[config.apiKeyEnv] && isLoopbackUrl(url);
-    if (keyless) log(`${role}: ${url} is on this machine and ${config.apiKeyEnv} is not set; calling it without an API key`);
-    return textGeneratorFor(
-      role,
-      {
-        url,
-        model: role === 'judge' ? config.judgeModel : config.distillerModel,
-        ...(keyless ? {} : { keyEnv: config.apiKeyEnv }),
-        timeoutS: role === 'judge' ? config.judgeTimeout : config.distillerTimeout,
-        retries: role === 'judge' ? config.judgeRetries : config.distillerRetries,
-        onRetry: (i) => log(`${role} retry ${i.attempt} in ${i.delayMs} ms: ${i.reason}`),
-      },
-      inProcess,
-    );
-  };
+  const endpoint = (role: 'judge' | 'distiller'): TextGenerator => endpointOf(role, config, inProcess, log);
   const judgeEndpoint = endpoint('judge');
   // In a world, the judge is exact match with aliases, and the RAG check and the distiller are scripted (no
   // LLM); an endpoint given on the command line still replaces them (docs/world.md).
@@ -410,29 +353,52 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     // The wasm heap cannot grow past its limit: updates are planned to fit it (split, or refused with numbers).
     backend.name === 'wasm' ? { limitBytes: WASM_HEAP_LIMIT_BYTES, usedBytes: () => tf.memory().numBytes, onSplit: (m) => log(`warning: ${m}`) } : undefined,
   );
-  // With --workers N > 1 the GRPO updates run data-parallel on N worker processes, each with the model and
-  // both adapters, started from this process's adapters and optimizer states (fresh or resumed).
-  if (config.workers > 1) {
+  // With --workers N > 1 (or --gpus N > 1) the step runs on N worker processes (docs/scale-out.md, "The step
+  // over N workers"), each with the model and both adapters, started from this process's adapters and
+  // optimizer states (fresh or resumed): worker r runs the rollouts, RAG checks and judging of the step's seeds
+  // r, r + N, …, and the GRPO updates are data-parallel over all of them. Prompts, skills, the bank, the
+  // distiller, metrics and checkpoints stay here (rank 0).
+  const workers = workerCount(config);
+  let runner: ((role: Role) => RolloutRunner) | undefined;
+  let judging: StepJudging | undefined;
+  const answerJudge = new AnswerJudge(scriptedJudge ? undefined : judgeText, config.judgeMaxTokens);
+  if (workers > 1) {
     const roleInit = { lora: adapters.proposer.config, loraSeed: 0, optimizer: optimizerConfig(config) };
     const gpuBackend = backend.provider === '@tensorflow/tfjs-node-gpu';
+    // Checked before any worker starts: a device list too short for the workers is an error, not a shared GPU.
+    const gpuOf = gpuBackend ? Array.from({ length: workers }, (_, rank) => deviceOf(rank, workers)) : undefined;
     pool = await DataParallelPool.start({
-      workers: config.workers,
-      init: { modelDir, backend: backend.name, roles: { proposer: roleInit, solver: { ...roleInit, lora: adapters.solver.config } }, grpo: grpoConfig },
-      ...(gpuBackend ? { env: (rank: number) => ({ CUDA_VISIBLE_DEVICES: String(rank) }) } : {}),
+      workers,
+      init: {
+        modelDir,
+        backend: backend.name,
+        roles: { proposer: roleInit, solver: { ...roleInit, lora: adapters.solver.config } },
+        grpo: grpoConfig,
+        tasks: { module: STEP_WORKER_MODULE, init: { config } satisfies StepWorkerInit },
+      },
+      ...(gpuOf ? { env: (rank: number) => ({ CUDA_VISIBLE_DEVICES: gpuOf[rank] as string }) } : {}),
     });
     const dp = new DataParallelPolicyUpdater(pool, roles, advantageSettings);
     await dp.syncWorkers();
     updater = dp;
-    log(`updates: data-parallel on ${config.workers} worker processes${gpuBackend ? ' (one GPU each)' : ''}`);
+    const shardPool = pool;
+    runner = (role) => new ShardedRolloutRunner(shardPool, role, (counts) => watch.searcher.add(counts));
+    judging = new ShardedJudging(shardPool, (calls, unparsed) => {
+      watch.judge.add(calls);
+      answerJudge.unparsedReplies += unparsed;
+    });
+    const devices = gpuOf ? `one GPU each: ${gpuOf.join(', ')}` : backend.name === 'wasm' ? 'one wasm thread each' : `${backend.name} backend`;
+    log(`step: sharded over ${workers} worker processes (${devices}): worker r rolls out, checks and judges seeds r, r + ${workers}, …; updates data-parallel`);
   }
   const deps = {
-    proposer: new ProposerRole(rolloutPolicy('proposer'), searcher, rolloutSettings),
-    solver: new SolverRole(rolloutPolicy('solver'), searcher, bank, rolloutSettings),
-    judge: new AnswerJudge(scriptedJudge ? undefined : judgeText, config.judgeMaxTokens),
+    proposer: new ProposerRole(rolloutPolicy('proposer'), searcher, rolloutSettings, runner?.('proposer')),
+    solver: new SolverRole(rolloutPolicy('solver'), searcher, bank, rolloutSettings, runner?.('solver')),
+    judge: answerJudge,
     ragJudge: scriptedJudge && world ? new WorldRagReader(world) : judgeText,
     skills: bank,
     updater,
     ...(distiller ? { distiller } : {}),
+    ...(judging ? { judging } : {}),
   };
   const settings = stepSettingsOf(config);
 

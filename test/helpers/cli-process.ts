@@ -1,7 +1,7 @@
 // Running the CLI as a real child process in tests, and reading what a run wrote, without the fields that
 // measure time (so an interrupted-and-resumed run can be compared with an uninterrupted one).
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export interface ProcessExit {
@@ -47,12 +47,47 @@ export function killWhenExists(run: { child: ChildProcess; done: Promise<Process
   });
 }
 
+/** `v` with every `seconds` and `tokensPerSecond` field removed at any depth. */
+export function stripTimings(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(stripTimings);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).filter(([k]) => k !== 'seconds' && k !== 'tokensPerSecond').map(([k, x]) => [k, stripTimings(x)]));
+  return v;
+}
+
 /** The lines of `runDir/metrics.jsonl`, with every `seconds` and `tokensPerSecond` field removed at any depth. */
 export function metricsWithoutTimings(runDir: string): unknown[] {
-  const strip = (v: unknown): unknown => {
-    if (Array.isArray(v)) return v.map(strip);
-    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).filter(([k]) => k !== 'seconds' && k !== 'tokensPerSecond').map(([k, x]) => [k, strip(x)]));
-    return v;
+  return readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => stripTimings(JSON.parse(l)));
+}
+
+/** The living processes below `pid` (children, their children, …), from /proc (Linux), with their command lines. */
+export function descendantPids(pid: number): Array<{ pid: number; cmdline: string }> {
+  const parent = new Map<number, number>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      // The command name (field 2) may hold spaces and parentheses: the fields after its last ')' are plain.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (fields[0] === 'Z') continue;
+      parent.set(Number(name), Number(fields[1]));
+    } catch {
+      // the process ended while we read
+    }
+  }
+  const out: Array<{ pid: number; cmdline: string }> = [];
+  const visit = (p: number): void => {
+    for (const [child, ppid] of parent) {
+      if (ppid !== p) continue;
+      let cmdline = '';
+      try {
+        cmdline = readFileSync(`/proc/${child}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      } catch {
+        // ended meanwhile
+      }
+      out.push({ pid: child, cmdline });
+      visit(child);
+    }
   };
-  return readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => strip(JSON.parse(l)));
+  visit(pid);
+  return out;
 }

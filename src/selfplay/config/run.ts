@@ -1,8 +1,13 @@
 // The run group: what to train, how long, where the run folder is, and the recipe (docs/method.md, "Recipes").
 import { choice, fixedForRun, int, optionalNum, str } from './setting.js';
 
-/** Multi-worker training does not exist yet: more than one GPU is refused plainly. */
-export const MAX_SUPPORTED_GPUS = 1;
+/**
+ * Worker processes of a run: --gpus N and --workers N both mean N workers (one device each), which shard the
+ * step (docs/scale-out.md, "The step over N workers"); 1 = everything in the trainer's process.
+ */
+export function workerCount(c: { gpus: number; workers: number }): number {
+  return Math.max(c.gpus, c.workers);
+}
 
 export const RECIPES = ['sesa', 'ssp'] as const;
 export type RecipeName = (typeof RECIPES)[number];
@@ -18,12 +23,11 @@ export const RUN_SETTINGS = {
   }),
   backend: choice(['auto', 'tensorflow', 'wasm', 'cpu'], 'auto', { help: 'tensor backend (auto picks the fastest available and says which)' }),
   gpus: int(1, {
-    help: 'devices (one process, one device; more needs the multi-worker trainer)',
-    check: (v) => (v <= MAX_SUPPORTED_GPUS ? undefined : `${v}: multi-GPU training needs the multi-worker trainer, which does not exist yet; run with --gpus 1 (one process, one device)`),
+    help: 'devices: N > 1 runs the step on N worker processes, one device each (CUDA_VISIBLE_DEVICES=rank with the tensorflow GPU backend, one wasm thread each on the CPU); the same as --workers N',
   }),
   threads: optionalNum({ min: 1, check: (v) => (v === undefined || Number.isInteger(v) ? undefined : `must be a whole number of threads, got ${v}`), help: 'compute threads of the wasm backend (default: all cores; a count the backend does not honour is an error)' }),
   workers: int(1, {
-    help: 'worker processes for data-parallel GRPO updates (each holds the model and both adapters; docs/scale-out.md); 1 = all in this process',
+    help: 'worker processes that shard the step: worker r rolls out seeds r, r + N, … and the GRPO updates are data-parallel over all (each holds the model and both adapters; docs/scale-out.md); 1 = all in this process',
   }),
   rolloutEngine: choice(['native', 'llama.cpp'], 'native', {
     help: "rollout generation: our own forward, or llama.cpp (needs node-llama-cpp, see README 'Install size'); old log-probs are recomputed with our forward",
