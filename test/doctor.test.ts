@@ -272,7 +272,7 @@ describe('disk and the whole report', () => {
     expect(checkDisk(probes(), { out: join(root, 'run') }, 2 ** 20).status).toBe('ok');
   });
 
-  const base: DoctorOptions = { backend: 'auto', embedder: 'lexical', rolloutEngine: 'native', out: join(root, 'run'), loraR: 16 };
+  const base: DoctorOptions = { model: 'tiny', backend: 'auto', embedder: 'lexical', rolloutEngine: 'native', out: join(root, 'run'), loraR: 16 };
 
   it('nothing optional installed, tiny model: ready, with the GPU lines informational', async () => {
     const report = await runDoctor(base, probes());

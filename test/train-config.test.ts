@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveTrainConfig } from '../src/cli/train.js';
-import { configProblems, EMBEDDED_DEFAULTS, TRAIN_DEFAULTS, validateConfig, workerCount } from '../src/selfplay/config.js';
+import { configProblems, TINY_DEFAULTS, TRAIN_DEFAULTS, validateConfig, WORLD_DEFAULTS, workerCount } from '../src/selfplay/config.js';
 import { deviceOf } from '../src/selfplay/trainer.js';
 import { readSeedsFile, seedsFromPassages } from '../src/selfplay/seeds.js';
 
@@ -18,9 +18,16 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 describe('resolveTrainConfig', () => {
   it('no arguments: the embedded default (tiny model, demo corpus, lexical embedder, 3 steps)', () => {
     const { config } = resolveTrainConfig({ json: false }, new Set());
-    expect(config).toEqual({ ...TRAIN_DEFAULTS, ...EMBEDDED_DEFAULTS });
+    expect(config).toEqual({ ...TRAIN_DEFAULTS, ...TINY_DEFAULTS });
     expect(configProblems(config)).toEqual([]);
     expect(config).toMatchObject({ model: 'tiny', corpus: 'demo', embedder: 'lexical', steps: 3 });
+  });
+
+  it('--model demo: the demo world from its warm-start model (lexical embedder, held-out eval of the world)', () => {
+    const { config } = resolveTrainConfig({ json: false, model: 'demo' }, new Set(['model']));
+    expect(config).toEqual({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS });
+    expect(configProblems(config)).toEqual([]);
+    expect(config).toMatchObject({ model: 'demo', corpus: 'world', worldSeed: 0, embedder: 'lexical', evalData: 'world' });
   });
 
   it('a real model takes the defaults for a real model; a config file overrides them and flags override the file', () => {

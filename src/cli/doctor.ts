@@ -4,7 +4,8 @@
 import type { CommandModule } from 'yargs';
 import { runDoctor } from '../doctor/run.js';
 import { formatReport } from '../doctor/run.js';
-import { EMBEDDED_DEFAULTS, TRAIN_DEFAULTS } from '../selfplay/config.js';
+import { TINY_DEFAULTS, TRAIN_DEFAULTS, WORLD_DEFAULTS } from '../selfplay/config.js';
+import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 import { BACKEND_CHOICES, type BackendChoice } from '../tensor/backend.js';
 
 interface DoctorArgs {
@@ -27,14 +28,14 @@ export const command: CommandModule<object, DoctorArgs> = {
       .option('model', { type: 'string', describe: 'model folder or registry name of the run (default: the embedded tiny model)' })
       .option('backend', { choices: BACKEND_CHOICES, default: 'auto' as BackendChoice, describe: 'tensor backend of the run' })
       .option('retriever-url', { type: 'string', describe: 'Search-R1 retrieval server to query once' })
-      .option('embedder', { choices: ['e5', 'lexical'] as const, describe: 'skill embedder of the run (default as in train: e5 with --model, else lexical)' })
+      .option('embedder', { choices: ['e5', 'lexical'] as const, describe: 'skill embedder of the run (default as in train: lexical without --model or with --model demo, else e5)' })
       .option('e5-model', { type: 'string', describe: `E5 model folder or name (with --embedder e5; default ${TRAIN_DEFAULTS.e5Model})` })
       .option('rollout-engine', { choices: ['native', 'llama.cpp'] as const, default: 'native' as const, describe: 'rollout engine of the run' })
-      .option('out', { type: 'string', describe: `run folder (its disk gets the checkpoints; default as in train: ${TRAIN_DEFAULTS.out} with --model, else ${EMBEDDED_DEFAULTS.out})` })
+      .option('out', { type: 'string', describe: `run folder (its disk gets the checkpoints; default as in train: ${TINY_DEFAULTS.out} without --model, ${WORLD_DEFAULTS.out} with --model demo, else ${TRAIN_DEFAULTS.out})` })
       .option('lora-r', { type: 'number', default: 16, describe: 'LoRA rank (checkpoint size estimate)' })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON object for scripts' }) as never,
   handler: async (args) => {
-    const defaults = args.model !== undefined ? TRAIN_DEFAULTS : { ...TRAIN_DEFAULTS, ...EMBEDDED_DEFAULTS };
+    const defaults = { ...TRAIN_DEFAULTS, ...(args.model === undefined || args.model === TINY_DEFAULT_NAME ? TINY_DEFAULTS : args.model === WORLD_DEFAULTS.model ? WORLD_DEFAULTS : {}) };
     const embedder = args.embedder ?? defaults.embedder;
     const report = await runDoctor({
       ...(args.model !== undefined ? { model: args.model } : {}),

@@ -3,7 +3,7 @@
 import { SingleBar } from 'cli-progress';
 import type { Argv, CommandModule } from 'yargs';
 import {
-  EMBEDDED_DEFAULTS,
+  TINY_DEFAULTS,
   flagName,
   flagValue,
   groupTitleOf,
@@ -45,7 +45,7 @@ function readConfigFile(file: string): Partial<TrainConfig> {
 }
 
 /**
- * defaults ← embedded defaults (tiny model) or world defaults (the demo world's model) ← the recipe's fixed values ← config file ← flags given on
+ * defaults ← the tiny model's (the default) or the demo world's (`--model demo`) ← the recipe's fixed values ← config file ← flags given on
  * the command line. `fromFlags` holds only what was typed (for --resume).
  */
 export function resolveTrainConfig(args: TrainArgs, given: ReadonlySet<string>): { config: TrainConfig; fromFlags: Partial<TrainConfig> } {
@@ -55,7 +55,7 @@ export function resolveTrainConfig(args: TrainArgs, given: ReadonlySet<string>):
   const typed = fromFlags as Partial<TrainConfig>;
   const model = typed.model ?? fromFile.model ?? TRAIN_DEFAULTS.model;
   const recipe: RecipeName = typed.recipe ?? fromFile.recipe ?? TRAIN_DEFAULTS.recipe;
-  const config = { ...TRAIN_DEFAULTS, ...(model === TINY_DEFAULT_NAME ? EMBEDDED_DEFAULTS : model === DEMO_MODEL_NAME ? WORLD_DEFAULTS : {}), ...RECIPE_PRESETS[recipe], ...fromFile, ...typed };
+  const config = { ...TRAIN_DEFAULTS, ...(model === TINY_DEFAULT_NAME ? TINY_DEFAULTS : model === DEMO_MODEL_NAME ? WORLD_DEFAULTS : {}), ...RECIPE_PRESETS[recipe], ...fromFile, ...typed };
   return { config, fromFlags: typed };
 }
 
@@ -158,7 +158,7 @@ function summaryText(s: TrainSummary, tiny: boolean): string {
 
 export const command: CommandModule<object, TrainArgs> = {
   command: ['train', '$0'],
-  describe: 'SESA self-play training (the default command; with no arguments: the embedded tiny demo)',
+  describe: 'SESA self-play training (the default command; with no arguments: the tiny random model; --model demo: SESA in the demo world)',
   builder: (y: Argv) => {
     let b = y.usage('$0 [train] [options]\n\nSESA self-play training. Every setting below can also be given in a --config file (JSON or YAML, same names).');
     for (const key of SETTING_KEYS) b = b.option(flagName(key), { ...yargsOption(key), group: `${groupTitleOf(key)}:` });

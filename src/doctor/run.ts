@@ -1,5 +1,7 @@
 // Runs every check that applies to the run as given, in the order a user would fix things, and decides the
 // exit code: 0 only when no check fails.
+import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
+import { DEMO_MODEL_NAME, demoModelPath } from '../world/setup.js';
 import { execFile } from 'node:child_process';
 import { totalmem } from 'node:os';
 import { checkLlamaCpp } from './llama-cpp.js';
@@ -57,10 +59,11 @@ export async function runDoctor(options: DoctorOptions, probes: Probes = default
   }
 
   let oneCheckpoint: number | undefined;
-  if (options.model === undefined || options.model === 'tiny') {
+  if (options.model === undefined || options.model === TINY_DEFAULT_NAME) {
     results.push({ check: 'model', status: 'ok', detail: 'the embedded tiny random Qwen3 (made on first use, no folder to check)' });
   } else {
-    const model = await checkModelFolder(options.model);
+    // --model demo: the demo world's warm-start model shipped in models/demo.
+    const model = await checkModelFolder(options.model === DEMO_MODEL_NAME ? demoModelPath() : options.model);
     results.push(...model.results);
     if (model.config) {
       results.push(checkModelMemory(model.config, limit, limitName));

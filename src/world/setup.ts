@@ -15,8 +15,13 @@ export const WORLD_EVAL_DATA = 'world';
 /** `--model demo`: the warm-start model shipped in models/demo (scripts/make-demo-model.ts). */
 export const DEMO_MODEL_NAME = 'demo';
 
+/** Where the demo world's warm-start model ships (it may be missing in a checkout that dropped it). */
+export function demoModelPath(): string {
+  return join(repoRoot(), 'models', 'demo');
+}
+
 export function demoModelDir(): string {
-  const dir = join(repoRoot(), 'models', 'demo');
+  const dir = demoModelPath();
   if (!existsSync(join(dir, 'model.safetensors'))) {
     throw new Error(`--model demo: ${join(dir, 'model.safetensors')} not found; build it with npx tsx scripts/make-demo-model.ts (see docs/world.md)`);
   }

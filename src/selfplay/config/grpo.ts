@@ -11,14 +11,14 @@ export const GRPO_SETTINGS = {
   lossAggregation: choice(['token-mean', 'seq-mean-token-mean', 'seq-sum-norm'], 'token-mean', {
     help: "token-mean: over all generated tokens of the batch; seq-mean-token-mean: mean of per-sequence means; seq-sum-norm: Dr. GRPO's sum over --max-response-tokens per sequence",
   }),
-  lr: num(1e-5, { above: 0, demo: 1e-3, help: 'η, the AdamW learning rate of both adapters' }),
+  lr: num(1e-5, { above: 0, tiny: 1e-3, help: 'η, the AdamW learning rate of both adapters' }),
   lrSchedule: choice(['constant', 'cosine'], 'constant', { help: 'after warmup: constant, or cosine decay to lr·min-lr-ratio at the last step' }),
   minLrRatio: num(0, { min: 0, max: 1, help: 'the cosine floor as a fraction of lr' }),
-  warmupSteps: int(10, { min: 0, demo: 0, help: 'linear learning-rate warmup (updates)' }),
+  warmupSteps: int(10, { min: 0, tiny: 0, help: 'linear learning-rate warmup (updates)' }),
   weightDecay: num(0.01, { min: 0, help: 'AdamW decoupled weight decay' }),
   adamBeta1: num(0.9, { min: 0, below: 1, help: 'AdamW β1' }),
   adamBeta2: num(0.999, { min: 0, below: 1, help: 'AdamW β2' }),
   adamEps: num(1e-8, { above: 0, help: 'AdamW ε' }),
   maxGradNorm: num(1.0, { above: 0, help: 'gradient clipping at this global norm' }),
-  microBatchSize: int(4, { demo: 8, help: 'sequences per forward/backward pass (gradients accumulate over the passes)' }),
+  microBatchSize: int(4, { tiny: 8, help: 'sequences per forward/backward pass (gradients accumulate over the passes)' }),
 };

@@ -2,9 +2,9 @@
 import { bool, int, num } from './setting.js';
 
 export const ROLLOUT_SETTINGS = {
-  maxTurns: int(10, { demo: 3, help: 'turns per rollout (one generation, then a search or the final tag)' }),
-  maxNewTokens: int(512, { demo: 40, help: 'new tokens per turn' }),
-  maxResponseTokens: int(4096, { demo: 256, help: 'tokens per rollout, tool output included' }),
+  maxTurns: int(10, { tiny: 3, help: 'turns per rollout (one generation, then a search or the final tag)' }),
+  maxNewTokens: int(512, { tiny: 40, help: 'new tokens per turn' }),
+  maxResponseTokens: int(4096, { tiny: 256, help: 'tokens per rollout, tool output included' }),
   temperature: num(1.0, { min: 0, help: 'T, the rollout sampling temperature (> 0); the update scores tokens under the same T' }),
   enableThinking: bool(false, { help: "Qwen3 thinking in the chat template (the template's enable_thinking)" }),
 };

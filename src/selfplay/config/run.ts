@@ -18,7 +18,7 @@ export const RUN_SETTINGS = {
     resume: fixedForRun('the recipe decides what the run trains; start a new run for another recipe'),
   }),
   model: str('tiny', {
-    help: "base model: a Hugging Face folder or a registry name (qwen3-4b, ...); 'tiny' = the embedded tiny random Qwen3",
+    help: "base model: a Hugging Face folder or a registry name (qwen3-4b, ...); 'tiny' = a tiny random Qwen3 (the embedded default: mechanics only); 'demo' = the demo world's warm-start model shipped in models/demo (SESA in that world, docs/world.md)",
     resume: fixedForRun('the adapters and optimizer state of the run belong to its base model'),
   }),
   backend: choice(['auto', 'tensorflow', 'wasm', 'cpu'], 'auto', { help: 'tensor backend (auto picks the fastest available and says which)' }),
@@ -32,16 +32,16 @@ export const RUN_SETTINGS = {
   rolloutEngine: choice(['native', 'llama.cpp'], 'native', {
     help: "rollout generation: our own forward, or llama.cpp (needs node-llama-cpp, see README 'Install size'); old log-probs are recomputed with our forward",
   }),
-  steps: int(200, { demo: 3, help: 'training steps (on --resume: a larger value extends the run)' }),
-  seedsPerStep: int(8, { demo: 2, help: 'answer seeds per step' }),
-  proposalsPerSeed: int(4, { demo: 2, help: 'n_p, proposer rollouts per seed (the proposer GRPO group)' }),
-  groupSize: int(5, { demo: 3, help: 'G, solver rollouts per valid question (the solver GRPO group; p̂ is its success rate)' }),
+  steps: int(200, { tiny: 3, help: 'training steps (on --resume: a larger value extends the run)' }),
+  seedsPerStep: int(8, { tiny: 2, help: 'answer seeds per step' }),
+  proposalsPerSeed: int(4, { tiny: 2, help: 'n_p, proposer rollouts per seed (the proposer GRPO group)' }),
+  groupSize: int(5, { tiny: 3, help: 'G, solver rollouts per valid question (the solver GRPO group; p̂ is its success rate)' }),
   out: str('runs/sesa', {
-    demo: 'runs/demo',
+    tiny: 'runs/tiny',
     help: 'run folder (config.json, metrics.jsonl, skills.json, train.log, checkpoints/)',
     resume: fixedForRun('--resume names the run folder itself'),
   }),
-  saveEvery: int(10, { demo: 1, help: 'write a checkpoint every N steps (and at the last step)' }),
+  saveEvery: int(10, { tiny: 1, help: 'write a checkpoint every N steps (and at the last step)' }),
   seed: int(0, {
     min: 0,
     help: 'run seed: every random choice of step s derives from (seed, s)',

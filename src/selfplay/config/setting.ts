@@ -15,8 +15,8 @@ export interface Setting<T> {
   kind: SettingKind;
   /** The default for a real model (undefined for an optional setting that is unset by default). */
   default: T;
-  /** The default of the embedded tiny demo, where it differs. */
-  demo?: T;
+  /** The default with the tiny random model (`--model tiny`), where it differs. */
+  tiny?: T;
   /** One line for --help and the README, with the paper's symbol where there is one. */
   help: string;
   /** The allowed values of a 'choice' setting, or of each item of a 'list'. */
@@ -43,7 +43,7 @@ const CHANGE: ResumePolicy = { kind: 'change' };
 
 interface Common<T> {
   help: string;
-  demo?: T;
+  tiny?: T;
   resume?: ResumePolicy;
   check?: (value: T) => string | undefined;
 }
@@ -64,7 +64,7 @@ export function int(def: number, o: Common<number> & { min?: number }): Setting<
   const min = o.min ?? 1;
   const range = (v: number): string | undefined =>
     Number.isInteger(v) && v >= min ? undefined : min === 1 ? `must be a positive integer, got ${String(v)}` : `must be an integer ≥ ${min}, got ${String(v)}`;
-  return { kind: 'int', default: def, help: o.help, resume: o.resume ?? CHANGE, ...(o.demo !== undefined ? { demo: o.demo } : {}), check: both(range, o.check) as (v: number) => string | undefined };
+  return { kind: 'int', default: def, help: o.help, resume: o.resume ?? CHANGE, ...(o.tiny !== undefined ? { tiny: o.tiny } : {}), check: both(range, o.check) as (v: number) => string | undefined };
 }
 
 /** A finite number; `min`/`max` are inclusive unless `above`/`below` (exclusive) are used. */
@@ -77,7 +77,7 @@ export function num(def: number, o: Common<number> & { min?: number; above?: num
     if (o.below !== undefined && !(v < o.below)) return `must be < ${o.below}, got ${v}`;
     return undefined;
   };
-  return { kind: 'number', default: def, help: o.help, resume: o.resume ?? CHANGE, ...(o.demo !== undefined ? { demo: o.demo } : {}), check: both(range, o.check) as (v: number) => string | undefined };
+  return { kind: 'number', default: def, help: o.help, resume: o.resume ?? CHANGE, ...(o.tiny !== undefined ? { tiny: o.tiny } : {}), check: both(range, o.check) as (v: number) => string | undefined };
 }
 
 /** An optional finite number (unset = the behaviour the help text names). */
@@ -95,7 +95,7 @@ export function optionalNum(o: Common<number | undefined> & { min?: number; max?
 /** A non-empty string. */
 export function str(def: string, o: Common<string>): Setting<string> {
   const nonEmpty = (v: string): string | undefined => (typeof v === 'string' && v.trim().length > 0 ? undefined : `must not be empty`);
-  return { kind: 'string', default: def, help: o.help, resume: o.resume ?? CHANGE, ...(o.demo !== undefined ? { demo: o.demo } : {}), check: both(nonEmpty, o.check) as (v: string) => string | undefined };
+  return { kind: 'string', default: def, help: o.help, resume: o.resume ?? CHANGE, ...(o.tiny !== undefined ? { tiny: o.tiny } : {}), check: both(nonEmpty, o.check) as (v: string) => string | undefined };
 }
 
 /** An optional string (unset by default). */
@@ -106,18 +106,18 @@ export function optionalStr(o: Common<string | undefined>): Setting<string | und
 
 /** A switch: `--name` / `--no-name` on the command line, true/false in a file. */
 export function bool(def: boolean, o: Common<boolean>): Setting<boolean> {
-  return { kind: 'boolean', default: def, help: o.help, resume: o.resume ?? CHANGE, ...(o.demo !== undefined ? { demo: o.demo } : {}) };
+  return { kind: 'boolean', default: def, help: o.help, resume: o.resume ?? CHANGE, ...(o.tiny !== undefined ? { tiny: o.tiny } : {}) };
 }
 
 /** A switch written `--name on|off` on the command line (true/false or "on"/"off" in a file). */
 export function onOff(def: boolean, o: Common<boolean>): Setting<boolean> {
-  return { kind: 'on-off', default: def, help: o.help, resume: o.resume ?? CHANGE, ...(o.demo !== undefined ? { demo: o.demo } : {}) };
+  return { kind: 'on-off', default: def, help: o.help, resume: o.resume ?? CHANGE, ...(o.tiny !== undefined ? { tiny: o.tiny } : {}) };
 }
 
 /** One of a fixed set of strings. */
 export function choice<const C extends string>(values: readonly C[], def: C, o: Common<C>): Setting<C> {
   const member = (v: C): string | undefined => (values.includes(v) ? undefined : `must be ${values.slice(0, -1).join(', ')} or ${values[values.length - 1]}, got ${String(v)}`);
-  return { kind: 'choice', choices: values, default: def, help: o.help, resume: o.resume ?? CHANGE, ...(o.demo !== undefined ? { demo: o.demo } : {}), check: both(member, o.check) as (v: C) => string | undefined };
+  return { kind: 'choice', choices: values, default: def, help: o.help, resume: o.resume ?? CHANGE, ...(o.tiny !== undefined ? { tiny: o.tiny } : {}), check: both(member, o.check) as (v: C) => string | undefined };
 }
 
 /** A non-empty list of strings, each from `values` (comma-separated on the command line, a list in a file). */

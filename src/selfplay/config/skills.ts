@@ -12,7 +12,7 @@ export const SKILLS_SETTINGS = {
   priming: bool(true, { help: 'start the bank from the seed cards (memory priming); --no-priming: empty' }),
   distill: bool(true, { help: 'failure distillation into new cards; --no-distill: off' }),
   embedder: choice(['e5', 'lexical'], 'e5', {
-    demo: 'lexical',
+    tiny: 'lexical',
     help: 'skill embedder for retrieval and dedup',
     resume: fixedForRun("the bank's card embeddings were made by this embedder"),
   }),

@@ -29,12 +29,12 @@ function copy<T>(v: T): T {
   return Array.isArray(v) ? ([...v] as T) : v;
 }
 
-/** The defaults of the embedded tiny demo, for the settings that declare one. */
-export function demoDefaultsOf<T extends SettingTable>(table: T): Partial<ConfigOf<T>> {
+/** The defaults with the tiny random model (`--model tiny`), for the settings that declare one. */
+export function tinyDefaultsOf<T extends SettingTable>(table: T): Partial<ConfigOf<T>> {
   return Object.fromEntries(
     Object.entries(table)
-      .filter(([, s]) => s.demo !== undefined)
-      .map(([k, s]) => [k, copy(s.demo)]),
+      .filter(([, s]) => s.tiny !== undefined)
+      .map(([k, s]) => [k, copy(s.tiny)]),
   ) as Partial<ConfigOf<T>>;
 }
 
@@ -119,7 +119,7 @@ export function flagValueOf(key: string, s: AnySetting, v: unknown): unknown {
 
 /** The yargs option of a setting: its type, choices and a help line that shows the defaults. */
 export function yargsOptionOf(s: AnySetting): { type: 'number' | 'string' | 'boolean'; choices?: string[]; describe: string } {
-  const defaults = s.demo !== undefined ? `default ${showValue(s.default)}; demo ${showValue(s.demo)}` : `default ${showValue(s.default)}`;
+  const defaults = s.tiny !== undefined ? `default ${showValue(s.default)}; tiny ${showValue(s.tiny)}` : `default ${showValue(s.default)}`;
   const describe = `${s.help} [${defaults}]`;
   switch (s.kind) {
     case 'int':
