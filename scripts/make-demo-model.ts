@@ -8,7 +8,7 @@
 //   6. the model folder (config, weights, tokenizer, warm-start.json with the numbers and the command) in --out.
 //
 //   npx tsx scripts/make-demo-model.ts [--out models/demo] [--work runs/demo-model] [--worlds 16] [--epochs 2] ...
-import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { SingleBar } from 'cli-progress';
@@ -70,6 +70,10 @@ const { values } = parseArgs({
     'save-every': { type: 'string', default: '50' },
     /** Fine-tune this model folder (weights and tokenizer, e.g. an earlier run's drilled/) instead of a new tokenizer, init and drill. */
     'start-from': { type: 'string' },
+    /** Write the transcripts and exercises (--work/transcripts.jsonl) and stop: data for a later `sesa-train sft` stage. */
+    'data-only': { type: 'boolean', default: false },
+    /** With --eval-only: a JSON file listing the commands that made the evaluated model, recorded in warm-start.json. */
+    stages: { type: 'string' },
     /** Evaluate and ship this model folder (e.g. a checkpoint's model/) instead of training one. */
     'eval-only': { type: 'string' },
   },
@@ -115,6 +119,7 @@ await cards.dispose();
 const dataFile = join(work, 'transcripts.jsonl');
 writeTranscripts(dataFile, set.transcripts);
 log(`transcripts: ${JSON.stringify(set.stats)} → ${dataFile}`);
+if (values['data-only'] === true) process.exit(0);
 
 // 2-3. Tokenizer and the random-init model.
 // The tokenizer learns from the episodes only: the exercises repeat their text.
@@ -213,6 +218,7 @@ writeJsonAtomic(join(out, 'warm-start.json'), {
   rates,
   transcripts: set.stats,
   init: values.init,
+  ...(values.stages !== undefined ? { stages: JSON.parse(readFileSync(values.stages, 'utf8')) as unknown } : {}),
   ...(drill ? { copyDrill: drill } : {}),
   ...(values['start-from'] !== undefined ? { startFrom: values['start-from'] } : {}),
   evalSettings: settings,
