@@ -28,7 +28,7 @@
 // layers ≥ 2: q, k, v, gate and up random as usual; o and down zero (residual branches that start silent).
 //
 // The embedding is tied, so the output reads C and B only: logit(t) = E_t · norm(h).
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SafetensorsCheckpoint, type TensorToWrite, writeSafetensors } from '../checkpoint/safetensors.js';
 import { Rng } from '../util/rng.js';
@@ -182,6 +182,5 @@ export function writeInductionInit(dir: string, seed: number): void {
     put(`${p}mlp.down_proj.weight`, [H, s.intermediate], zeros(H * s.intermediate));
   }
   for (const name of ckpt.names()) if (!tensors.has(name)) throw new Error(`induction init: ${join(dir, 'model.safetensors')} has '${name}', which the init does not write`);
-  if (!existsSync(join(dir, 'model.safetensors'))) throw new Error(`induction init: ${dir} has no model.safetensors`);
   writeSafetensors(join(dir, 'model.safetensors'), tensors);
 }
