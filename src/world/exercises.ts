@@ -1,5 +1,5 @@
-// Copy exercises: short pieces of solver work, added to the warm-start transcripts (docs/world.md, "Copy
-// exercises").
+// Copy exercises: short pieces of solver work, added to the warm-start transcripts (docs/world.md, "The
+// warm-start model").
 //
 // A solver copies names: the question's start entity into its first query, each name a passage gives into
 // the next thought, query or answer. In whole transcripts those tokens are a few percent of the text: the

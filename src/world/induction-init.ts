@@ -1,4 +1,4 @@
-// The induction init: the first stage of the world's warm start (docs/world.md, "The induction init"), in
+// The induction init: the first stage of the world's warm start (docs/world.md, "The warm-start model"), in
 // place of learning to copy from scratch.
 //
 // A search agent copies names (question → query, passage → next query or answer). A transformer copies with
