@@ -45,6 +45,10 @@ const { values } = parseArgs({
     'first-turns-per-world': { type: 'string', default: '200' },
     'premature-rate': { type: 'string', default: String(DEFAULT_EXPERT_RATES.prematureRate) },
     'misread-rate': { type: 'string', default: String(DEFAULT_EXPERT_RATES.misreadRate) },
+    'one-search-rate': { type: 'string', default: String(DEFAULT_EXPERT_RATES.oneSearchRate) },
+    'short-form-rate': { type: 'string', default: String(DEFAULT_EXPERT_RATES.shortFormRate) },
+    // The expert proposer's choices: varied (a random fact and wording) or canonical (the top-ranked fact, one wording).
+    'proposer-style': { type: 'string', default: 'varied' },
     layers: { type: 'string', default: String(DEMO_MODEL_SPEC.layers) },
     hidden: { type: 'string', default: String(DEMO_MODEL_SPEC.hidden) },
     heads: { type: 'string', default: String(DEMO_MODEL_SPEC.heads) },
@@ -94,7 +98,16 @@ mkdirSync(work, { recursive: true });
 const seed = num('seed');
 const rng = new Rng(seed);
 const spec = { ...DEMO_MODEL_SPEC, layers: num('layers'), hidden: num('hidden'), heads: num('heads'), intermediate: num('intermediate') };
-const rates = { ...DEFAULT_EXPERT_RATES, prematureRate: num('premature-rate'), misreadRate: num('misread-rate') };
+const rates = {
+  ...DEFAULT_EXPERT_RATES,
+  prematureRate: num('premature-rate'),
+  misreadRate: num('misread-rate'),
+  oneSearchRate: num('one-search-rate'),
+  shortFormRate: num('short-form-rate'),
+};
+
+const proposerStyle = values['proposer-style'];
+if (proposerStyle !== 'varied' && proposerStyle !== 'canonical') throw new Error(`--proposer-style must be varied or canonical, got ${String(proposerStyle)}`);
 
 // 1. Transcripts.
 const worldSeeds = trainingWorldSeeds(num('worlds'));
@@ -110,6 +123,7 @@ const set = await buildTranscripts({
   turnWindows: values['turn-windows'] === true,
   firstTurnsPerWorld: num('first-turns-per-world'),
   rates,
+  proposerStyle,
   seed,
   cardsFor: cards.cardsFor,
   onProgress: (d) => bar.update(d),

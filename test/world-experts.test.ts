@@ -65,6 +65,24 @@ describe('world grammar', () => {
     expect(w.parseQuestion('What is the capital of Atlantis?')).toBeUndefined();
     expect(w.parseQuestion('Tell me a story.')).toBeUndefined();
   });
+
+  it('gives one canonical phrasing per chain, genitive where the relation has one, that parses back to the chain', () => {
+    const w = new World({ seed: 5, passages: 300 });
+    const rng = new Rng(2);
+    const seen = new Set<string>();
+    for (let i = 0; i < 60; i++) {
+      const path = randomChain(w, 1 + (i % 3), rng);
+      if (!path) continue;
+      const q = w.phrase(path, 'canonical');
+      expect(w.phrase(path, 'canonical')).toBe(q);
+      const parsed = w.parseQuestion(q);
+      expect(parsed && w.follow(parsed)?.at(-1), q).toBe(path[path.length - 1]?.object);
+      seen.add(path[path.length - 1]?.relation as string);
+      if (path.length === 1 && path[0]?.relation === 'teacher') expect(q).toMatch(/^Who was the teacher of /);
+      if (path.length === 1 && path[0]?.relation === 'born_in') expect(q).toMatch(/^What is the birthplace of /);
+    }
+    expect(seen.size).toBeGreaterThan(5);
+  });
 });
 
 describe('expert transcripts', () => {
@@ -142,6 +160,32 @@ describe('expert transcripts', () => {
       expect(world.golden(target)).toContain(lastTagContent(reply, 'answer'));
     }
     expect(made).toBeGreaterThan(20);
+  });
+
+  it('the canonical proposer takes the fact of the highest-ranked passage, and writes the same valid question every time', async () => {
+    const rng = new Rng(6);
+    let made = 0;
+    for (let i = 0; i < 24; i++) {
+      const hops = 1 + (i % 2);
+      const path = randomChain(world, hops, rng);
+      if (!path) continue;
+      const target = path[path.length - 1]?.object as string;
+      const a = await expertPropose(world, searcher, target, hops, PERFECT, new Rng(i), 'canonical');
+      const b = await expertPropose(world, searcher, target, hops, PERFECT, new Rng(i + 100), 'canonical');
+      if (!a) continue;
+      made++;
+      expect(b?.messages).toEqual(a.messages);
+      expect(a.meta.correct, a.meta.final).toBe(true);
+      // The first reasoning line names the fact into the target from the best-ranked passage that states one.
+      const [results] = await searcher.search([world.searchQuery(world.entity(target))], 3);
+      const shown = results ?? [];
+      const into = world.factsInto(target).filter((f) => shown.some((p) => p.id === f.passageId) && f.subject !== target);
+      const best = Math.min(...into.map((f) => shown.findIndex((p) => p.id === f.passageId)));
+      const claimed = into.filter((f) => shown.findIndex((p) => p.id === f.passageId) === best).map((f) => world.entity(f.subject).name);
+      const firstThink = /<think> the .*? of (.*?) is /.exec(a.messages[3]?.content ?? '')?.[1];
+      expect(claimed).toContain(firstThink);
+    }
+    expect(made).toBeGreaterThan(12);
   });
 
   it('an imperfect proposer makes the invalid questions its errors name', async () => {

@@ -26,6 +26,9 @@ export interface TranscriptMessage {
   content: string;
 }
 
+/** How the expert proposer chooses among the facts it found and words its question (see expertPropose). */
+export type ProposerStyle = 'varied' | 'canonical';
+
 export type ExpertError = 'premature' | 'misread' | 'one-search' | 'short-form';
 
 export interface Transcript {
@@ -170,8 +173,10 @@ export async function expertSolve(
 /**
  * The expert proposer for an answer entity and hop count: searches the answer, picks a fact of a retrieved
  * passage that names it, walks back hop by hop (searching each new entity), confirms a one-hop chain with a
- * second search, and writes the question with the world's wording. Undefined when no chain of that length
- * can be built from what the searches return.
+ * second search, and writes the question with the world's wording. `style` 'varied' picks a random fact among
+ * those the results state and a random wording; 'canonical' takes the fact of the highest-ranked passage and
+ * the chain's one canonical wording (World.phrase), a policy with fewer choices for a small model to imitate.
+ * Undefined when no chain of that length can be built from what the searches return.
  */
 export async function expertPropose(
   world: World,
@@ -180,6 +185,7 @@ export async function expertPropose(
   hops: number,
   rates: ExpertRates,
   rng: Rng,
+  style: ProposerStyle = 'varied',
 ): Promise<Transcript | undefined> {
   const answer = world.entity(answerId);
   const messages: TranscriptMessage[] = [{ role: 'user', content: proposerMessages(answer.name, hops)[0]?.content ?? '' }];
@@ -196,7 +202,8 @@ export async function expertPropose(
     const shown = new Set(results.map((p) => p.id));
     const options = world.factsInto(cur).filter((f) => shown.has(f.passageId) && !seen.has(f.subject));
     if (options.length === 0) return undefined;
-    const f = options[rng.int(options.length)] as SynthFact;
+    const rank = (f: SynthFact): number => results.findIndex((p) => p.id === f.passageId);
+    const f = (style === 'canonical' ? [...options].sort((a, b) => rank(a) - rank(b))[0] : options[rng.int(options.length)]) as SynthFact;
     path.unshift(f);
     seen.add(f.subject);
     const said = `the ${RELATION_NOUN[f.relation]} of ${world.entity(f.subject).name} is ${world.entity(cur).name}`;
@@ -216,7 +223,7 @@ export async function expertPropose(
   const golden = world.golden(answerId).map((g) => g.toLowerCase());
   let question: string | undefined;
   for (let attempt = 0; attempt < 4 && question === undefined; attempt++) {
-    const q = world.phrase(path, rng);
+    const q = world.phrase(path, style === 'canonical' ? 'canonical' : rng);
     if (!golden.some((g) => q.toLowerCase().includes(g))) question = q;
   }
   if (question === undefined) return undefined;

@@ -4,7 +4,7 @@ import type { SynthFact } from '../corpus/synthetic.js';
 import { writeFileAtomic } from '../util/atomic.js';
 import { Rng } from '../util/rng.js';
 import { firstTurnExercises, turnWindows } from './exercises.js';
-import { DEFAULT_EXPERT_RATES, type ExpertRates, expertPropose, expertSolve, type Transcript } from './experts.js';
+import { DEFAULT_EXPERT_RATES, type ExpertRates, expertPropose, expertSolve, type ProposerStyle, type Transcript } from './experts.js';
 import { DEMO_WORLD, FRESH_WORLD, World } from './world.js';
 
 export interface TranscriptSetOptions {
@@ -20,6 +20,8 @@ export interface TranscriptSetOptions {
   /** Share of 1-, 2- and 3-hop questions (solver) and seeds (proposer). */
   hopMix: [number, number, number];
   rates: ExpertRates;
+  /** The expert proposer's choices (see expertPropose); 'varied' when absent. */
+  proposerStyle?: ProposerStyle;
   seed: number;
   /**
    * The skill block for a solver prompt, as the solver role would render the bank's retrieval for the
@@ -37,6 +39,7 @@ export const DEFAULT_TRANSCRIPT_OPTIONS: Omit<TranscriptSetOptions, 'worldSeeds'
   firstTurnsPerWorld: 0,
   hopMix: [0.34, 0.33, 0.33],
   rates: DEFAULT_EXPERT_RATES,
+  proposerStyle: 'varied',
   seed: 0,
 };
 
@@ -134,7 +137,7 @@ export async function buildTranscripts(opts: TranscriptSetOptions): Promise<Tran
       const hops = drawHops(opts.hopMix, rng);
       const path = randomChain(world, hops, rng);
       if (!path) continue;
-      if (keep(await expertPropose(world, searcher, (path[path.length - 1] as SynthFact).object, hops, opts.rates, rng))) made++;
+      if (keep(await expertPropose(world, searcher, (path[path.length - 1] as SynthFact).object, hops, opts.rates, rng, opts.proposerStyle ?? 'varied'))) made++;
     }
     // Their own random stream: adding exercises leaves the episodes (and the tokenizer trained on them) as they were.
     exercises.push(...firstTurnExercises(world, opts.firstTurnsPerWorld, (r) => randomChain(world, drawHops(opts.hopMix, r), r), cleanText, exerciseRng));

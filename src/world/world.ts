@@ -36,6 +36,9 @@ export interface ParsedQuestion {
 }
 
 /** Prefix the proposer puts on a question too short for the validity rule of ten words (docs/method.md, "Validating questions"). */
+/** A wording "… the <noun> of {x}…" (one or two words of noun). */
+const GENITIVE_WORDING = /\bthe [\w-]+( [\w-]+)? of \{x\}/;
+
 export const LONG_FORM_PREFIX = 'According to the documents in the collection, ';
 
 function lower(s: string): string {
@@ -153,7 +156,7 @@ export class World {
    * How a question names an entity so that the name singles it out: the disambiguated form for namesakes,
    * the typed form ("the opera X") for works, else the name (typed at random, as the generator does).
    */
-  reference(e: SynthEntity, rng: Rng): string {
+  reference(e: SynthEntity, rng: Rng | 'canonical'): string {
     const candidates = [e.name, `the ${e.type} ${e.name}`, `the ${e.kind} ${e.name}`];
     if (!/^the /i.test(e.name)) candidates.push(`the ${e.name}`);
     if (e.kind === 'town') {
@@ -163,7 +166,7 @@ export class World {
     }
     const unique = candidates.filter((c) => this.resolveRef(c) === e.id);
     if (unique.length === 0) throw new Error(`world ${this.options.seed}: no unambiguous reference for ${e.id} (${e.name})`);
-    return unique[rng.int(unique.length)] as string;
+    return unique[rng === 'canonical' ? 0 : rng.int(unique.length)] as string;
   }
 
   /** The words to search for an entity: its reference without a leading article (BM25 drops it anyway). */
@@ -176,17 +179,19 @@ export class World {
   /**
    * The question for a chain of facts (first fact's subject = start entity; last fact's object = answer),
    * worded with the generator's templates: nested noun phrases, then the last relation as the question.
+   * 'canonical' gives one phrasing per chain: the first reference, and for each relation the first wording
+   * of the form "the <noun> of {x}" (the form the experts' thoughts use), else its first wording.
    */
-  phrase(path: readonly SynthFact[], rng: Rng): string {
+  phrase(path: readonly SynthFact[], rng: Rng | 'canonical'): string {
     if (path.length === 0) throw new Error('phrase: empty chain');
+    const pick = (ws: readonly string[]): string =>
+      (rng === 'canonical' ? (ws.find((w) => GENITIVE_WORDING.test(w)) ?? ws[0]) : ws[rng.int(ws.length)]) as string;
     let x = this.reference(this.entity((path[0] as SynthFact).subject), rng);
     path.slice(0, -1).forEach((f, i) => {
-      const ws = wordings(f.relation, 'np', i > 0);
-      x = fill(ws[rng.int(ws.length)] as string, x);
+      x = fill(pick(wordings(f.relation, 'np', i > 0)), x);
     });
     const last = path[path.length - 1] as SynthFact;
-    const qs = wordings(last.relation, 'q', path.length > 1);
-    return capitalize(fill(qs[rng.int(qs.length)] as string, x));
+    return capitalize(fill(pick(wordings(last.relation, 'q', path.length > 1)), x));
   }
 
   /** Parses a question of the world's grammar back into its start entity and relations; undefined if it is not one. */
