@@ -83,6 +83,26 @@ describe('world grammar', () => {
     }
     expect(seen.size).toBeGreaterThan(5);
   });
+
+  it('reads "who/what/which … is <noun phrase>?" as a question about the noun phrase, whatever its wh-word', () => {
+    const w = new World({ seed: 5, passages: 300 });
+    const rng = new Rng(3);
+    let checked = 0;
+    for (let i = 0; i < 40 && checked < 15; i++) {
+      const path = randomChain(w, 2, rng);
+      if (!path) continue;
+      // The noun phrase of the whole chain: the one-hop-shorter question's phrase, nested once more.
+      const np = w.phrase(path, 'canonical').replace(/^[^ ]+ (?:is|was) /i, '');
+      if (np === w.phrase(path, 'canonical')) continue;
+      for (const wh of ['Who is', 'What was', 'Which town is']) {
+        const parsed = w.parseQuestion(`${wh} ${np.replace(/\?$/, '')}?`);
+        expect(parsed?.relations, `${wh} ${np}`).toEqual(path.map((f) => f.relation));
+      }
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(5);
+    expect(w.parseQuestion('Who is the person?')).toBeUndefined();
+  });
 });
 
 describe('expert transcripts', () => {

@@ -56,6 +56,9 @@ function templateRegex(template: string): RegExp {
   return new RegExp(`^${part(head)}(.+?)${part(tail)}$`);
 }
 
+/** A question that asks for its noun phrase's referent: "who is NP?", "which town was NP?" (lowercased). */
+const COPULAR_QUESTION = /^(?:who|what|where|which(?: [\w-]+){0,3}) (?:is|was) (.+?) ?\?$/;
+
 const Q_TEMPLATES: Array<{ relation: Relation; re: RegExp }> = [];
 const NP_TEMPLATES: Array<{ relation: Relation; re: RegExp }> = [];
 for (const [relation, w] of Object.entries(WORDING) as Array<[Relation, (typeof WORDING)[Relation]]>) {
@@ -205,7 +208,11 @@ export class World {
       const inner = this.parsePhrase((m[1] as string).trim());
       if (inner) return { start: inner.start, relations: [...inner.relations, relation] };
     }
-    return undefined;
+    // "Who/What/Which … is <noun phrase>?" asks for what the noun phrase names, whatever the wh-word: a reader
+    // takes "Who is the best-known work of X?" as a question about that work.
+    const copular = COPULAR_QUESTION.exec(q);
+    const inner = copular ? this.parsePhrase((copular[1] as string).trim()) : undefined;
+    return inner && inner.relations.length > 0 ? inner : undefined;
   }
 
   private parsePhrase(x: string): ParsedQuestion | undefined {
