@@ -137,7 +137,7 @@ export async function buildTranscripts(opts: TranscriptSetOptions): Promise<Tran
       const hops = drawHops(opts.hopMix, rng);
       const path = randomChain(world, hops, rng);
       if (!path) continue;
-      if (keep(await expertPropose(world, searcher, (path[path.length - 1] as SynthFact).object, hops, opts.rates, rng, opts.proposerStyle ?? 'varied'))) made++;
+      if (keep(await expertPropose(world, searcher, (path[path.length - 1] as SynthFact).object, hops, opts.rates, rng, opts.proposerStyle))) made++;
     }
     // Their own random stream: adding exercises leaves the episodes (and the tokenizer trained on them) as they were.
     exercises.push(...firstTurnExercises(world, opts.firstTurnsPerWorld, (r) => randomChain(world, drawHops(opts.hopMix, r), r), cleanText, exerciseRng));

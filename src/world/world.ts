@@ -35,10 +35,10 @@ export interface ParsedQuestion {
   relations: Relation[];
 }
 
-/** Prefix the proposer puts on a question too short for the validity rule of ten words (docs/method.md, "Validating questions"). */
 /** A wording "… the <noun> of {x}…" (one or two words of noun). */
 const GENITIVE_WORDING = /\bthe [\w-]+( [\w-]+)? of \{x\}/;
 
+/** Prefix the proposer puts on a question too short for the validity rule of ten words (docs/method.md, "Validating questions"). */
 export const LONG_FORM_PREFIX = 'According to the documents in the collection, ';
 
 function lower(s: string): string {
