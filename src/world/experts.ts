@@ -222,7 +222,9 @@ export async function expertPropose(
   }
   const golden = world.golden(answerId).map((g) => g.toLowerCase());
   let question: string | undefined;
-  for (let attempt = 0; attempt < 4 && question === undefined; attempt++) {
+  // A random wording may name the answer: try a few. The canonical wording is one string: try it once.
+  const attempts = style === 'canonical' ? 1 : 4;
+  for (let attempt = 0; attempt < attempts && question === undefined; attempt++) {
     const q = world.phrase(path, style === 'canonical' ? 'canonical' : rng);
     if (!golden.some((g) => q.toLowerCase().includes(g))) question = q;
   }
