@@ -16,6 +16,7 @@ import { parseDistilledCard, distillationPrompt } from '../src/skills/consolidat
 import { resolveConfig } from '../src/skills/config.js';
 import { SkillBank } from '../src/skills/bank.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
+import { WORLD_DEFAULTS } from '../src/selfplay/config.js';
 import { Rng } from '../src/util/rng.js';
 import { evalWorld } from '../src/world/eval.js';
 import { ScriptedPolicy } from './helpers/scripted-policy.js';
@@ -299,6 +300,35 @@ describe('LLM-free roles', () => {
       expect(parsed.content.category).toBe(category);
       const text = JSON.stringify(parsed.content).toLowerCase();
       for (const id of q.chain) for (const name of world.golden(id)) expect(text.includes(name.toLowerCase()), name).toBe(false);
+    }
+  });
+
+  it("with the world run's consolidation schedule, one frontier failure becomes an admitted distilled card in the seed-primed bank", async () => {
+    // A 16-step world run queues only a few frontier failures; the general schedule (every 10 steps, at least 20
+    // pending) never ran the distiller there. WORLD_DEFAULTS consolidates every 2 steps on any pending failure.
+    const dir = mkdtempSync(join(tmpdir(), 'sesa-world-distill-'));
+    try {
+      const bank = await SkillBank.open(join(dir, 'bank.json'), {
+        embedder: new LexicalEmbedder(),
+        config: { consolidateEvery: WORLD_DEFAULTS.consolidateEvery as number, minPending: WORLD_DEFAULTS.consolidateMinPending as number },
+      });
+      const seeded = bank.cards.length;
+      expect(seeded).toBeGreaterThan(0);
+      const q = world.heldOut.find((x) => x.hops === 2) as (typeof world.heldOut)[number];
+      const bridge = world.entity(q.chain[1] as string).name;
+      bank.enqueueFailure({ question: q.question, target: q.golden_answers[0] as string, evidence: '', prediction: bridge, retrievedSkillIds: [] }, 1);
+      // Step 1 is off the schedule; step 2 is on it.
+      expect(bank.startConsolidation(1, new TemplateDistiller(world))).toBeNull();
+      const job = bank.startConsolidation(2, new TemplateDistiller(world));
+      expect(job?.selected).toBe(1);
+      await job?.done;
+      const report = bank.commit(2, bank.readyChange());
+      expect(report.admitted).toHaveLength(1);
+      expect(bank.cards).toHaveLength(seeded + 1);
+      expect(bank.cards.find((c) => c.id === report.admitted[0])?.category).toBe('decomposition');
+      await bank.dispose();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -84,7 +84,10 @@ export const TINY_DEFAULTS: Partial<TrainConfig> = tinyDefaultsOf(SETTINGS);
  * demo world from its warm-start model, with the held-out eval (24 questions, skills on and off) at step 0,
  * every 8 steps and at the end, the lexical embedder and the scripted judge, RAG check and distiller. Sized
  * to finish within 15 minutes on 2 cores (measured in docs/world.md). Rollouts sample at T = 0.7: the 1M
- * model sampled at T = 1 wrote a rule-valid question in 1 of 16 proposals.
+ * model sampled at T = 1 wrote a rule-valid question in 1 of 16 proposals. Consolidation runs every 2 steps on
+ * any pending failure: a 16-step world run queues a handful of frontier failures (3 groups with 0 < p̂ < 1 in
+ * a measured run), far under the 20 that a real run waits for, so with the general schedule the scripted
+ * distiller never ran.
  */
 export const WORLD_DEFAULTS: Partial<TrainConfig> = {
   model: 'demo',
@@ -107,6 +110,8 @@ export const WORLD_DEFAULTS: Partial<TrainConfig> = {
   evalLimit: 24,
   out: 'runs/world',
   saveEvery: 4,
+  consolidateEvery: 2,
+  consolidateMinPending: 1,
 };
 
 /**
