@@ -134,7 +134,7 @@ function userText(messages: ChatMessage[]): string {
   return messages.map((m) => m.content).join('\n');
 }
 
-async function makeWorld(plans: Plan[], opts: { seedsPerStep?: number; proposalsPerSeed?: number; seed?: number; tagQuestions?: boolean; distiller?: ScriptedTextGenerator } = {}): Promise<World> {
+async function makeWorld(plans: Plan[], opts: { seedsPerStep?: number; proposalsPerSeed?: number; seed?: number; tagQuestions?: boolean; distiller?: ScriptedTextGenerator; skipUniformGroups?: boolean } = {}): Promise<World> {
   const proposalsPerSeed = opts.proposalsPerSeed ?? 1;
   const byAnswer = new Map(plans.map((p, i) => [p.answer, i]));
   const proposerScript: PolicyScript = (_text, turn, ctx) => {
@@ -195,6 +195,7 @@ async function makeWorld(plans: Plan[], opts: { seedsPerStep?: number; proposals
     ragMaxTokens: 64,
     rules: { ...QUESTION_RULES },
     failureEvidenceChars: 2000,
+    skipUniformGroups: opts.skipUniformGroups ?? false,
   };
   const seedPool = plans.map((p) => ({ answer: p.answer, hops: p.hops ?? 2, ...(p.aliases ? { aliases: p.aliases } : {}) }));
   return { deps, settings, seedPool, plans, proposerPolicy, solverPolicy, searcher, ragJudge, semantic, updater, bank };
@@ -476,6 +477,26 @@ describe('sesaStep: rewards, skill utility, failure queue, GRPO groups', () => {
     expect(r.metrics.solver?.sequences).toBe(35);
     // The semantic judge saw exactly the wrong answers (malformed ones never reach it; exact matches skip it).
     expect(w.semantic.calls.length).toBe(5 + 4 + 4 + 1 + 3);
+  });
+
+  it('with --skip-uniform-groups, only groups whose rewards differ reach the updates; the step is otherwise the same', async () => {
+    const full = await makeWorld(plans, { proposalsPerSeed: 2 });
+    const r0 = await sesaStep(1, full.seedPool, full.deps, full.settings);
+    const w = await makeWorld(plans, { proposalsPerSeed: 2, skipUniformGroups: true });
+    const r = await sesaStep(1, w.seedPool, w.deps, w.settings);
+    // Same proposals, rewards and p̂: the filter acts on the updates only.
+    expect(r.proposals.map((p) => [p.answer, p.invalid, p.pHat, p.reward])).toEqual(r0.proposals.map((p) => [p.answer, p.invalid, p.pHat, p.reward]));
+    const differ = (rewards: number[]): boolean => new Set(rewards).size > 1;
+    const [solverAll, proposerAll] = full.updater.calls;
+    const [solverKept, proposerKept] = w.updater.calls;
+    // Solver: Varrowen, Quillmarsh and Ormwick (all 0 or all 1) are left out; Brennock twice, Tessaly, Fennhollow stay.
+    expect(solverKept?.rewards).toEqual(solverAll?.rewards.filter(differ));
+    expect(solverKept?.rewards.length).toBe(4);
+    expect(solverKept?.ids).toEqual(solverAll?.ids.filter((_, i) => differ(solverAll.rewards[i] as number[])));
+    // Proposer: Brennock's two valid proposals share one reward (0.64, 0.64) and are left out; every other seed
+    // has a valid and an invalid proposal.
+    expect(proposerKept?.rewards).toEqual(proposerAll?.rewards.filter(differ));
+    expect(proposerKept?.rewards.length).toBe(5);
   });
 });
 

@@ -98,6 +98,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   embedder: 'lexical',
   'e5-model': 'intfloat/e5-small-v2',
   'skills-top-k': 2,
+  'skip-uniform-groups': true,
   'queue-capacity': 100,
   'consolidate-every': 5,
   'consolidate-min-pending': 10,

@@ -87,7 +87,7 @@ export const TINY_DEFAULTS: Partial<TrainConfig> = tinyDefaultsOf(SETTINGS);
  * model sampled at T = 1 wrote a rule-valid question in 1 of 16 proposals. Consolidation runs every 2 steps on
  * any pending failure: a 16-step world run queues a handful of frontier failures (3 groups with 0 < p̂ < 1 in
  * a measured run), far under the 20 that a real run waits for, so with the general schedule the scripted
- * distiller never ran.
+ * distiller never ran. Groups with all-equal rewards, most of them here, are left out of the updates.
  */
 export const WORLD_DEFAULTS: Partial<TrainConfig> = {
   model: 'demo',
@@ -112,6 +112,7 @@ export const WORLD_DEFAULTS: Partial<TrainConfig> = {
   saveEvery: 4,
   consolidateEvery: 2,
   consolidateMinPending: 1,
+  skipUniformGroups: true,
 };
 
 /**

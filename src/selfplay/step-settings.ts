@@ -31,5 +31,6 @@ export function stepSettingsOf(config: TrainConfig): StepSettings {
       rejectRepeatedQueries: config.rejectRepeatedQueries,
     },
     failureEvidenceChars: config.failureEvidenceChars,
+    skipUniformGroups: config.skipUniformGroups,
   };
 }

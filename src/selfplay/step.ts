@@ -58,6 +58,13 @@ export interface StepSettings {
   rules: QuestionRules;
   /** Characters of retrieved evidence kept in a failure record. */
   failureEvidenceChars: number;
+  /** Leave groups of two or more with all-equal rewards out of the updates (docs/method.md, "GRPO"). */
+  skipUniformGroups: boolean;
+}
+
+/** A group whose advantages are not all 0: one rollout (A = R), or rewards that differ. */
+export function hasAdvantageSignal(group: RolloutGroup): boolean {
+  return group.rewards.length < 2 || group.rewards.some((r) => r !== group.rewards[0]);
 }
 
 /** What happened to one proposal. */
@@ -253,12 +260,13 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   const job = bank && deps.distiller ? bank.startConsolidation(step, deps.distiller) : null;
 
   // 8. GRPO updates: solver groups = the G rollouts of a question; proposer groups = the n_p proposals of a seed.
-  const solverUpdate = await deps.updater.update('solver', solverGroups);
+  const trained = (groups: RolloutGroup[]): RolloutGroup[] => (settings.skipUniformGroups ? groups.filter(hasAdvantageSignal) : groups);
+  const solverUpdate = await deps.updater.update('solver', trained(solverGroups));
   const proposerGroups: RolloutGroup[] = proposed.map((rollouts, seedIndex) => ({
     rollouts,
     rewards: proposals.filter((p) => p.seedIndex === seedIndex).map((p) => p.reward),
   }));
-  const proposerUpdate = await deps.updater.update('proposer', proposerGroups);
+  const proposerUpdate = await deps.updater.update('proposer', trained(proposerGroups));
   t = clock('update', t);
 
   // 9 (commit). The step boundary: wait for the job, apply its change, persist stats and queue.

@@ -1,5 +1,5 @@
 // The GRPO group: advantages, the clipped loss, the KL term, and the optimizer (docs/method.md, "GRPO").
-import { choice, int, num } from './setting.js';
+import { bool, choice, int, num } from './setting.js';
 
 export const GRPO_SETTINGS = {
   advantage: choice(['grpo', 'drgrpo'], 'grpo', { help: 'grpo: A = (R − mean) / (std + ε); drgrpo: A = R − mean (Dr. GRPO, no std division). A group of one gets A = R' }),
@@ -7,6 +7,9 @@ export const GRPO_SETTINGS = {
   clipLow: num(0.2, { above: 0, below: 1, help: 'ε_low: the ratio ρ is clipped below at 1 − ε_low' }),
   clipHigh: num(0.28, { above: 0, help: 'ε_high: the ratio ρ is clipped above at 1 + ε_high' }),
   dualClip: num(3, { min: 0, help: 'c, the dual-clip bound −c·A for negative advantages (0 = off)', check: (v) => (v === 0 || v > 1 ? undefined : `must be 0 (off) or > 1, got ${v}`) }),
+  skipUniformGroups: bool(false, {
+    help: "leave out of the update every group of two or more whose rewards are all equal (DAPO's dynamic-sampling filter, without resampling): their advantages are 0, so they add only the KL term's gradient and the time of their forward and backward",
+  }),
   klCoef: num(0.01, { min: 0, help: 'β, coefficient of the k3 KL to the reference (the base model, adapters off); 0 = no KL term' }),
   lossAggregation: choice(['token-mean', 'seq-mean-token-mean', 'seq-sum-norm'], 'token-mean', {
     help: "token-mean: over all generated tokens of the batch; seq-mean-token-mean: mean of per-sequence means; seq-sum-norm: Dr. GRPO's sum over --max-response-tokens per sequence",
