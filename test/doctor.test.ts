@@ -4,7 +4,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
@@ -12,7 +12,7 @@ import { checkE5, checkModelFolder, checkModelMemory, parameterCount } from '../
 import { checkRetriever } from '../src/doctor/retriever.js';
 import { formatReport, runDoctor } from '../src/doctor/run.js';
 import { checkDisk, checkNode } from '../src/doctor/system.js';
-import { checkCuda, checkTensorBackends, parseNvidiaSmi } from '../src/doctor/tensor-backends.js';
+import { checkCuda, checkTensorBackends, checkWasm, parseNvidiaSmi } from '../src/doctor/tensor-backends.js';
 import type { CheckResult, CommandOutput, DoctorOptions, Probes } from '../src/doctor/types.js';
 import { loadModelConfig } from '../src/model/config.js';
 
@@ -287,5 +287,15 @@ describe('disk and the whole report', () => {
     const tf = await runDoctor({ ...base, backend: 'tensorflow' }, probes());
     expect(tf.ready).toBe(false);
     expect(formatReport(tf)).toMatch(/FAIL {2}backend/);
+  });
+});
+
+describe('doctor: the wasm check', () => {
+  it('reports the threads training runs on (the threaded build on every core), not the stock build\'s flag', async () => {
+    const r = await checkWasm({ backend: 'wasm' });
+    expect(r.status).toBe('ok');
+    const cores = availableParallelism();
+    expect(r.detail).toContain(`${cores} thread${cores === 1 ? '' : 's'}`);
+    expect(r.detail).not.toMatch(/threads off/);
   });
 });

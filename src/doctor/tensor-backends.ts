@@ -133,21 +133,27 @@ export async function checkTensorBackends(probes: Probes, options: Pick<DoctorOp
   return results;
 }
 
-/** The wasm backend: it initialises, with SIMD and threads or without. */
+/**
+ * The wasm backend as training starts it (src/tensor/backend.ts): the threaded-SIMD build on every core, or the
+ * stock single-threaded build on a one-core machine. The stock build's own multithread flag is off in Node
+ * whatever the trainer runs, so it is not what this reports.
+ */
 export async function checkWasm(options: Pick<DoctorOptions, 'backend'>): Promise<CheckResult> {
   const needed = options.backend === 'wasm' || options.backend === 'auto';
   try {
-    const { tf } = await import('../tensor/backend.js');
+    const { tf, initBackend } = await import('../tensor/backend.js');
+    const { releaseThreadedWasm, threadedWasmThreads } = await import('../tensor/wasm-threads.js');
     await import('@tensorflow/tfjs-backend-wasm');
     const simd = (await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT')) === true;
-    const threads = (await tf.env().getAsync('WASM_HAS_MULTITHREAD_SUPPORT')) === true;
-    const ok = await tf.setBackend('wasm');
-    await tf.ready();
-    if (!ok || tf.getBackend() !== 'wasm') throw new Error(`active backend is '${tf.getBackend()}'`);
+    const info = await initBackend('wasm');
+    if (tf.getBackend() !== 'wasm') throw new Error(`active backend is '${tf.getBackend()}'`);
+    const running = threadedWasmThreads() ?? 1;
+    if (running !== info.threads) throw new Error(`asked for ${info.threads} threads, the backend runs ${running}`);
+    releaseThreadedWasm();
     return {
       check: 'wasm',
       status: simd ? 'ok' : 'warn',
-      detail: `@tensorflow/tfjs-backend-wasm initialises; SIMD ${simd ? 'on' : 'off'}, threads ${threads ? 'on' : 'off (one thread per process)'}`,
+      detail: `@tensorflow/tfjs-backend-wasm initialises as training starts it; SIMD ${simd ? 'on' : 'off'}, ${running} thread${running === 1 ? '' : 's'} (${running > 1 ? 'the threaded-SIMD build; --threads N to change' : 'one core'})`,
       ...(simd ? {} : { fix: 'use Node ≥ 20.19 (SIMD is on by default there)' }),
     };
   } catch (err) {
