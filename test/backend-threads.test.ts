@@ -1,5 +1,6 @@
 // The threaded wasm backend: exactly the requested threads, the same results as one thread and as the cpu
 // backend, and clear errors instead of silent fallbacks.
+import { createRequire } from 'node:module';
 import { afterAll, describe, expect, it } from 'vitest';
 import { getThreadsCount } from '@tensorflow/tfjs-backend-wasm';
 import { describeBackend, initBackend, tf } from '../src/tensor/backend.js';
@@ -59,5 +60,19 @@ describe('wasm threads', () => {
   it('refuses thread counts it cannot honour', async () => {
     await expect(initBackend('cpu', { threads: 2 })).rejects.toThrow(/cpu backend runs on one thread/);
     await expect(initBackend('wasm', { threads: 0 })).rejects.toThrow(/positive integer/);
+  });
+
+  const native = ['@tensorflow/tfjs-node-gpu', '@tensorflow/tfjs-node'].some((pkg) => {
+    try {
+      createRequire(import.meta.url).resolve(`${pkg}/package.json`);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  it.skipIf(native)("'auto' without a native binding installed picks wasm, also under vitest's loader (whose missing-package error has no Node code)", async () => {
+    const info = await initBackend('auto', { threads: 1 });
+    expect(info.name).toBe('wasm');
+    expect(info.reason).toMatch(/no native TensorFlow binding installed/);
   });
 });
