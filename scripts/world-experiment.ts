@@ -2,7 +2,7 @@
 // evaluated without a bank), SESA-Off (a SESA run's solver without its bank) and SESA-On (with its bank), over
 // several run seeds, on the demo world's held-out set and on the fresh world's. Writes table.md and
 // results.json in --out.
-//   npx tsx scripts/world-experiment.ts [--model demo] [--steps 20] [--seeds 0,1,2] [--out runs/world-experiment]
+//   npx tsx scripts/world-experiment.ts [--model demo] [--steps 16] [--seeds 0,1,2] [--out runs/world-experiment]
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -24,7 +24,7 @@ import { DEMO_WORLD, FRESH_WORLD, World } from '../src/world/world.js';
 const { values } = parseArgs({
   options: {
     model: { type: 'string', default: DEMO_MODEL_NAME },
-    steps: { type: 'string', default: '20' },
+    steps: { type: 'string', default: '16' },
     seeds: { type: 'string', default: '0,1,2' },
     out: { type: 'string', default: 'runs/world-experiment' },
   },
