@@ -153,7 +153,7 @@ export async function checkWasm(options: Pick<DoctorOptions, 'backend'>): Promis
     return {
       check: 'wasm',
       status: simd ? 'ok' : 'warn',
-      detail: `@tensorflow/tfjs-backend-wasm initialises as training starts it; SIMD ${simd ? 'on' : 'off'}, ${running} thread${running === 1 ? '' : 's'} (${running > 1 ? 'the threaded-SIMD build; --threads N to change' : 'one core'})`,
+      detail: `@tensorflow/tfjs-backend-wasm initialises as training starts it; SIMD ${simd ? 'on' : 'off'}, ${running} thread${running === 1 ? '' : 's'} (${running > 1 ? "the threaded-SIMD build; training's --threads N changes it" : 'one core'})`,
       ...(simd ? {} : { fix: 'use Node ≥ 20.19 (SIMD is on by default there)' }),
     };
   } catch (err) {

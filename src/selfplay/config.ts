@@ -85,9 +85,8 @@ export const TINY_DEFAULTS: Partial<TrainConfig> = tinyDefaultsOf(SETTINGS);
  * every 8 steps and at the end, the lexical embedder and the scripted judge, RAG check and distiller. Sized
  * to finish within 15 minutes on 2 cores (measured in docs/world.md). Rollouts sample at T = 0.7: the 1M
  * model sampled at T = 1 wrote a rule-valid question in 1 of 16 proposals. Consolidation runs every 2 steps on
- * any pending failure: a 16-step world run queues a handful of frontier failures (3 groups with 0 < p̂ < 1 in
- * a measured run), far under the 20 that a real run waits for, so with the general schedule the scripted
- * distiller never ran. Groups with all-equal rewards, most of them here, are left out of the updates.
+ * any pending failure: a 16-step world run queues 10–34 frontier failures in all (docs/world.md), and with
+ * the general schedule (20 pending, every 10 steps) the scripted distiller never ran. Groups with all-equal rewards, most of them here, are left out of the updates.
  */
 export const WORLD_DEFAULTS: Partial<TrainConfig> = {
   model: 'demo',
