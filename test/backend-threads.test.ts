@@ -1,9 +1,8 @@
 // The threaded wasm backend: exactly the requested threads, the same results as one thread and as the cpu
 // backend, and clear errors instead of silent fallbacks.
-import { createRequire } from 'node:module';
 import { afterAll, describe, expect, it } from 'vitest';
 import { getThreadsCount } from '@tensorflow/tfjs-backend-wasm';
-import { describeBackend, initBackend, tf } from '../src/tensor/backend.js';
+import { describeBackend, initBackend, isInstalled, tf } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
 
 function randomMatrix(rows: number, cols: number, seed: number): Float32Array {
@@ -62,14 +61,7 @@ describe('wasm threads', () => {
     await expect(initBackend('wasm', { threads: 0 })).rejects.toThrow(/positive integer/);
   });
 
-  const native = ['@tensorflow/tfjs-node-gpu', '@tensorflow/tfjs-node'].some((pkg) => {
-    try {
-      createRequire(import.meta.url).resolve(`${pkg}/package.json`);
-      return true;
-    } catch {
-      return false;
-    }
-  });
+  const native = ['@tensorflow/tfjs-node-gpu', '@tensorflow/tfjs-node'].some(isInstalled);
   it.skipIf(native)("'auto' without a native binding installed picks wasm, also under vitest's loader (whose missing-package error has no Node code)", async () => {
     const info = await initBackend('auto', { threads: 1 });
     expect(info.name).toBe('wasm');

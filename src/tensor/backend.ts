@@ -53,7 +53,7 @@ function quietTfjsBanner(): void {
 }
 
 /** Whether node_modules holds `pkg`, decided by resolution, not by the error of an import. */
-function isInstalled(pkg: string): boolean {
+export function isInstalled(pkg: string): boolean {
   const require = createRequire(import.meta.url);
   for (const request of [`${pkg}/package.json`, pkg]) {
     try {
