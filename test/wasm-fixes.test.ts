@@ -1,5 +1,6 @@
-// The wasm kernels we re-register (Slice, Unpack, SplitV copy only what they return): the same values as the
-// cpu backend, forward and through the gradients of stack and concat.
+// The wasm kernels we re-register (Slice, Unpack, SplitV copy only what they return; Identity shares its
+// input's data): the same values as the cpu backend, forward and through the gradients of stack and concat,
+// and a gradient that saves a large tensor does not copy it.
 import { describe, expect, it } from 'vitest';
 import { initBackend, tf } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
@@ -39,5 +40,42 @@ describe('wasm kernel fixes', () => {
     await initBackend('wasm');
     const got = compute();
     expect(got).toEqual(want);
+  });
+});
+
+describe('wasm Identity', () => {
+  it('a clone shares its source data and outlives it', async () => {
+    await initBackend('wasm');
+    const x = tf.tensor2d(values(3, 4096), [64, 64]);
+    const y = tf.clone(x);
+    expect(y.dataId).toBe(x.dataId);
+    x.dispose();
+    expect(Array.from(y.dataSync())).toEqual(Array.from(values(3, 4096)));
+    y.dispose();
+  });
+
+  it('a tensor a gradient saves is its data, not a copy (the LM head saved by the log-prob op)', async () => {
+    await initBackend('wasm');
+    const w = tf.tensor2d(values(4, 256 * 64), [256, 64]);
+    let savedSame: boolean | undefined;
+    const f = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+      const [x, save] = args as [tf.Tensor2D, tf.GradSaveFunc];
+      save([w]);
+      return {
+        value: tf.sum(tf.matMul(x, w)),
+        gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+          savedSame = saved[0]?.dataId === w.dataId;
+          return tf.mul(tf.ones([2, 1]), tf.mul(dy, tf.transpose(tf.sum(saved[0] as tf.Tensor2D, 1, true))));
+        },
+      };
+    });
+    const x = tf.tensor2d(values(5, 2 * 256), [2, 256]);
+    const g = tf.grad((t: tf.Tensor) => f(t) as tf.Tensor)(x);
+    expect(savedSame).toBe(true);
+    // The gradient is still right: d/dx Σ x·W = row sums of W, for every row of x.
+    const rowSums = tf.sum(w, 1).arraySync() as number[];
+    const got = g.arraySync() as number[][];
+    for (const row of got) row.forEach((v, k) => expect(v).toBeCloseTo(rowSums[k] as number, 4));
+    tf.dispose([w, x, g]);
   });
 });

@@ -6,11 +6,16 @@
 //    large tensor (the KV cache, per-head attention) costs a full copy. We re-register it to copy only the
 //    slice. `Unpack` (unstack, the gradient of stack) and `SplitV` (split, the gradient of concat) call that
 //    slice once per output, so n outputs cost n full copies: they are re-registered the same way.
-// The third, matMul gradients that use transposed operands (7× slower on XNNPACK), is handled where matMul is
+// 3. The wasm `Identity` kernel copies its input, and tfjs clones (Identity) every tensor a gradient saves:
+//    a customGrad that saves a weight, or `gather` on an embedding table, copied the whole table on every
+//    pass (the ~100M model's 98 MB head three times per GRPO pass). We re-register it to share the data, as
+//    the cpu backend's does (kernels never write into their inputs, so sharing is safe).
+// The fourth, matMul gradients that use transposed operands (7× slower on XNNPACK), is handled where matMul is
 // called: see `linear` in ./ops.ts, which is correct on every backend.
 import * as tf from '@tensorflow/tfjs';
 
 interface WasmBackendLike {
+  incRef(dataId: object): void;
   readSync(dataId: object): ArrayLike<number>;
   makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
   typedArrayFromHeap(info: tf.TensorInfo): Float32Array | Int32Array | Uint8Array;
@@ -103,6 +108,17 @@ export function registerWasmFixes(): void {
   });
 
   // Replacing a registered kernel: unregister first, or tfjs warns on every start.
+  tf.unregisterKernel('Identity', 'wasm');
+  tf.registerKernel({
+    kernelName: 'Identity',
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend }) => {
+      const { x } = inputs as { x: tf.TensorInfo };
+      (backend as unknown as WasmBackendLike).incRef(x.dataId);
+      return { dataId: x.dataId, shape: x.shape, dtype: x.dtype };
+    },
+  });
+
   tf.unregisterKernel('Slice', 'wasm');
   tf.registerKernel({
     kernelName: 'Slice',
