@@ -9,7 +9,8 @@ import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
 import { LoraAdapter } from '../src/model/lora.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { disposeGrads } from '../src/rl/accumulate.js';
-import { grpoGradients, microBatches, passBytes, type TrainingSequence } from '../src/rl/grpo-update.js';
+import { grpoGradients, microBatches, type TrainingSequence } from '../src/rl/grpo-update.js';
+import { microBatchBytes } from '../src/rl/memory-budget.js';
 import { initBackend, tf } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
 
@@ -121,7 +122,7 @@ describe('memory-budgeted micro-batches', () => {
     await initBackend('cpu');
     const model = await CausalLM.load(dir);
     const cfg = { ...model.config, numLayers: 12 };
-    expect(passBytes(cfg, 4, 512, true)).toBeLessThan(passBytes(cfg, 4, 512, false) / 3);
+    expect(microBatchBytes(cfg, 4, 512, 16, true)).toBeLessThan(microBatchBytes(cfg, 4, 512, 16, false) / 3);
     model.dispose();
   });
 });

@@ -9,11 +9,11 @@
 // Only the adapter's variables get gradients: the base weights are plain tensors.
 import { tokenLogProbsWithEntropy } from '../../kernels/token-logprob.js';
 import type { LoraAdapter } from '../model/lora.js';
-import type { ModelConfig } from '../model/config.js';
 import type { CausalLM } from '../model/qwen3.js';
 import { tf } from '../tensor/backend.js';
 import { accumulateGradients, disposeGrads } from './accumulate.js';
 import { type GrpoLossConfig, grpoLoss, type LossNormalizer } from './grpo-loss.js';
+import { microBatchBytes } from './memory-budget.js';
 import type { AdamW } from './optimizer.js';
 
 /** One sampled sequence, as GRPO trains on it. */
@@ -38,7 +38,7 @@ export interface GrpoUpdateConfig extends GrpoLossConfig {
   /** Most sequences per forward/backward pass; gradients are accumulated over the passes. */
   microBatchSize: number;
   /**
-   * Bytes one forward/backward pass may use for activations (estimated by `passBytes`); micro-batches are cut
+   * Bytes one forward/backward pass may use for activations (estimated by `microBatchBytes` of ./memory-budget.ts); micro-batches are cut
    * so that each stays within it (a single sequence always runs). Default: WASM_PASS_BUDGET_BYTES on the wasm
    * backend (its heap is capped at 4 GiB), no limit beyond microBatchSize elsewhere.
    */
@@ -162,22 +162,6 @@ function responseLogProbs(
 export const WASM_PASS_BUDGET_BYTES = 1.5 * 2 ** 30;
 
 /**
- * Estimated peak bytes of one forward/backward pass over B sequences padded to T tokens: what autodiff keeps
- * per layer (all of a layer's activations, or only its input when layers are recomputed, plus one layer's
- * working set), the attention scores of a layer, and one chunk of logits with its gradient.
- */
-export function passBytes(config: ModelConfig, B: number, T: number, recomputeLayers: boolean, logitsChunk = 0): number {
-  const { hiddenSize: d, intermediateSize: ff, numHeads: H, numKvHeads: KV, headDim: hd, numLayers: L, vocabSize: V } = config;
-  const tokens = B * T;
-  // Per token and layer: norms and residuals (~6 d), q/k/v/context (H + 2 KV + H)·hd, gate/up/act (3 ff), plus
-  // the scores and probabilities of attention (2 H T per token).
-  const layerFloats = tokens * (6 * d + (2 * H + 2 * KV) * hd + 3 * ff) + 2 * B * H * T * T;
-  const kept = recomputeLayers ? L * tokens * d + 2 * layerFloats : L * layerFloats;
-  const logits = 2 * Math.min(tokens, logitsChunk > 0 ? logitsChunk : Math.max(1, Math.floor(2 ** 22 / V))) * V;
-  return 4 * (kept + logits + 2 * tokens * d);
-}
-
-/**
  * Cuts the sequences, in order, into micro-batches of at most `maxSize` whose estimated pass bytes stay within
  * `budget` (a sequence that alone exceeds it runs alone).
  */
@@ -244,7 +228,7 @@ export async function grpoGradients(
   const padId = cfg.padTokenId ?? 0;
   const recompute = cfg.recomputeLayers ?? true;
   const budget = cfg.memoryBudgetBytes ?? (tf.getBackend() === 'wasm' ? WASM_PASS_BUDGET_BYTES : undefined);
-  const layouts = microBatches(seqs, cfg.microBatchSize, budget, (b, t) => passBytes(model.config, b, t, recompute, cfg.logitsChunkSize)).map((group) =>
+  const layouts = microBatches(seqs, cfg.microBatchSize, budget, (b, t) => microBatchBytes(model.config, b, t, adapter.config.r, recompute)).map((group) =>
     layoutMicroBatch(group, padId),
   );
   const normalizer = cfg.normalizer ?? wholeBatchNormalizer(seqs);
