@@ -24,6 +24,8 @@ import { type ModelConfig, expectedTensors, loadModelConfig } from './config.js'
 import { inverseFrequencies, ropeTables } from './rope.js';
 import { KVCache } from './kv-cache.js';
 
+/** Query rows per kv head from which attention over a KV cache runs per-head 2-D matMuls (see `attention`). */
+const PLANAR_MIN_ROWS = 32;
 /** Most attention scores (floats) formed at once: 2^24 = 64 MiB. Longer query spans are processed in blocks. */
 const SCORE_BUDGET = 2 ** 24;
 
@@ -266,10 +268,11 @@ export class CausalLM {
           // Grouped-query attention without copying keys: the `groups` query heads of one kv head are stacked
           // along the query axis, so one batched matMul per kv head serves them all (head h uses kv head h / groups).
           const qGrouped = tf.reshape(tf.transpose(qBlock, [0, 2, 1, 3]), [B * KV, groups * n, hd]) as tf.Tensor3D;
-          // Without a cache (training, scoring) the keys are transposed once and every kv head runs plain 2-D
-          // matMuls, XNNPACK's fast path, forward and backward; decoding keeps the batched form (transposing the
-          // whole cache per token would cost more than it saves).
-          const planar = !opts.cache;
+          // Without a cache (training, scoring), and with one when a kv head serves many query rows (a prefill,
+          // a tool observation appended to the cache), the keys are transposed once and every kv head runs plain
+          // 2-D matMuls, XNNPACK's fast path (the batched, transposed form ran at ~1.3 GFLOP/s in a ~100M
+          // prefill); decoding a few tokens keeps the batched form (per-head ops would cost more than they save).
+          const planar = !opts.cache || groups * n >= PLANAR_MIN_ROWS;
           const scores = tf.mul(planar ? planarMatMuls(qGrouped, keysFlat as tf.Tensor3D, true) : tf.matMul(qGrouped, keysFlat, false, true), 1 / Math.sqrt(hd));
           const probs = tf.softmax(tf.add(tf.reshape(scores, [B, H, n, S]), maskBlock));
           const probsGrouped = tf.reshape(probs, [B * KV, groups * n, S]) as tf.Tensor3D;
