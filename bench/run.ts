@@ -236,11 +236,13 @@ export async function runBenchmarks(opts: RunOptions = {}): Promise<SuiteResult[
     log(`[${suite.name}] start${ctx.quick ? ' (quick)' : ''}`);
     let rows: BenchRow[] = [];
     let error: string | undefined;
+    let aborted = false;
     try {
       rows = await suite.run(ctx);
     } catch (err) {
       error = (err as Error).stack ?? String(err);
       log(`[${suite.name}] failed: ${(err as Error).message}`);
+      aborted = isWasmAbort(err);
     }
     const seconds = Math.round((performance.now() - started) / 100) / 10;
     const result: SuiteResult = { suite: suite.name, machine, quick: ctx.quick, seconds, rows, ...(error !== undefined ? { error } : {}) };
@@ -248,8 +250,19 @@ export async function runBenchmarks(opts: RunOptions = {}): Promise<SuiteResult[
     log(`[${suite.name}] done in ${seconds} s${resultsDir !== null ? ` → ${join(resultsDir, `${suite.name}.json`)}` : ''}`);
     print?.(formatTable(result));
     results.push(result);
+    if (aborted) {
+      // An aborted wasm module is dead, and its threads can leave any later call spinning forever.
+      const rest = selected.slice(selected.indexOf(suite) + 1).map((s) => s.name);
+      if (rest.length > 0) log(`the wasm module aborted (out of its 4 GiB heap?): not running ${rest.join(', ')} in this process`);
+      break;
+    }
   }
   return results;
+}
+
+/** A WebAssembly abort (`RuntimeError: Aborted()`, e.g. the heap is full): the module cannot be used again. */
+export function isWasmAbort(err: unknown): boolean {
+  return err instanceof WebAssembly.RuntimeError || (err instanceof Error && /^Aborted\(/.test(err.message));
 }
 
 // ----- helpers shared by the suites -----

@@ -31,6 +31,7 @@ import { GrpoPolicyUpdater, type TrainedRole } from '../src/selfplay/updater.js'
 import { SkillBank } from '../src/skills/bank.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
 import { initBackend, tf } from '../src/tensor/backend.js';
+import { isWasmAbort } from './run.js';
 import type { BenchContext, BenchRow, BenchSuite } from './types.js';
 
 /**
@@ -217,7 +218,9 @@ export const suite: BenchSuite = {
             rows.push({ case: stepCase, engine: 'sesa/wasm', metric: `${phase}: heap high-water`, value: p.heap / 2 ** 20, unit: 'MiB', notes: 'wasm heap size after the phase (it only grows: the peak of the process so far; the cap is 4096 MiB)' });
           }
         } catch (err) {
-          // A wasm abort (out of heap) is reported as a row; the rows measured so far are kept.
+          // A planned refusal (MemoryBudgetError) is reported as a row and the suite goes on; a wasm abort
+          // (out of heap) leaves the module dead, so it ends the suite (the runner reports it).
+          if (isWasmAbort(err)) throw err;
           const msg = (err as Error).message.split('\n')[0] ?? String(err);
           ctx.log(`selfplay: ${stepCase} failed: ${msg}`);
           rows.push({ case: stepCase, engine: 'sesa/wasm', metric: 'failed', value: Number.NaN, unit: '', notes: `failed: ${msg}` });

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { benchBackends, formatRatio, formatTable, formatValue, median, runBenchmarks, type SuiteResult } from '../bench/run.js';
+import { benchBackends, formatRatio, formatTable, formatValue, isWasmAbort, median, runBenchmarks, type SuiteResult } from '../bench/run.js';
 import type { BenchContext, BenchRow, BenchSuite } from '../bench/types.js';
 
 const root = mkdtempSync(join(tmpdir(), 'sesa-bench-runner-'));
@@ -127,6 +127,23 @@ describe('benchmark runner (fake suites)', () => {
     const failed = JSON.parse(readFileSync(join(out, 'fake-failing.json'), 'utf8')) as SuiteResult;
     expect(failed.rows).toEqual([]);
     expect(failed.error).toMatch(/^Error: fake failure/);
+  });
+
+  it('stops after a suite that aborted the wasm module: later calls into it can spin forever', async () => {
+    const logged: string[] = [];
+    const seen: BenchContext[] = [];
+    const aborting: BenchSuite = {
+      name: 'fake-abort',
+      run: () => Promise.reject(new WebAssembly.RuntimeError('Aborted(). Build with -sASSERTIONS for more info.')),
+    };
+    const results = await runBenchmarks({ suites: [aborting, fakeSuite('fake-b', seen)], quick: true, backends: ['cpu'], resultsDir: null, log: (l) => logged.push(l), print: null });
+    expect(results.map((r) => r.suite)).toEqual(['fake-abort']);
+    expect(results[0]?.error).toMatch(/Aborted\(\)/);
+    expect(seen).toHaveLength(0);
+    expect(logged).toContain('the wasm module aborted (out of its 4 GiB heap?): not running fake-b in this process');
+    // An ordinary failure does not stop the run (see above); neither does an Error that merely mentions wasm.
+    expect(isWasmAbort(new Error('wasm said no'))).toBe(false);
+    expect(isWasmAbort(new Error('Aborted(OOM)'))).toBe(true);
   });
 
   it('rejects unknown suite names and writes nothing with resultsDir null', async () => {
