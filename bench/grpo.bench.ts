@@ -22,6 +22,7 @@ import { AdamW } from '../src/rl/optimizer.js';
 import type { ModelConfig } from '../src/model/config.js';
 import { tf } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
+import { profileKernels, profileRows } from './profile.js';
 import { benchEngines, initEngine, median } from './run.js';
 import type { BenchContext, BenchRow, BenchSuite } from './types.js';
 
@@ -77,50 +78,6 @@ function matMulRate(M: number, K: number, N: number): number {
   return (2 * M * K * N) / median(times) / 1e9;
 }
 
-interface KernelGroup {
-  name: string;
-  shapes: string;
-  ms: number;
-  calls: number;
-  flops: number;
-}
-
-/** flops of a matMul kernel from its input and output shapes (0 for other kernels). */
-function kernelFlops(name: string, inputShapes: number[][], outputShapes: number[][]): number {
-  if (!/MatMul/.test(name)) return 0;
-  const a = inputShapes[0] ?? [];
-  const out = outputShapes[0] ?? [];
-  const M = out[out.length - 2] ?? 1;
-  const [r, c] = [a[a.length - 2] ?? 1, a[a.length - 1] ?? 1];
-  const K = r === M ? c : r;
-  return 2 * out.reduce((x, y) => x * y, 1) * K;
-}
-
-/** The top kernels by total time of `f`, grouped by name and input shapes. */
-async function profileKernels(f: () => Promise<unknown>, top: number): Promise<{ groups: KernelGroup[]; totalMs: number }> {
-  const info = await tf.profile(async () => {
-    await f();
-  });
-  const groups = new Map<string, KernelGroup>();
-  let totalMs = 0;
-  const backend = tf.getBackend();
-  for (const k of info.kernels) {
-    // customGrad scopes (recomputed layers, frozen linears) are listed too, with their inner kernels listed
-    // separately: count only real kernels.
-    if (tf.getKernel(k.name, backend) === undefined) continue;
-    const ms = typeof k.kernelTimeMs === 'number' ? k.kernelTimeMs : 0;
-    const shapes = k.inputShapes.map((s) => `[${(s ?? []).join(',')}]`).join('×');
-    const key = `${k.name} ${shapes}`;
-    const g = groups.get(key) ?? { name: k.name, shapes, ms: 0, calls: 0, flops: 0 };
-    g.ms += ms;
-    g.calls++;
-    g.flops += kernelFlops(k.name, k.inputShapes as number[][], k.outputShapes as number[][]);
-    groups.set(key, g);
-    totalMs += ms;
-  }
-  return { groups: [...groups.values()].sort((a, b) => b.ms - a.ms).slice(0, top), totalMs };
-}
-
 export const suite: BenchSuite = {
   name: 'grpo',
   async run(ctx: BenchContext): Promise<BenchRow[]> {
@@ -164,17 +121,8 @@ export const suite: BenchSuite = {
           const profiled = ctx.quick ? 'tiny' : '100m';
           if (c.key === profiled && engine.label === benchEngines(ctx).filter((e) => e.backend === 'wasm').at(-1)?.label) {
             ctx.log(`grpo: ${c.key} on ${engine.label}: kernel profile`);
-            const { groups, totalMs } = await profileKernels(() => grpoUpdate(model, adapter, optimizer, params, seqs, cfg), 10);
-            groups.forEach((g, i) => {
-              rows.push({
-                case: `profile: grpo step ${c.key} (${engine.label})`,
-                engine: `#${i + 1} ${g.name} ${g.shapes}`,
-                metric: `${g.calls} calls${g.flops > 0 ? `, ${((g.flops / (g.ms / 1000)) / 1e9).toFixed(1)} GFLOP/s` : ''}`,
-                value: g.ms,
-                unit: 'ms',
-                notes: `share of all kernel time: ${((100 * g.ms) / totalMs).toFixed(1)}% (kernel times under tf.profile; total ${(totalMs / 1000).toFixed(1)} s)`,
-              });
-            });
+            const profile = await profileKernels(() => grpoUpdate(model, adapter, optimizer, params, seqs, cfg), 10);
+            rows.push(...profileRows(`profile: grpo step ${c.key} (${engine.label})`, profile));
           }
           optimizer.dispose();
           adapter.dispose();

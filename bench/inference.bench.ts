@@ -14,6 +14,8 @@
 //   Batch 8 on llama.cpp = 8 sequences of one context, evaluated together in the same batches.
 // - The cpu backend (~1 GFLOP/s) gets shorter prompts and fewer decode steps on the ~100M model; the case
 //   name says P (prompt tokens) and D (decode steps), and llama.cpp is measured at the same P and D.
+// - Profile: a batch-1 prefill and the decode steps after it, of the ~100M model (quick: tiny) on wasm with all
+//   cores, kernels grouped by name and shapes (bench/profile.ts), and the time spent outside kernels.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +25,7 @@ import { CausalLM } from '../src/model/qwen3.js';
 import { type Llama, type LlamaModel, openLlama } from '../src/llama-cpp/binding.js';
 import { initBackend, tf } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
+import { profileKernels, profileRows } from './profile.js';
 import { type BenchBackend, type BenchEngine, benchEngines, initEngine, median } from './run.js';
 import type { BenchContext, BenchRow, BenchSuite } from './types.js';
 
@@ -154,6 +157,40 @@ async function sesaMeasure(model: CausalLM, s: Setting, seed: number): Promise<T
   return { prefillTokS: median(pre), decodeTokS: median(dec) };
 }
 
+/** Decode steps in the profile (after a prefill of PROFILE_PROMPT tokens). */
+const PROFILE_DECODE = 8;
+const PROFILE_PROMPT = 128;
+
+/** Kernel profiles of a batch-1 prefill and of the decode steps after it (the ~100M model on all cores). */
+async function profileInference(model: CausalLM, seed: number, label: string, key: string): Promise<BenchRow[]> {
+  const ids = prompts(model.config.vocabSize, 1, PROFILE_PROMPT, seed);
+  const cache = model.newCache(1);
+  try {
+    let next: number[] = [];
+    const prefill = await profileKernels(async () => {
+      const h = model.forward(ids, { cache });
+      next = await greedyLast(model, h);
+      h.dispose();
+    }, 8);
+    const decode = await profileKernels(async () => {
+      for (let i = 0; i < PROFILE_DECODE; i++) {
+        const h = model.forward(
+          next.map((t) => [t]),
+          { cache },
+        );
+        next = await greedyLast(model, h);
+        h.dispose();
+      }
+    }, 8);
+    return [
+      ...profileRows(`profile: ${key} prefill b1 P${PROFILE_PROMPT} (${label})`, prefill),
+      ...profileRows(`profile: ${key} decode b1, ${PROFILE_DECODE} steps (${label})`, decode),
+    ];
+  } finally {
+    cache.dispose();
+  }
+}
+
 // ----- llama.cpp (node-llama-cpp) -----
 
 async function cpuLlama(): Promise<{ llama: Llama } | { error: string }> {
@@ -223,6 +260,7 @@ export const suite: BenchSuite = {
   name: 'inference',
   async run(ctx: BenchContext): Promise<BenchRow[]> {
     const rows: BenchRow[] = [];
+    const profiles: BenchRow[] = []; // printed after the speed rows
     const engines = benchEngines(ctx);
     const specs = ctx.quick ? [TINY] : [TINY, M100];
     const allThreads = Math.max(1, ctx.threads);
@@ -264,6 +302,12 @@ export const suite: BenchSuite = {
                 `${engine.label} ${caseName(spec.key, s)}: prefill ${timing.prefillTokS.toFixed(1)} tok/s, decode ${timing.decodeTokS.toFixed(1)} tok/s (${((performance.now() - t) / 1000).toFixed(1)} s)`,
               );
               ours.push({ engine, setting: s, timing });
+            }
+            // Where the time of the batch-1 gap goes: the ~100M model (quick: tiny) on wasm with all cores.
+            const profiled = ctx.quick ? TINY.key : M100.key;
+            if (spec.key === profiled && engine.label === engines.filter((e) => e.backend === 'wasm').at(-1)?.label) {
+              ctx.log(`${engine.label} ${spec.key}: kernel profile of a batch-1 prefill and decode`);
+              profiles.push(...(await profileInference(model, seed, engine.label, spec.key)));
             }
           } finally {
             model.dispose();
@@ -342,6 +386,6 @@ export const suite: BenchSuite = {
       rmSync(root, { recursive: true, force: true });
       if (!('error' in nlc)) await nlc.llama.dispose();
     }
-    return rows;
+    return [...rows, ...profiles];
   },
 };

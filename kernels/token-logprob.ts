@@ -349,9 +349,10 @@ function logProbsOp(
   const forward = (h: tf.Tensor2D, w: tf.Tensor2D, save: tf.GradSaveFunc) => {
     const st = forwardHidden(h, w, targets, chunkSize, entropySink !== undefined, kernels);
     if (st.entropy && entropySink) entropySink(tf.keep(st.entropy));
-    // Everything the backward reads is saved (clone + keep shares the data, no copy): tensors that were
-    // merely closed over may be disposed by the time the backward runs (e.g. targets made inside the
-    // function given to tf.variableGrads, whose forward is tidied before backprop).
+    // Everything the backward reads is saved (clone + keep shares the data, no copy; on wasm through the
+    // Identity of src/tensor/wasm-fixes.ts): tensors that were merely closed over may be disposed by the
+    // time the backward runs (e.g. targets made inside the function given to tf.variableGrads, whose
+    // forward is tidied before backprop).
     save(opts.weightT ? [h, st.lse, targets, w, opts.weightT] : [h, st.lse, targets, w]);
     return st;
   };
