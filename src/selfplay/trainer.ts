@@ -24,7 +24,7 @@ import { readBankFile, SkillBank } from '../skills/bank.js';
 import { E5Embedder } from '../skills/e5.js';
 import type { Embedder } from '../skills/embedder.js';
 import { LexicalEmbedder } from '../skills/lexical.js';
-import { WASM_HEAP_LIMIT_BYTES } from '../rl/memory-budget.js';
+import { packedWeightBytes, WASM_HEAP_LIMIT_BYTES } from '../rl/memory-budget.js';
 import { type BackendInfo, describeBackend, initBackend, tf } from '../tensor/backend.js';
 import { parseSavedConfig, resumeChanges, showValue, flagName, type TrainConfig, validateConfig, workerCount } from './config.js';
 import { endpointOf, probeChat, probeRetriever } from './endpoints.js';
@@ -351,7 +351,9 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     grpoConfig,
     advantageSettings,
     // The wasm heap cannot grow past its limit: updates are planned to fit it (split, or refused with numbers).
-    backend.name === 'wasm' ? { limitBytes: WASM_HEAP_LIMIT_BYTES, usedBytes: () => tf.memory().numBytes, onSplit: (m) => log(`warning: ${m}`) } : undefined,
+    // Besides the tensors, the heap holds XNNPACK's packed copy of every weight a matMul has read (measured:
+    // ~450 MiB after the first forward of a 400 MB ~100M model), counted here as the model's size.
+    backend.name === 'wasm' ? { limitBytes: WASM_HEAP_LIMIT_BYTES, usedBytes: () => tf.memory().numBytes + packedWeightBytes(model.parameterCount()), onSplit: (m) => log(`warning: ${m}`) } : undefined,
   );
   // With --workers N > 1 (or --gpus N > 1) the step runs on N worker processes (docs/scale-out.md, "The step
   // over N workers"), each with the model and both adapters, started from this process's adapters and
