@@ -21,6 +21,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exportGguf } from '../src/checkpoint/export-gguf.js';
 import { makeTinyCheckpoint, type MakeTinyOptions } from '../src/checkpoint/make-tiny.js';
+import type { KVCache } from '../src/model/kv-cache.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { type Llama, type LlamaModel, openLlama } from '../src/llama-cpp/binding.js';
 import { initBackend, tf } from '../src/tensor/backend.js';
@@ -120,22 +121,34 @@ async function greedyLast(model: CausalLM, hidden: tf.Tensor3D): Promise<number[
   return next;
 }
 
+/** Runs `ids` through the model into `cache` (a prefill, or one decode step); the greedy next id per row. */
+async function step(model: CausalLM, ids: number[][], cache: KVCache): Promise<number[]> {
+  const h = model.forward(ids, { cache });
+  const next = await greedyLast(model, h);
+  h.dispose();
+  return next;
+}
+
+/** `steps` greedy decode steps from `next`; the ids after the last one. */
+async function decodeSteps(model: CausalLM, cache: KVCache, next: number[], steps: number): Promise<number[]> {
+  let ids = next;
+  for (let i = 0; i < steps; i++) {
+    ids = await step(
+      model,
+      ids.map((t) => [t]),
+      cache,
+    );
+  }
+  return ids;
+}
+
 async function sesaOnce(model: CausalLM, ids: number[][], decode: number): Promise<{ prefillS: number; decodeS: number }> {
   const cache = model.newCache(ids.length);
   try {
     const t0 = performance.now();
-    const h0 = model.forward(ids, { cache });
-    let next = await greedyLast(model, h0);
-    h0.dispose();
+    const next = await step(model, ids, cache);
     const t1 = performance.now();
-    for (let i = 0; i < decode; i++) {
-      const h = model.forward(
-        next.map((t) => [t]),
-        { cache },
-      );
-      next = await greedyLast(model, h);
-      h.dispose();
-    }
+    await decodeSteps(model, cache, next, decode);
     const t2 = performance.now();
     return { prefillS: (t1 - t0) / 1000, decodeS: (t2 - t1) / 1000 };
   } finally {
@@ -168,20 +181,9 @@ async function profileInference(model: CausalLM, seed: number, label: string, ke
   try {
     let next: number[] = [];
     const prefill = await profileKernels(async () => {
-      const h = model.forward(ids, { cache });
-      next = await greedyLast(model, h);
-      h.dispose();
+      next = await step(model, ids, cache);
     }, 8);
-    const decode = await profileKernels(async () => {
-      for (let i = 0; i < PROFILE_DECODE; i++) {
-        const h = model.forward(
-          next.map((t) => [t]),
-          { cache },
-        );
-        next = await greedyLast(model, h);
-        h.dispose();
-      }
-    }, 8);
+    const decode = await profileKernels(() => decodeSteps(model, cache, next, PROFILE_DECODE), 8);
     return [
       ...profileRows(`profile: ${key} prefill b1 P${PROFILE_PROMPT} (${label})`, prefill),
       ...profileRows(`profile: ${key} decode b1, ${PROFILE_DECODE} steps (${label})`, decode),
