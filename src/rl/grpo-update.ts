@@ -38,9 +38,10 @@ export interface GrpoUpdateConfig extends GrpoLossConfig {
   /** Most sequences per forward/backward pass; gradients are accumulated over the passes. */
   microBatchSize: number;
   /**
-   * Bytes one forward/backward pass may use for activations (estimated by `microBatchBytes` of ./memory-budget.ts); micro-batches are cut
-   * so that each stays within it (a single sequence always runs). Default: WASM_PASS_BUDGET_BYTES on the wasm
-   * backend (its heap is capped at 4 GiB), no limit beyond microBatchSize elsewhere.
+   * Bytes one forward/backward pass may use for activations (estimated by `microBatchBytes` of
+   * ./memory-budget.ts); micro-batches are cut so that each stays within it (a single sequence always runs).
+   * Default: WASM_PASS_BUDGET_BYTES on the wasm backend (its heap is capped at 4 GiB), no limit beyond
+   * microBatchSize elsewhere.
    */
   memoryBudgetBytes?: number;
   /** Recompute each layer in the backward instead of keeping its activations (default true). */

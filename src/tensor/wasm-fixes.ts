@@ -9,7 +9,8 @@
 // 3. The wasm `Identity` kernel copies its input, and tfjs clones (Identity) every tensor a gradient saves:
 //    a customGrad that saves a weight, or `gather` on an embedding table, copied the whole table on every
 //    pass (the ~100M model's 98 MB head three times per GRPO pass). We re-register it to share the data, as
-//    the cpu backend's does (kernels never write into their inputs, so sharing is safe).
+//    the cpu backend's does. Sharing is safe because kernels never write into their inputs; the one in-place
+//    writer, the KV cache (src/model/kv-cache.ts), writes only buffers it made itself, which nothing clones.
 // The fourth, matMul gradients that use transposed operands (7× slower on XNNPACK), is handled where matMul is
 // called: see `linear` in ./ops.ts, which is correct on every backend.
 import * as tf from '@tensorflow/tfjs';
