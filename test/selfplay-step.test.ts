@@ -498,6 +498,18 @@ describe('sesaStep: rewards, skill utility, failure queue, GRPO groups', () => {
     expect(proposerKept?.rewards).toEqual(proposerAll?.rewards.filter(differ));
     expect(proposerKept?.rewards.length).toBe(5);
   });
+
+  it('with solver and proposer epochs, each role is updated that many times on the same groups, solver first', async () => {
+    const once = await makeWorld(plans, { proposalsPerSeed: 2 });
+    await sesaStep(1, once.seedPool, once.deps, once.settings);
+    const w = await makeWorld(plans, { proposalsPerSeed: 2 });
+    const r = await sesaStep(1, w.seedPool, w.deps, { ...w.settings, epochs: { solver: 3, proposer: 2 } });
+    const [solverOnce, proposerOnce] = once.updater.calls;
+    expect(w.updater.calls.map((c) => c.role)).toEqual(['solver', 'solver', 'solver', 'proposer', 'proposer']);
+    for (const c of w.updater.calls.slice(0, 3)) expect([c.ids, c.rewards]).toEqual([solverOnce?.ids, solverOnce?.rewards]);
+    for (const c of w.updater.calls.slice(3)) expect([c.ids, c.rewards]).toEqual([proposerOnce?.ids, proposerOnce?.rewards]);
+    expect(r.metrics.solver?.sequences).toBe(solverOnce?.ids.flat().length);
+  });
 });
 
 describe('sesaStep: consolidation and the step boundary', () => {

@@ -32,5 +32,6 @@ export function stepSettingsOf(config: TrainConfig): StepSettings {
     },
     failureEvidenceChars: config.failureEvidenceChars,
     skipUniformGroups: config.skipUniformGroups,
+    epochs: { solver: config.solverEpochs, proposer: config.proposerEpochs },
   };
 }

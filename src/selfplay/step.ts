@@ -12,7 +12,7 @@ import { type ProposerRewardConfig, proposerReward, solverReward, successRate } 
 import type { AnswerSeed, ProposerRole, SolverRole } from './roles.js';
 import type { Rollout } from './rollout.js';
 import { localJudging, type RagItem, type StepJudging } from './step-judging.js';
-import type { PolicyUpdater, RoleUpdateMetrics, RolloutGroup } from './updater.js';
+import type { PolicyUpdater, Role, RoleUpdateMetrics, RolloutGroup } from './updater.js';
 import { checkQuestion, type InvalidReason, type QuestionRules } from './validate.js';
 
 /**
@@ -60,6 +60,8 @@ export interface StepSettings {
   failureEvidenceChars: number;
   /** Leave groups of two or more with all-equal rewards out of the updates (docs/method.md, "GRPO"). */
   skipUniformGroups: boolean;
+  /** Optimizer updates of each role per step over the same groups (docs/method.md, "GRPO"); 1 if absent. */
+  epochs?: Partial<Record<Role, number>>;
 }
 
 /** A group whose advantages are not all 0: one rollout (A = R), or rewards that differ. */
@@ -261,12 +263,18 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
 
   // 8. GRPO updates: solver groups = the G rollouts of a question; proposer groups = the n_p proposals of a seed.
   const trained = (groups: RolloutGroup[]): RolloutGroup[] => (settings.skipUniformGroups ? groups.filter(hasAdvantageSignal) : groups);
-  const solverUpdate = await deps.updater.update('solver', trained(solverGroups));
+  // Each role's groups go through `epochs` updates; the step reports the last one's metrics.
+  const updateRole = async (role: Role, groups: RolloutGroup[]): Promise<RoleUpdateMetrics | undefined> => {
+    let last: RoleUpdateMetrics | undefined;
+    for (let epoch = 0; epoch < (settings.epochs?.[role] ?? 1); epoch++) last = await deps.updater.update(role, groups);
+    return last;
+  };
+  const solverUpdate = await updateRole('solver', trained(solverGroups));
   const proposerGroups: RolloutGroup[] = proposed.map((rollouts, seedIndex) => ({
     rollouts,
     rewards: proposals.filter((p) => p.seedIndex === seedIndex).map((p) => p.reward),
   }));
-  const proposerUpdate = await deps.updater.update('proposer', trained(proposerGroups));
+  const proposerUpdate = await updateRole('proposer', trained(proposerGroups));
   t = clock('update', t);
 
   // 9 (commit). The step boundary: wait for the job, apply its change, persist stats and queue.

@@ -91,15 +91,18 @@ async function buildEmbedder(config: TrainConfig): Promise<Embedder> {
   return config.embedder === 'lexical' ? new LexicalEmbedder() : E5Embedder.load({ model: config.e5Model });
 }
 
-/** The AdamW settings of both adapters (docs/method.md, "GRPO": the optimizer settings). */
-function optimizerConfig(config: TrainConfig): AdamWConfig {
+/**
+ * The AdamW settings of one role's adapter (docs/method.md, "GRPO": the optimizer settings). The cosine
+ * schedule ends after the role's updates of all steps: --steps × its epochs.
+ */
+function optimizerConfig(config: TrainConfig, role: Role): AdamWConfig {
   return {
     lr: config.lr,
     warmupSteps: config.warmupSteps,
     weightDecay: config.weightDecay,
     maxGradNorm: config.maxGradNorm,
     schedule: config.lrSchedule,
-    totalSteps: config.steps,
+    totalSteps: config.steps * (role === 'solver' ? config.solverEpochs : config.proposerEpochs),
     minLrRatio: config.minLrRatio,
     beta1: config.adamBeta1,
     beta2: config.adamBeta2,
@@ -108,9 +111,9 @@ function optimizerConfig(config: TrainConfig): AdamWConfig {
 }
 
 /** An adapter with its parameters and a fresh AdamW. */
-function trainedRole(config: TrainConfig, adapter: LoraAdapter): TrainedRole {
+function trainedRole(config: TrainConfig, role: Role, adapter: LoraAdapter): TrainedRole {
   const params = Object.fromEntries(adapter.variables());
-  return { adapter, optimizer: new AdamW(params, optimizerConfig(config)), params };
+  return { adapter, optimizer: new AdamW(params, optimizerConfig(config, role)), params };
 }
 
 /**
@@ -192,7 +195,7 @@ function loadCheckpointPayload(dir: string, config: TrainConfig, model: CausalLM
   const roles: Partial<Record<Role, TrainedRole>> = {};
   try {
     for (const r of ['proposer', 'solver'] as const) {
-      roles[r] = trainedRole(config, loadPeftAdapter(join(dir, r), r, model.config));
+      roles[r] = trainedRole(config, r, loadPeftAdapter(join(dir, r), r, model.config));
       try {
         roles[r].optimizer.importState(loadOptimizerState(join(dir, r)));
       } catch (err) {
@@ -267,8 +270,8 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const roles: Record<Role, TrainedRole> = ckpt
     ? ckpt.loaded.roles
     : {
-        proposer: trainedRole(config, LoraAdapter.create('proposer', model.config, loraConfig, { seed: config.seed * 2 + 1 })),
-        solver: trainedRole(config, LoraAdapter.create('solver', model.config, loraConfig, { seed: config.seed * 2 + 2 })),
+        proposer: trainedRole(config, 'proposer', LoraAdapter.create('proposer', model.config, loraConfig, { seed: config.seed * 2 + 1 })),
+        solver: trainedRole(config, 'solver', LoraAdapter.create('solver', model.config, loraConfig, { seed: config.seed * 2 + 2 })),
       };
   const adapters: Record<Role, LoraAdapter> = { proposer: roles.proposer.adapter, solver: roles.solver.adapter };
 
@@ -365,7 +368,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   let judging: StepJudging | undefined;
   const answerJudge = new AnswerJudge(scriptedJudge ? undefined : judgeText, config.judgeMaxTokens);
   if (workers > 1) {
-    const roleInit = { lora: adapters.proposer.config, loraSeed: 0, optimizer: optimizerConfig(config) };
+    const roleInit = (role: Role) => ({ lora: adapters[role].config, loraSeed: 0, optimizer: optimizerConfig(config, role) });
     const gpuBackend = backend.provider === '@tensorflow/tfjs-node-gpu';
     // Checked before any worker starts: a device list too short for the workers is an error, not a shared GPU.
     const gpuOf = gpuBackend ? Array.from({ length: workers }, (_, rank) => deviceOf(rank, workers)) : undefined;
@@ -374,7 +377,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
       init: {
         modelDir,
         backend: backend.name,
-        roles: { proposer: roleInit, solver: { ...roleInit, lora: adapters.solver.config } },
+        roles: { proposer: roleInit('proposer'), solver: roleInit('solver') },
         grpo: grpoConfig,
         tasks: { module: STEP_WORKER_MODULE, init: { config } satisfies StepWorkerInit },
       },

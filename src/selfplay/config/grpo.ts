@@ -10,6 +10,11 @@ export const GRPO_SETTINGS = {
   skipUniformGroups: bool(false, {
     help: "leave out of the update every group of two or more whose rewards are all equal (DAPO's dynamic-sampling filter, without resampling): their advantages are 0, so they add only the KL term's gradient and the time of their forward and backward",
   }),
+  solverEpochs: int(1, {
+    min: 1,
+    help: "optimizer updates of the solver's adapter per step, each one pass over the same groups; the ratio's old log-probs stay the rollouts' (verl's ppo_epochs), so the clip bounds how far the passes move it",
+  }),
+  proposerEpochs: int(1, { min: 1, help: "optimizer updates of the proposer's adapter per step, as --solver-epochs" }),
   klCoef: num(0.01, { min: 0, help: 'β, coefficient of the k3 KL to the reference (the base model, adapters off); 0 = no KL term' }),
   lossAggregation: choice(['token-mean', 'seq-mean-token-mean', 'seq-sum-norm'], 'token-mean', {
     help: "token-mean: over all generated tokens of the batch; seq-mean-token-mean: mean of per-sequence means; seq-sum-norm: Dr. GRPO's sum over --max-response-tokens per sequence",
