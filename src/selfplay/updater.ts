@@ -3,8 +3,8 @@
 import { type GroupAdvantageOptions, groupAdvantages } from '../../kernels/group-advantage.js';
 import type { LoraAdapter } from '../model/lora.js';
 import type { CausalLM } from '../model/qwen3.js';
-import { type GrpoUpdateConfig, type GrpoUpdateMetrics, grpoUpdate, type TrainingSequence } from '../rl/grpo-update.js';
-import { planMicroBatches } from '../rl/memory-budget.js';
+import { type GrpoUpdateConfig, type GrpoUpdateMetrics, grpoUpdate, type TrainingSequence, WASM_PASS_BUDGET_BYTES } from '../rl/grpo-update.js';
+import { MemoryBudgetError, planMicroBatches, type SequenceLength } from '../rl/memory-budget.js';
 import type { AdamW } from '../rl/optimizer.js';
 import { tf } from '../tensor/backend.js';
 import type { Rollout } from './rollout.js';
@@ -63,6 +63,21 @@ export interface HeapLimit {
   onSplit?: (message: string) => void;
 }
 
+/**
+ * Whether every configured micro-batch of `lengths` fits `free` heap bytes with all activations kept, both by
+ * the heap plan and by the GRPO pass budget (src/rl/grpo-update.ts), so that the update can skip recomputing.
+ */
+function fitsWithoutRecompute(lengths: readonly SequenceLength[], config: GrpoUpdateConfig, model: CausalLM, loraRank: number, free: number, heapLimitBytes: number, what: string): boolean {
+  try {
+    const plan = planMicroBatches(lengths, config.microBatchSize, model.config, free, { loraRank, recomputeLayers: false, heapLimitBytes, what });
+    const passBudget = config.memoryBudgetBytes ?? WASM_PASS_BUDGET_BYTES;
+    return plan.microBatchSize >= config.microBatchSize && plan.largest.bytes <= passBudget;
+  } catch (e) {
+    if (e instanceof MemoryBudgetError) return false;
+    throw e;
+  }
+}
+
 export class GrpoPolicyUpdater implements PolicyUpdater {
   constructor(
     private readonly model: CausalLM,
@@ -86,18 +101,24 @@ export class GrpoPolicyUpdater implements PolicyUpdater {
     let config = this.config;
     if (this.heap) {
       const free = this.heap.limitBytes - this.heap.usedBytes();
-      const plan = planMicroBatches(
-        seqs.map((s) => ({ tokens: s.promptIds.length + s.responseIds.length })),
-        this.config.microBatchSize,
-        this.model.config,
-        free,
-        { loraRank: adapter.config.r, recomputeLayers: this.config.recomputeLayers ?? true, heapLimitBytes: this.heap.limitBytes, what: `the ${role} update` },
-      );
+      const lengths = seqs.map((s) => ({ tokens: s.promptIds.length + s.responseIds.length }));
+      const what = `the ${role} update`;
+      // Recomputing layers in the backward only saves memory (the gradient is the same): when the configured
+      // micro-batches fit with every activation kept, the update keeps them and skips the recomputing forward.
+      if (this.config.recomputeLayers === undefined && fitsWithoutRecompute(lengths, this.config, this.model, adapter.config.r, free, this.heap.limitBytes, what)) {
+        config = { ...config, recomputeLayers: false };
+      }
+      const plan = planMicroBatches(lengths, this.config.microBatchSize, this.model.config, free, {
+        loraRank: adapter.config.r,
+        recomputeLayers: config.recomputeLayers ?? true,
+        heapLimitBytes: this.heap.limitBytes,
+        what,
+      });
       if (plan.microBatchSize < this.config.microBatchSize) {
         this.heap.onSplit?.(
           `the ${role} update runs in micro-batches of ${plan.microBatchSize} instead of ${this.config.microBatchSize}: ${plan.largest.sequences} × ${plan.largest.tokens} tokens need about ${(plan.largest.bytes / 2 ** 30).toFixed(2)} GiB (estimate) of ${(free / 2 ** 30).toFixed(2)} GiB free in the wasm heap`,
         );
-        config = { ...this.config, microBatchSize: plan.microBatchSize };
+        config = { ...config, microBatchSize: plan.microBatchSize };
       }
     }
     const m = await grpoUpdate(this.model, adapter, optimizer, params, seqs, config);

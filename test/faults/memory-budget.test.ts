@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { makeTinyCheckpoint } from '../../src/checkpoint/make-tiny.js';
 import { LoraAdapter } from '../../src/model/lora.js';
 import { CausalLM } from '../../src/model/qwen3.js';
@@ -88,6 +88,34 @@ describe('the updater on the wasm heap', () => {
     expect(splits[0]).toMatch(/^the solver update runs in micro-batches of [12] instead of 4: \d+ × \d+ tokens need about \d+\.\d\d GiB \(estimate\) of \d+\.\d\d GiB free in the wasm heap$/);
     expect(split?.loss).toBeCloseTo(whole?.loss as number, 5);
     expect(split?.gradNorm).toBeCloseTo(whole?.gradNorm as number, 5);
+  });
+
+  it('keeps every activation when the micro-batches fit without recomputing, with the same loss and gradient norm', async () => {
+    const cfg = { microBatchSize: 4, klCoef: 0.01, clipLow: 0.2, clipHigh: 0.28 };
+    const seen: Array<boolean | undefined> = [];
+    const forward = model.forward.bind(model);
+    const spy = vi.spyOn(model, 'forward').mockImplementation((ids, opts) => {
+      if (opts?.adapter) seen.push(opts.recomputeLayers);
+      return forward(ids, opts);
+    });
+    try {
+      const recomputed = await new GrpoPolicyUpdater(model, roles(), { ...cfg, recomputeLayers: true }).update('solver', groups(1));
+      expect(seen).toEqual([true]);
+      seen.length = 0;
+      const roomy = { limitBytes: tf.memory().numBytes + 2 ** 30, usedBytes: () => tf.memory().numBytes };
+      const kept = await new GrpoPolicyUpdater(model, roles(), cfg, {}, roomy).update('solver', groups(1));
+      expect(seen).toEqual([false]);
+      expect(kept?.loss).toBeCloseTo(recomputed?.loss as number, 6);
+      expect(kept?.gradNorm).toBeCloseTo(recomputed?.gradNorm as number, 6);
+      // Where only the recomputing plan fits, the update recomputes.
+      seen.length = 0;
+      const tight = { limitBytes: tf.memory().numBytes + (microBatchBytes(model.config, 4, 49 + 4, 4, true) * 1.05) / 0.8, usedBytes: () => tf.memory().numBytes };
+      expect(microBatchBytes(model.config, 4, 49 + 4, 4, false)).toBeGreaterThan(microBatchBytes(model.config, 4, 49 + 4, 4, true) * 1.05);
+      await new GrpoPolicyUpdater(model, roles(), cfg, {}, tight).update('solver', groups(1));
+      expect(seen).toEqual([true]);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('refuses an update whose single rollout cannot fit, naming tokens, bytes, the limit and the flags', async () => {
