@@ -99,6 +99,8 @@ const EVERY_SETTING: Record<string, unknown> = {
   'e5-model': 'intfloat/e5-small-v2',
   'skills-top-k': 2,
   'skip-uniform-groups': true,
+  'solver-epochs': 3,
+  'proposer-epochs': 2,
   'queue-capacity': 100,
   'consolidate-every': 5,
   'consolidate-min-pending': 10,
