@@ -1,11 +1,15 @@
 // The comparison in the world (docs/world.md): base (the warm start, no adapter), SSP (a `--recipe ssp` run,
 // evaluated without a bank), SESA-Off (a SESA run's solver without its bank) and SESA-On (with its bank), over
-// several run seeds, on the demo world's held-out set and on the fresh world's. Writes table.md and
-// results.json in --out.
-//   npx tsx scripts/world-experiment.ts [--model demo] [--steps 16] [--seeds 0,1,2] [--out runs/world-experiment]
-import { mkdirSync } from 'node:fs';
+// several run seeds, on the demo world's held-out set and on the fresh world's. Writes table.md, results.json,
+// one eval folder per mode (modes/) and report.html (the first SESA run with the modes compared) in --out.
+//   npx tsx scripts/world-experiment.ts [--model demo] [--steps 32] [--seeds 0,1,2] [--threads 2] [--out runs/world-experiment]
+// Seeds can run as separate processes (one wasm thread each on a 2-core machine), and their tables merged:
+//   npx tsx scripts/world-experiment.ts --merge runs/x0,runs/x1,runs/x2 --out runs/world-experiment
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { renderReport } from '../src/report/html.js';
+import { readEvalFolder, readRun } from '../src/report/run-data.js';
 import { writeFileAtomic, writeJsonAtomic } from '../src/util/atomic.js';
 import { loadPeftAdapter } from '../src/checkpoint/peft.js';
 import { ModelPolicy } from '../src/model/policy.js';
@@ -24,15 +28,19 @@ import { DEMO_WORLD, FRESH_WORLD, World } from '../src/world/world.js';
 const { values } = parseArgs({
   options: {
     model: { type: 'string', default: DEMO_MODEL_NAME },
-    steps: { type: 'string', default: '16' },
+    steps: { type: 'string', default: String(WORLD_DEFAULTS.steps) },
     seeds: { type: 'string', default: '0,1,2' },
+    threads: { type: 'string', default: '2' },
+    merge: { type: 'string' },
     out: { type: 'string', default: 'runs/world-experiment' },
   },
 });
 const out = values.out as string;
 const seeds = (values.seeds as string).split(',').map(Number);
 const steps = Number(values.steps);
+const threads = Number(values.threads);
 if (!seeds.every(Number.isInteger) || !Number.isInteger(steps) || steps < 1) throw new Error('--seeds must be integers (0,1,2) and --steps a positive integer');
+if (!Number.isInteger(threads) || threads < 1) throw new Error(`--threads must be a positive integer, got ${values.threads}`);
 mkdirSync(out, { recursive: true });
 const modelDir = values.model === DEMO_MODEL_NAME ? demoModelDir() : (values.model as string);
 const log = (l: string): void => {
@@ -45,7 +53,7 @@ const evalSettings = { maxTurns: WORLD_DEFAULTS.maxTurns ?? 4, maxTokensPerTurn:
 const worlds = { demo: new World(DEMO_WORLD), fresh: new World(FRESH_WORLD) };
 
 async function evaluate(mode: Mode, seed: number, adapterDir: string | undefined, bankPath: string | undefined): Promise<void> {
-  await initBackend('wasm');
+  await initBackend('wasm', { threads });
   const model = await CausalLM.load(modelDir);
   const tokenizer = await loadTokenizer(modelDir);
   const adapter = adapterDir ? loadPeftAdapter(adapterDir, 'solver', model.config) : undefined;
@@ -75,10 +83,29 @@ const runConfig = (seed: number, recipe: 'sesa' | 'ssp', dir: string): TrainConf
   out: dir,
   saveEvery: steps,
   evalEvery: 0,
+  threads,
 });
 
-await evaluate('base', 0, undefined, undefined);
-for (const seed of seeds) {
+interface Results {
+  command: string;
+  steps: number;
+  seeds: number[];
+  rows: typeof rows;
+}
+const merged: Results[] = [];
+if (values.merge !== undefined) {
+  // Rows of earlier runs of this script (each its results.json); base is kept once.
+  for (const dir of values.merge.split(',')) {
+    const file = join(dir, 'results.json');
+    if (!existsSync(file)) throw new Error(`--merge: ${file} does not exist (run the script with --out ${dir} first)`);
+    const r = JSON.parse(readFileSync(file, 'utf8')) as Results;
+    if (!Array.isArray(r.rows) || typeof r.steps !== 'number') throw new Error(`--merge: ${file} has no rows/steps: not a results.json of this script`);
+    if (merged.length > 0 && r.steps !== merged[0]?.steps) throw new Error(`--merge: ${file} ran ${r.steps} steps, ${merged[0]?.steps} in the first folder: the table would mix runs`);
+    merged.push(r);
+    rows.push(...r.rows.filter((row) => row.mode !== 'base' || !rows.some((x) => x.mode === 'base' && x.world === row.world)));
+  }
+} else await evaluate('base', 0, undefined, undefined);
+for (const seed of values.merge !== undefined ? [] : seeds) {
   for (const recipe of ['ssp', 'sesa'] as const) {
     const skills = recipe === 'sesa';
     const dir = join(out, `${recipe}-seed${seed}`);
@@ -111,5 +138,54 @@ for (const mode of ['base', 'SSP', 'SESA-Off', 'SESA-On'] as const) {
 }
 const table = `${lines.join('\n')}\n`;
 writeFileAtomic(join(out, 'table.md'), table);
-writeJsonAtomic(join(out, 'results.json'), { command: `npx tsx scripts/world-experiment.ts ${process.argv.slice(2).join(' ')}`.trim(), steps, seeds, rows });
+const command = `npx tsx scripts/world-experiment.ts ${process.argv.slice(2).join(' ')}`.trim();
+writeJsonAtomic(
+  join(out, 'results.json'),
+  merged.length > 0
+    ? { command, merged: merged.map((r) => r.command), steps: merged[0]?.steps, seeds: merged.flatMap((r) => r.seeds), rows }
+    : { command, steps, seeds, rows },
+);
 log(table);
+
+// The report's comparison page: one eval folder per mode (the mean over run seeds of each world's exact match
+// and token F1, as `sesa-train eval` writes them), and the HTML report of the first SESA run with them.
+const modeDirs: string[] = [];
+for (const mode of ['base', 'SSP', 'SESA-Off', 'SESA-On'] as const) {
+  const mine = rows.filter((r) => r.mode === mode);
+  if (mine.length === 0) continue;
+  const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+  const datasets = (['demo', 'fresh'] as const).map((world) => {
+    const rs = mine.filter((r) => r.world === world).map((r) => r.result);
+    return {
+      dataset: `${world} world`,
+      questions: rs[0]?.questions ?? 0,
+      em: mean(rs.map((r) => r.accuracy)),
+      // Rows of runs made before the eval scored F1 have none: the page then shows EM only.
+      f1: rs.every((r) => typeof r.f1 === 'number') ? mean(rs.map((r) => r.f1)) : null,
+      judged: null,
+      answered: mean(rs.map((r) => r.answeredRate)),
+      meanTurns: mean(rs.map((r) => r.meanTurns)),
+      meanQueries: null,
+    };
+  });
+  const dir = join(out, 'modes', mode);
+  mkdirSync(dir, { recursive: true });
+  const runSeeds = [...new Set(mine.map((r) => r.seed))];
+  writeJsonAtomic(join(dir, 'results.json'), {
+    datasets,
+    average: { em: mean(datasets.map((d) => d.em)), f1: datasets.every((d) => d.f1 !== null) ? mean(datasets.map((d) => d.f1 as number)) : null, judged: null, datasets: datasets.length, questions: datasets.reduce((a, d) => a + d.questions, 0) },
+  });
+  writeJsonAtomic(join(dir, 'settings.json'), {
+    model: modelDir,
+    adapter: mode === 'base' ? null : `the ${mode === 'SSP' ? 'ssp' : 'sesa'} runs' solvers (mean over run seeds ${runSeeds.join(', ')})`,
+    skills: mode === 'SESA-On' ? "the run's skills.json" : 'off',
+    runSeeds,
+  });
+  modeDirs.push(dir);
+}
+const sesaRun = [out, ...(values.merge?.split(',') ?? [])].map((d) => join(d, `sesa-seed${rows.find((r) => r.mode === 'SESA-Off')?.seed ?? 0}`)).find((d) => existsSync(join(d, 'metrics.jsonl')));
+if (sesaRun) {
+  const { html } = renderReport({ run: readRun(sesaRun), evals: modeDirs.map(readEvalFolder), generatedAt: new Date().toISOString() });
+  writeFileAtomic(join(out, 'report.html'), html);
+  log(`report: ${join(out, 'report.html')} (the run ${sesaRun} and the comparison of ${modeDirs.length} modes)`);
+}

@@ -114,7 +114,8 @@ function shortPath(p: string, n = 3): string {
 
 function comparisonTable(folders: readonly EvalFolderData[]): string {
   const datasets = [...new Set(folders.flatMap((f) => f.results.datasets.map((d) => d.dataset)))];
-  const score = (em: number, f1: number): string => `<b>${(100 * em).toFixed(1)}</b> <span class="sub">${(100 * f1).toFixed(1)}</span>`;
+  // F1 is null in folders that scored exact match only.
+  const score = (em: number, f1: number | null): string => `<b>${(100 * em).toFixed(1)}</b>${f1 === null ? '' : ` <span class="sub">${(100 * f1).toFixed(1)}</span>`}`;
   const head = `<tr><th>mode</th>${datasets.map((d) => `<th class="num">${escapeHtml(d)}</th>`).join('')}<th class="num">average</th></tr>`;
   const rows = folders.map((f) => {
     const cells = datasets.map((name) => {
@@ -129,7 +130,7 @@ function comparisonTable(folders: readonly EvalFolderData[]): string {
     ].filter((x): x is string => x !== undefined);
     return `<tr><td class="mode"><b>${escapeHtml(f.label)}</b><div class="what" title="${escapeHtml(JSON.stringify(st))}">${what.map(escapeHtml).join('<br>')}</div></td>${cells.join('')}<td class="num">${score(f.results.average.em, f.results.average.f1)}</td></tr>`;
   });
-  return `<div class="wide"><table data-table="eval-comparison">${head}${rows.join('')}</table></div><p class="caption">Each cell: exact match (bold) and token F1, in percent, with FlashRAG normalization; the average weighs datasets equally (docs/evaluation.md).</p>`;
+  return `<div class="wide"><table data-table="eval-comparison">${head}${rows.join('')}</table></div><p class="caption">Each cell: exact match (bold) and token F1${folders.some((f) => f.results.datasets.some((d) => d.f1 === null)) ? ' (where the folder scored it)' : ''}, in percent, with FlashRAG normalization; the average weighs datasets equally (docs/evaluation.md).</p>`;
 }
 
 export interface ReportInput {
