@@ -16,18 +16,20 @@ beforeAll(() => {
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe('resolveTrainConfig', () => {
-  it('no arguments: the embedded default (tiny model, demo corpus, lexical embedder, 3 steps)', () => {
+  it('no arguments: the embedded default, the demo world from its warm-start model (lexical embedder, held-out eval of the world)', () => {
     const { config } = resolveTrainConfig({ json: false }, new Set());
-    expect(config).toEqual({ ...TRAIN_DEFAULTS, ...TINY_DEFAULTS });
-    expect(configProblems(config)).toEqual([]);
-    expect(config).toMatchObject({ model: 'tiny', corpus: 'demo', embedder: 'lexical', steps: 3 });
-  });
-
-  it('--model demo: the demo world from its warm-start model (lexical embedder, held-out eval of the world)', () => {
-    const { config } = resolveTrainConfig({ json: false, model: 'demo' }, new Set(['model']));
     expect(config).toEqual({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS });
     expect(configProblems(config)).toEqual([]);
     expect(config).toMatchObject({ model: 'demo', corpus: 'world', worldSeed: 0, embedder: 'lexical', evalData: 'world' });
+    // --model demo is the same run.
+    expect(resolveTrainConfig({ json: false, model: 'demo' }, new Set(['model'])).config).toEqual(config);
+  });
+
+  it('--model tiny: the tiny random model, the demo corpus, the lexical embedder and 3 steps', () => {
+    const { config } = resolveTrainConfig({ json: false, model: 'tiny' }, new Set(['model']));
+    expect(config).toEqual({ ...TRAIN_DEFAULTS, ...TINY_DEFAULTS });
+    expect(configProblems(config)).toEqual([]);
+    expect(config).toMatchObject({ model: 'tiny', corpus: 'demo', embedder: 'lexical', steps: 3 });
   });
 
   it('a real model takes the defaults for a real model; a config file overrides them and flags override the file', () => {

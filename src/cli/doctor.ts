@@ -25,20 +25,21 @@ export const command: CommandModule<object, DoctorArgs> = {
   describe: 'Check that a run would start here (Node, backends, CUDA, llama.cpp, model, E5, retriever, disk)',
   builder: (y) =>
     y
-      .option('model', { type: 'string', describe: 'model folder or registry name of the run (default: the embedded tiny model)' })
+      .option('model', { type: 'string', describe: `model folder or registry name of the run (default: ${TRAIN_DEFAULTS.model}, the demo world's model)` })
       .option('backend', { choices: BACKEND_CHOICES, default: 'auto' as BackendChoice, describe: 'tensor backend of the run' })
       .option('retriever-url', { type: 'string', describe: 'Search-R1 retrieval server to query once' })
-      .option('embedder', { choices: ['e5', 'lexical'] as const, describe: 'skill embedder of the run (default as in train: lexical without --model or with --model demo, else e5)' })
+      .option('embedder', { choices: ['e5', 'lexical'] as const, describe: 'skill embedder of the run (default as in train: lexical with --model demo or tiny, else e5)' })
       .option('e5-model', { type: 'string', describe: `E5 model folder or name (with --embedder e5; default ${TRAIN_DEFAULTS.e5Model})` })
       .option('rollout-engine', { choices: ['native', 'llama.cpp'] as const, default: 'native' as const, describe: 'rollout engine of the run' })
-      .option('out', { type: 'string', describe: `run folder (its disk gets the checkpoints; default as in train: ${TINY_DEFAULTS.out} without --model, ${WORLD_DEFAULTS.out} with --model demo, else ${TRAIN_DEFAULTS.out})` })
+      .option('out', { type: 'string', describe: `run folder (its disk gets the checkpoints; default as in train: ${WORLD_DEFAULTS.out} with --model demo, ${TINY_DEFAULTS.out} with --model tiny, else ${TRAIN_DEFAULTS.out})` })
       .option('lora-r', { type: 'number', default: 16, describe: 'LoRA rank (checkpoint size estimate)' })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON object for scripts' }) as never,
   handler: async (args) => {
-    const defaults = { ...TRAIN_DEFAULTS, ...(args.model === undefined || args.model === TINY_DEFAULT_NAME ? TINY_DEFAULTS : args.model === WORLD_DEFAULTS.model ? WORLD_DEFAULTS : {}) };
+    const model = args.model ?? TRAIN_DEFAULTS.model;
+    const defaults = { ...TRAIN_DEFAULTS, ...(model === TINY_DEFAULT_NAME ? TINY_DEFAULTS : model === WORLD_DEFAULTS.model ? WORLD_DEFAULTS : {}) };
     const embedder = args.embedder ?? defaults.embedder;
     const report = await runDoctor({
-      ...(args.model !== undefined ? { model: args.model } : {}),
+      model,
       backend: args.backend,
       ...(args['retriever-url'] !== undefined ? { retrieverUrl: args['retriever-url'] } : {}),
       embedder,

@@ -1,5 +1,5 @@
-// `sesa-train` / `sesa-train train`: SESA self-play training. With no arguments it runs the embedded default
-// (tiny random model, synthetic corpus, lexical embedder, a few steps on the CPU).
+// `sesa-train` / `sesa-train train`: SESA self-play training. With no arguments it runs the embedded default:
+// SESA in the demo world from its shipped warm start (docs/world.md); `--model tiny` is the tiny random model.
 import { SingleBar } from 'cli-progress';
 import type { Argv, CommandModule } from 'yargs';
 import {
@@ -45,7 +45,7 @@ function readConfigFile(file: string): Partial<TrainConfig> {
 }
 
 /**
- * defaults ← the tiny model's (the default) or the demo world's (`--model demo`) ← the recipe's fixed values ← config file ← flags given on
+ * defaults ← the demo world's (`--model demo`, the default) or the tiny model's (`--model tiny`) ← the recipe's fixed values ← config file ← flags given on
  * the command line. `fromFlags` holds only what was typed (for --resume).
  */
 export function resolveTrainConfig(args: TrainArgs, given: ReadonlySet<string>): { config: TrainConfig; fromFlags: Partial<TrainConfig> } {
@@ -148,7 +148,7 @@ function summaryText(s: TrainSummary, tiny: boolean): string {
   if (tiny) {
     lines.push(
       '',
-      'This was the embedded default: a tiny model with random weights, which learns nothing meaningful (its',
+      'This was the tiny model with random weights, which learns nothing meaningful (its',
       'questions and answers are noise). It shows the whole loop running. Train a real model with',
       '  npx sesa-train --model qwen3-0.6b   (or any Hugging Face Qwen3 folder; --corpus FILE.jsonl for your own passages)',
     );
@@ -158,7 +158,7 @@ function summaryText(s: TrainSummary, tiny: boolean): string {
 
 export const command: CommandModule<object, TrainArgs> = {
   command: ['train', '$0'],
-  describe: 'SESA self-play training (the default command; with no arguments: the tiny random model; --model demo: SESA in the demo world)',
+  describe: 'SESA self-play training (the default command; with no arguments: SESA in the demo world from its warm start; --model tiny: the tiny random model)',
   builder: (y: Argv) => {
     let b = y.usage('$0 [train] [options]\n\nSESA self-play training. Every setting below can also be given in a --config file (JSON or YAML, same names).');
     for (const key of SETTING_KEYS) b = b.option(flagName(key), { ...yargsOption(key), group: `${groupTitleOf(key)}:` });

@@ -17,7 +17,7 @@ export interface CheckResult {
 
 /** The run the doctor asks about: the settings that decide which checks must pass. */
 export interface DoctorOptions {
-  /** `--model`: a folder, a registry name or 'demo' (models/demo); undefined or 'tiny' = the embedded tiny model (no folder to check). */
+  /** `--model`: a folder, a registry name, 'demo' (models/demo, the CLI's default) or 'tiny' (the tiny random model: no folder to check; also when undefined). */
   model?: string;
   backend: 'auto' | 'tensorflow' | 'wasm' | 'cpu';
   retrieverUrl?: string;

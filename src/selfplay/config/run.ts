@@ -17,8 +17,9 @@ export const RUN_SETTINGS = {
     help: 'sesa: self-play with the skill bank and frontier reward; ssp: the Search Self-Play baseline (no skills, reward 1 − p̂, n_p = 1, r_invalid = 0); skill-sp runs Skill Self-Play with its own settings (--recipe skill-sp --help)',
     resume: fixedForRun('the recipe decides what the run trains; start a new run for another recipe'),
   }),
-  model: str('tiny', {
-    help: "base model: a Hugging Face folder or a registry name (qwen3-4b, ...); 'tiny' = a tiny random Qwen3 (the embedded default: mechanics only); 'demo' = the demo world's warm-start model shipped in models/demo (SESA in that world, docs/world.md)",
+  model: str('demo', {
+    tiny: 'tiny',
+    help: "base model: 'demo' = the demo world's warm-start model shipped in models/demo (the embedded default: SESA in that world, docs/world.md); a Hugging Face folder or a registry name (qwen3-4b, ...); 'tiny' = a tiny random Qwen3 (mechanics only: it writes no valid question)",
     resume: fixedForRun('the adapters and optimizer state of the run belong to its base model'),
   }),
   backend: choice(['auto', 'tensorflow', 'wasm', 'cpu'], 'auto', { help: 'tensor backend (auto picks the fastest available and says which)' }),
