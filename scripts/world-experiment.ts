@@ -2,7 +2,7 @@
 // evaluated without a bank), SESA-Off (a SESA run's solver without its bank) and SESA-On (with its bank), over
 // several run seeds, on the demo world's held-out set and on the fresh world's. Writes table.md, results.json,
 // one eval folder per mode (modes/) and report.html (the first SESA run with the modes compared) in --out.
-//   npx tsx scripts/world-experiment.ts [--model demo] [--steps 32] [--seeds 0,1,2] [--threads 2] [--out runs/world-experiment]
+//   npx tsx scripts/world-experiment.ts [--model demo] [--steps N (default: the world run's)] [--seeds 0,1,2] [--threads 2] [--out runs/world-experiment]
 // Seeds can run as separate processes (one wasm thread each on a 2-core machine), and their tables merged:
 //   npx tsx scripts/world-experiment.ts --merge runs/x0,runs/x1,runs/x2 --out runs/world-experiment
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -122,8 +122,9 @@ for (const seed of values.merge !== undefined ? [] : seeds) {
 }
 
 // Table: mean ± sd over seeds, per mode, per world, overall and per hop count.
+const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 const meanSd = (xs: number[]): string => {
-  const m = xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+  const m = mean(xs);
   const sd = xs.length > 1 ? Math.sqrt(xs.reduce((a, b) => a + (b - m) ** 2, 0) / (xs.length - 1)) : 0;
   return `${(100 * m).toFixed(1)} ± ${(100 * sd).toFixed(1)}`;
 };
@@ -153,7 +154,6 @@ const modeDirs: string[] = [];
 for (const mode of ['base', 'SSP', 'SESA-Off', 'SESA-On'] as const) {
   const mine = rows.filter((r) => r.mode === mode);
   if (mine.length === 0) continue;
-  const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
   const datasets = (['demo', 'fresh'] as const).map((world) => {
     const rs = mine.filter((r) => r.world === world).map((r) => r.result);
     return {
