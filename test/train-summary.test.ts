@@ -1,7 +1,8 @@
-// The end-of-run summary's p̂ line: the share of valid questions whose solve rate p̂ was 0, strictly between,
-// or 1, pooled over steps; nothing when no question was valid.
+// The end-of-run summary's pooled lines: the share of valid questions whose solve rate p̂ was 0, strictly
+// between, or 1; the valid-question rate; the solver's training accuracy. Each pools the given steps (the
+// summary gives each half of the run), and says nothing when there is nothing to pool.
 import { describe, expect, it } from 'vitest';
-import { pHatLine } from '../src/cli/train.js';
+import { pHatLine, solverAccuracyLine, validLine } from '../src/cli/train.js';
 
 describe('pHatLine', () => {
   it('pools the histograms of the given steps into {0, (0,1), 1} shares', () => {
@@ -13,5 +14,18 @@ describe('pHatLine', () => {
   it('says nothing without valid questions', () => {
     expect(pHatLine([{ pHatHistogram: {} }])).toBeUndefined();
     expect(pHatLine([])).toBeUndefined();
+  });
+});
+
+describe('validLine and solverAccuracyLine', () => {
+  it('pool counts over steps, not the steps\' rates', () => {
+    // Rates 0/16 and 4/16 → 4 of 32; solver 1 of 4 and 8 of 8 → 9 of 12 (the mean of the rates would be 62.5%).
+    expect(validLine([{ validQuestions: 0, proposals: 16 }, { validQuestions: 4, proposals: 16 }])).toBe('13% (4 of 32)');
+    expect(solverAccuracyLine([{ solverAccuracy: 0.25, solverRollouts: 4 }, { solverAccuracy: 1, solverRollouts: 8 }])).toBe('75% of 12 rollouts');
+  });
+
+  it('say nothing without proposals or rollouts', () => {
+    expect(validLine([])).toBeUndefined();
+    expect(solverAccuracyLine([{ solverAccuracy: 0, solverRollouts: 0 }])).toBeUndefined();
   });
 });

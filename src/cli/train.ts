@@ -106,6 +106,30 @@ function writeRunReport(runDir: string): string {
   return out;
 }
 
+/** Valid questions of the given steps, pooled: "14% (26 of 192)"; undefined without proposals. */
+export function validLine(steps: ReadonlyArray<Pick<StepMetrics, 'validQuestions' | 'proposals'>>): string | undefined {
+  const valid = steps.reduce((n, m) => n + m.validQuestions, 0);
+  const proposals = steps.reduce((n, m) => n + m.proposals, 0);
+  return proposals === 0 ? undefined : `${((100 * valid) / proposals).toFixed(0)}% (${valid} of ${proposals})`;
+}
+
+/** The solver's training accuracy over the given steps' rollouts, pooled: "17% of 104 rollouts". */
+export function solverAccuracyLine(steps: ReadonlyArray<Pick<StepMetrics, 'solverAccuracy' | 'solverRollouts'>>): string | undefined {
+  const rollouts = steps.reduce((n, m) => n + m.solverRollouts, 0);
+  const correct = steps.reduce((n, m) => n + m.solverAccuracy * m.solverRollouts, 0);
+  return rollouts === 0 ? undefined : `${((100 * correct) / rollouts).toFixed(0)}% of ${rollouts} rollouts`;
+}
+
+/** "label: a → b" over the first and second half of the steps, or "label: a" for one step or one empty half. */
+function halvesLine(label: string, steps: readonly StepMetrics[], line: (steps: readonly StepMetrics[]) => string | undefined): string | undefined {
+  const half = Math.ceil(steps.length / 2);
+  const early = line(steps.slice(0, half));
+  const late = line(steps.slice(half));
+  if (steps.length > 1 && early !== undefined && late !== undefined) return `${label}, first half → second half of the steps: ${early} → ${late}`;
+  const all = line(steps);
+  return all === undefined ? undefined : `${label}: ${all}`;
+}
+
 function summaryText(s: TrainSummary, tiny: boolean): string {
   if (s.finished) {
     return [
@@ -115,16 +139,13 @@ function summaryText(s: TrainSummary, tiny: boolean): string {
       `to train further: --resume ${s.runDir} --steps N with N > ${s.lastStep}`,
     ].join('\n');
   }
-  const first = s.metrics[0];
-  const last = s.metrics[s.metrics.length - 1];
   const lines = [
     '',
     `run folder: ${s.runDir}`,
     `steps ${s.firstStep}–${s.lastStep}${s.resumedFrom !== undefined ? ` (resumed from step ${s.resumedFrom})` : ''}${s.stoppedEarly ? ' (stopped early)' : ''}`,
   ];
-  if (first && last) {
-    lines.push(`solver accuracy: ${first.solverAccuracy.toFixed(3)} (step ${first.step}) → ${last.solverAccuracy.toFixed(3)} (step ${last.step})`);
-    lines.push(`valid questions: ${(first.validityRate * 100).toFixed(0)}% → ${(last.validityRate * 100).toFixed(0)}%`);
+  for (const line of [halvesLine('valid questions', s.metrics, validLine), halvesLine("solver accuracy on the proposer's questions", s.metrics, solverAccuracyLine)]) {
+    if (line !== undefined) lines.push(line);
   }
   for (const h of s.heldOut ?? []) {
     lines.push(
@@ -132,11 +153,8 @@ function summaryText(s: TrainSummary, tiny: boolean): string {
         `F1 ${(100 * h.first.f1).toFixed(1)}% → ${(100 * h.last.f1).toFixed(1)}%`,
     );
   }
-  const half = Math.ceil(s.metrics.length / 2);
-  const early = pHatLine(s.metrics.slice(0, half));
-  const late = pHatLine(s.metrics.slice(half));
-  if (early && late && s.metrics.length > 1) lines.push(`p̂ of valid questions, first half → second half of the steps: ${early} → ${late}`);
-  else if (early) lines.push(`p̂ of valid questions: ${early}`);
+  const pHat = halvesLine('p̂ of valid questions', s.metrics, pHatLine);
+  if (pHat !== undefined) lines.push(pHat);
   if (s.bank) {
     lines.push(
       `skill bank: ${s.bank.cardsAtStart} → ${s.bank.cardsAtEnd} cards (version ${s.bank.versionAtEnd}); ${s.bank.admitted} distilled card${s.bank.admitted === 1 ? '' : 's'} admitted; ` +
