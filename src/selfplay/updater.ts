@@ -4,7 +4,7 @@ import { type GroupAdvantageOptions, groupAdvantages } from '../../kernels/group
 import type { LoraAdapter } from '../model/lora.js';
 import type { CausalLM } from '../model/qwen3.js';
 import { type GrpoUpdateConfig, type GrpoUpdateMetrics, grpoUpdate, type TrainingSequence, WASM_PASS_BUDGET_BYTES } from '../rl/grpo-update.js';
-import { MemoryBudgetError, planMicroBatches, type SequenceLength } from '../rl/memory-budget.js';
+import { MemoryBudgetError, type MicroBatchPlan, planMicroBatches } from '../rl/memory-budget.js';
 import type { AdamW } from '../rl/optimizer.js';
 import { tf } from '../tensor/backend.js';
 import type { Rollout } from './rollout.js';
@@ -63,17 +63,12 @@ export interface HeapLimit {
   onSplit?: (message: string) => void;
 }
 
-/**
- * Whether every configured micro-batch of `lengths` fits `free` heap bytes with all activations kept, both by
- * the heap plan and by the GRPO pass budget (src/rl/grpo-update.ts), so that the update can skip recomputing.
- */
-function fitsWithoutRecompute(lengths: readonly SequenceLength[], config: GrpoUpdateConfig, model: CausalLM, loraRank: number, free: number, heapLimitBytes: number, what: string): boolean {
+/** The plan, or undefined where even one sequence does not fit (then the caller recomputes). */
+function keptPlan(plan: () => MicroBatchPlan): MicroBatchPlan | undefined {
   try {
-    const plan = planMicroBatches(lengths, config.microBatchSize, model.config, free, { loraRank, recomputeLayers: false, heapLimitBytes, what });
-    const passBudget = config.memoryBudgetBytes ?? WASM_PASS_BUDGET_BYTES;
-    return plan.microBatchSize >= config.microBatchSize && plan.largest.bytes <= passBudget;
+    return plan();
   } catch (e) {
-    if (e instanceof MemoryBudgetError) return false;
+    if (e instanceof MemoryBudgetError) return undefined;
     throw e;
   }
 }
@@ -102,23 +97,26 @@ export class GrpoPolicyUpdater implements PolicyUpdater {
     if (this.heap) {
       const free = this.heap.limitBytes - this.heap.usedBytes();
       const lengths = seqs.map((s) => ({ tokens: s.promptIds.length + s.responseIds.length }));
-      const what = `the ${role} update`;
+      const heapLimitBytes = this.heap.limitBytes;
+      const plan = (recomputeLayers: boolean): MicroBatchPlan =>
+        planMicroBatches(lengths, this.config.microBatchSize, this.model.config, free, { loraRank: adapter.config.r, recomputeLayers, heapLimitBytes, what: `the ${role} update` });
       // Recomputing layers in the backward only saves memory (the gradient is the same): when the configured
-      // micro-batches fit with every activation kept, the update keeps them and skips the recomputing forward.
-      if (this.config.recomputeLayers === undefined && fitsWithoutRecompute(lengths, this.config, this.model, adapter.config.r, free, this.heap.limitBytes, what)) {
-        config = { ...config, recomputeLayers: false };
+      // micro-batches fit with every activation kept, by the heap plan and by the GRPO pass budget
+      // (src/rl/grpo-update.ts), the update keeps them and skips the recomputing forward.
+      let chosen: MicroBatchPlan | undefined;
+      if (this.config.recomputeLayers === undefined) {
+        const kept = keptPlan(() => plan(false));
+        if (kept && kept.microBatchSize >= this.config.microBatchSize && kept.largest.bytes <= (this.config.memoryBudgetBytes ?? WASM_PASS_BUDGET_BYTES)) {
+          chosen = kept;
+          config = { ...config, recomputeLayers: false };
+        }
       }
-      const plan = planMicroBatches(lengths, this.config.microBatchSize, this.model.config, free, {
-        loraRank: adapter.config.r,
-        recomputeLayers: config.recomputeLayers ?? true,
-        heapLimitBytes: this.heap.limitBytes,
-        what,
-      });
-      if (plan.microBatchSize < this.config.microBatchSize) {
+      chosen ??= plan(config.recomputeLayers ?? true);
+      if (chosen.microBatchSize < this.config.microBatchSize) {
         this.heap.onSplit?.(
-          `the ${role} update runs in micro-batches of ${plan.microBatchSize} instead of ${this.config.microBatchSize}: ${plan.largest.sequences} × ${plan.largest.tokens} tokens need about ${(plan.largest.bytes / 2 ** 30).toFixed(2)} GiB (estimate) of ${(free / 2 ** 30).toFixed(2)} GiB free in the wasm heap`,
+          `the ${role} update runs in micro-batches of ${chosen.microBatchSize} instead of ${this.config.microBatchSize}: ${chosen.largest.sequences} × ${chosen.largest.tokens} tokens need about ${(chosen.largest.bytes / 2 ** 30).toFixed(2)} GiB (estimate) of ${(free / 2 ** 30).toFixed(2)} GiB free in the wasm heap`,
         );
-        config = { ...config, microBatchSize: plan.microBatchSize };
+        config = { ...config, microBatchSize: chosen.microBatchSize };
       }
     }
     const m = await grpoUpdate(this.model, adapter, optimizer, params, seqs, config);
