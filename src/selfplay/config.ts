@@ -87,8 +87,10 @@ export const TINY_DEFAULTS: Partial<TrainConfig> = tinyDefaultsOf(SETTINGS);
  * - Consolidation every 2 steps on any pending failure: a 16-step world run queues 10–34 frontier failures in
  *   all, and with the general schedule (20 pending, every 10 steps) the scripted distiller never ran.
  * - Groups with all-equal rewards, most of them here, are left out of the updates.
- * - 4 solver epochs: a run has only 10–15 solver groups with 0 < p̂ < 1; one AdamW step on each left the
- *   held-out accuracy within a question of the warm start over 32 steps, four gave +2 to +3 questions of 57.
+ * - 4 solver epochs: a run has only 10–15 solver groups with 0 < p̂ < 1, and one AdamW step on each left the
+ *   held-out accuracy within a question of the warm start. With four, 32-step runs gained 2–3 questions of 57
+ *   (two seeds); these 24 steps gained 0–1 (three seeds, docs/world.md: SSP gained 2–3 in as many steps).
+ * The eval takes the world's whole held-out set: --eval-limit's general default (100) is more than its 57.
  */
 export const WORLD_DEFAULTS: Partial<TrainConfig> = {
   model: 'demo',
@@ -108,7 +110,6 @@ export const WORLD_DEFAULTS: Partial<TrainConfig> = {
   microBatchSize: 4,
   evalEvery: 12,
   evalData: 'world',
-  evalLimit: 57,
   out: 'runs/world',
   saveEvery: 4,
   consolidateEvery: 2,
