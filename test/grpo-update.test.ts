@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
 import { loadOptimizerState, saveOptimizerState } from '../src/checkpoint/optimizer-state.js';
 import { loadPeftAdapter, savePeftAdapter } from '../src/checkpoint/peft.js';
@@ -152,6 +152,41 @@ describe('GRPO update', () => {
       disposeGrads(acc.grads);
     }
     disposeGrads(big.grads);
+    adapter.dispose();
+  });
+
+  it('reference log-probs carried from an earlier pass give the same loss and gradients without the reference forward', async () => {
+    const { adapter, params } = newAdapter();
+    const seqs = await sequences(adapter, 5, 4);
+    const cfg = { klCoef: 0.05, microBatchSize: 2 };
+    const forward = vi.spyOn(model, 'forward');
+    const first = await grpoGradients(model, adapter, params, seqs, cfg);
+    expect(forward).toHaveBeenCalledTimes(4); // 2 passes: reference + adapter each
+    expect(first.kl).toBeGreaterThan(0); // randomB: the adapter moves π away from the reference
+    // What the first pass hands back are the reference's log-probs, scored independently (adapters off).
+    const base = await updateLogProbs(model, undefined, seqs);
+    seqs.forEach((s, b) =>
+      s.responseMask.forEach((m, j) => {
+        if (m > 0) expect(Math.abs((first.refLogprobs?.[b]?.[j] as number) - (base[b]?.[j] as number))).toBeLessThanOrEqual(1e-5);
+      }),
+    );
+    forward.mockClear();
+    const carried = seqs.map((s, b) => ({ ...s, refLogprobs: first.refLogprobs?.[b] as number[] }));
+    const second = await grpoGradients(model, adapter, params, carried, cfg);
+    expect(forward).toHaveBeenCalledTimes(2); // the adapter's passes only
+    forward.mockRestore();
+    expect(second.loss).toBe(first.loss);
+    expect(second.kl).toBe(first.kl);
+    for (const [k, t] of Object.entries(first.grads)) expect(await (second.grads[k] as tf.Tensor).data()).toEqual(await t.data());
+    // One sequence without it: its pass runs the reference forward again, the other pass does not.
+    const mixed = carried.map((s, b) => (b === 3 ? { ...s, refLogprobs: undefined } : s));
+    const spy = vi.spyOn(model, 'forward');
+    const third = await grpoGradients(model, adapter, params, mixed, cfg);
+    expect(spy).toHaveBeenCalledTimes(3);
+    spy.mockRestore();
+    expect(third.loss).toBe(first.loss);
+    await expect(grpoGradients(model, adapter, params, [{ ...(carried[0] as TrainingSequence), refLogprobs: [0] }], cfg)).rejects.toThrow(/but 1 reference log-probs/);
+    for (const g of [first, second, third]) disposeGrads(g.grads);
     adapter.dispose();
   });
 

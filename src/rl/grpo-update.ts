@@ -32,6 +32,12 @@ export interface TrainingSequence {
    * The update divides the logits by the same T, so the first on-policy ratio is exactly 1.
    */
   samplingTemperature: number;
+  /**
+   * log π_ref of each response token (adapters off, at the sampling temperature), when an earlier update over
+   * the same sequence computed it (`GrpoGradients.refLogprobs`): the base weights do not change, so the KL term
+   * needs no second reference forward. A pass skips its reference forward when all its sequences carry it.
+   */
+  refLogprobs?: number[];
 }
 
 export interface GrpoUpdateConfig extends GrpoLossConfig {
@@ -83,6 +89,8 @@ interface MicroBatchLayout {
   targets: Int32Array;
   mask: Float32Array;
   oldLogprobs: Float32Array;
+  /** log π_ref per slot (0 where the mask is 0) when every sequence carried it, else undefined. */
+  refLogprobs: Float32Array | undefined;
   advantages: Float32Array;
   /** [B × R] 1 / T of each slot's sequence (the logits are divided by its sampling temperature). */
   invTemperature: Float32Array;
@@ -101,6 +109,7 @@ export function layoutMicroBatch(seqs: readonly TrainingSequence[], padId: numbe
   const targets = new Int32Array(B * R);
   const mask = new Float32Array(B * R);
   const oldLogprobs = new Float32Array(B * R);
+  const refLogprobs = seqs.every((s) => s.refLogprobs !== undefined) ? new Float32Array(B * R) : undefined;
   const advantages = new Float32Array(B);
   const invTemperature = new Float32Array(B * R);
   seqs.forEach((s, b) => {
@@ -111,6 +120,9 @@ export function layoutMicroBatch(seqs: readonly TrainingSequence[], padId: numbe
     invTemperature.fill(1 / s.samplingTemperature, b * R, (b + 1) * R);
     if (s.responseMask.length !== s.responseIds.length || s.oldLogprobs.length !== s.responseIds.length) {
       throw new Error(`GRPO: sequence ${b} has ${s.responseIds.length} response tokens but ${s.responseMask.length} mask values and ${s.oldLogprobs.length} log-probs`);
+    }
+    if (s.refLogprobs !== undefined && s.refLogprobs.length !== s.responseIds.length) {
+      throw new Error(`GRPO: sequence ${b} has ${s.responseIds.length} response tokens but ${s.refLogprobs.length} reference log-probs`);
     }
     const row = full[b] as number[];
     const pad = T - row.length;
@@ -125,12 +137,13 @@ export function layoutMicroBatch(seqs: readonly TrainingSequence[], padId: numbe
         targets[cell] = s.responseIds[j] as number;
         mask[cell] = s.responseMask[j] as number;
         oldLogprobs[cell] = (s.responseMask[j] as number) > 0 ? (s.oldLogprobs[j] as number) : 0;
+        if (refLogprobs) refLogprobs[cell] = (s.responseMask[j] as number) > 0 ? ((s.refLogprobs as number[])[j] as number) : 0;
       } else {
         hiddenRows[cell] = b * T; // any valid row; masked out
       }
     }
   });
-  return { ids, attention, hiddenRows, targets, mask, oldLogprobs, advantages, invTemperature, B, R };
+  return { ids, attention, hiddenRows, targets, mask, oldLogprobs, refLogprobs, advantages, invTemperature, B, R };
 }
 
 /**
@@ -214,6 +227,11 @@ export interface GrpoGradients {
   /** All tokens (prompt and response) through forward and backward. */
   processedTokens: number;
   microBatches: number;
+  /**
+   * log π_ref of each sequence's response tokens (in `seqs` order; 0 where the mask is 0) when the KL term is
+   * on, for a later update over the same sequences to reuse (`TrainingSequence.refLogprobs`).
+   */
+  refLogprobs?: number[][];
 }
 
 /** The GRPO loss gradients w.r.t. `params` (the adapter's variables), accumulated over micro-batches. */
@@ -229,20 +247,25 @@ export async function grpoGradients(
   const padId = cfg.padTokenId ?? 0;
   const recompute = cfg.recomputeLayers ?? true;
   const budget = cfg.memoryBudgetBytes ?? (tf.getBackend() === 'wasm' ? WASM_PASS_BUDGET_BYTES : undefined);
-  const layouts = microBatches(seqs, cfg.microBatchSize, budget, (b, t) => microBatchBytes(model.config, b, t, adapter.config.r, recompute)).map((group) =>
-    layoutMicroBatch(group, padId),
-  );
+  const groups = microBatches(seqs, cfg.microBatchSize, budget, (b, t) => microBatchBytes(model.config, b, t, adapter.config.r, recompute));
+  const layouts = groups.map((group) => layoutMicroBatch(group, padId));
   const normalizer = cfg.normalizer ?? wholeBatchNormalizer(seqs);
   const klCoef = cfg.klCoef ?? 0.01;
   const maxLen = cfg.maxLen ?? Math.max(...layouts.map((l) => l.R));
 
-  // Reference log-probs (adapters off), outside any tape.
+  // Reference log-probs (adapters off), outside any tape: carried by the sequences, or one forward per pass.
   const refLogprobs: Float32Array[] = [];
   if (klCoef !== 0) {
     for (const layout of layouts) {
+      if (layout.refLogprobs) {
+        refLogprobs.push(layout.refLogprobs);
+        continue;
+      }
       const { logProbs, entropy } = tf.tidy(() => responseLogProbs(model, layout, undefined, cfg.logitsChunkSize));
-      refLogprobs.push((await logProbs.data()) as Float32Array);
+      const values = (await logProbs.data()) as Float32Array;
       tf.dispose([logProbs, entropy]);
+      // Masked slots keep 0, as carried values do: the loss multiplies them by the mask either way.
+      refLogprobs.push(values.map((v, cell) => ((layout.mask[cell] as number) > 0 ? v : 0)));
     }
   }
 
@@ -276,6 +299,9 @@ export async function grpoGradients(
       trainedTokens: normalizer.tokens,
       processedTokens: layouts.reduce((a, l) => a + l.ids.length * (l.ids[0] as number[]).length, 0),
       microBatches: layouts.length,
+      ...(klCoef !== 0
+        ? { refLogprobs: groups.flatMap((group, i) => group.map((s, b) => Array.from((refLogprobs[i] as Float32Array).subarray(b * (layouts[i] as MicroBatchLayout).R, b * (layouts[i] as MicroBatchLayout).R + s.responseIds.length)))) }
+        : {}),
     };
   } finally {
     adapter.training = false;
@@ -302,7 +328,7 @@ export async function grpoUpdate(
   params: Record<string, tf.Variable>,
   seqs: readonly TrainingSequence[],
   cfg: GrpoUpdateConfig,
-): Promise<GrpoUpdateMetrics> {
+): Promise<GrpoUpdateMetrics & Pick<GrpoGradients, 'refLogprobs'>> {
   const started = performance.now();
   const g = await grpoGradients(model, adapter, params, seqs, cfg);
   const info = optimizer.step(g.grads);
@@ -322,5 +348,6 @@ export async function grpoUpdate(
     microBatches: g.microBatches,
     tokensPerSecond: g.processedTokens / seconds,
     seconds,
+    ...(g.refLogprobs ? { refLogprobs: g.refLogprobs } : {}),
   };
 }

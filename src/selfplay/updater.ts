@@ -74,6 +74,12 @@ function keptPlan(plan: () => MicroBatchPlan): MicroBatchPlan | undefined {
 }
 
 export class GrpoPolicyUpdater implements PolicyUpdater {
+  /**
+   * Reference log-probs by rollout: a role updated for several epochs on the same groups (docs/method.md,
+   * "GRPO") runs the reference forward in the first only. Entries go with their rollouts.
+   */
+  private readonly refLogprobs = new WeakMap<Rollout, number[]>();
+
   constructor(
     private readonly model: CausalLM,
     private readonly roles: Record<Role, TrainedRole>,
@@ -85,10 +91,21 @@ export class GrpoPolicyUpdater implements PolicyUpdater {
   async update(role: Role, groups: readonly RolloutGroup[]): Promise<RoleUpdateMetrics | undefined> {
     const advantages = await advantagesOf(groups, this.advantage);
     const seqs: TrainingSequence[] = [];
+    const trained: Rollout[] = [];
     groups.forEach((g, gi) =>
       g.rollouts.forEach((r, ri) => {
         if (r.responseIds.length === 0) return;
-        seqs.push({ promptIds: r.promptIds, responseIds: r.responseIds, responseMask: r.responseMask, oldLogprobs: r.logprobs, advantage: (advantages[gi] as number[])[ri] as number, samplingTemperature: r.samplingTemperature });
+        const ref = this.refLogprobs.get(r);
+        seqs.push({
+          promptIds: r.promptIds,
+          responseIds: r.responseIds,
+          responseMask: r.responseMask,
+          oldLogprobs: r.logprobs,
+          advantage: (advantages[gi] as number[])[ri] as number,
+          samplingTemperature: r.samplingTemperature,
+          ...(ref ? { refLogprobs: ref } : {}),
+        });
+        trained.push(r);
       }),
     );
     if (seqs.length === 0) return undefined;
@@ -120,6 +137,7 @@ export class GrpoPolicyUpdater implements PolicyUpdater {
       }
     }
     const m = await grpoUpdate(this.model, adapter, optimizer, params, seqs, config);
+    m.refLogprobs?.forEach((ref, i) => this.refLogprobs.set(trained[i] as Rollout, ref));
     return { loss: m.loss, pgLoss: m.pgLoss, kl: m.kl, clipFrac: m.clipFrac, entropy: m.entropy, gradNorm: m.gradNorm, lr: m.lr, tokensPerSecond: m.tokensPerSecond, sequences: m.sequences };
   }
 }
