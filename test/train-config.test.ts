@@ -7,7 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveTrainConfig } from '../src/cli/train.js';
 import { configProblems, TINY_DEFAULTS, TRAIN_DEFAULTS, validateConfig, WORLD_DEFAULTS, workerCount } from '../src/selfplay/config.js';
 import { deviceOf } from '../src/selfplay/trainer.js';
-import { readSeedsFile, seedsFromPassages } from '../src/selfplay/seeds.js';
+import { capHops, readSeedsFile, seedsFromPassages } from '../src/selfplay/seeds.js';
+import { worldSeeds } from '../src/world/setup.js';
+import { DEMO_WORLD, World } from '../src/world/world.js';
 
 let root: string;
 beforeAll(() => {
@@ -122,5 +124,21 @@ describe('answer seeds', () => {
       { answer: 'Selor', hops: 1 },
     ]);
     expect(() => seedsFromPassages([{ id: '1', title: '', text: 'x' }])).toThrow(/--seeds FILE/);
+  });
+
+  it('--max-hops N asks each seed for at most N hops, and in the world every capped answer has a one-hop question', () => {
+    const seeds = [
+      { answer: 'A', hops: 1 },
+      { answer: 'B', hops: 2, aliases: ['b'] },
+      { answer: 'C', hops: 3 },
+    ];
+    expect(capHops(seeds, undefined)).toEqual(seeds);
+    expect(capHops(seeds, 2)).toEqual([{ answer: 'A', hops: 1 }, { answer: 'B', hops: 2, aliases: ['b'] }, { answer: 'C', hops: 2 }]);
+    expect(capHops(seeds, 1).map((s) => s.hops)).toEqual([1, 1, 1]);
+    const world = new World(DEMO_WORLD);
+    expect(worldSeeds(world).map((s) => s.answer)).toEqual(world.synth.seeds.map((s) => s.answer));
+    const multiHop = world.synth.seeds.filter((s) => s.hops > 1);
+    expect(multiHop.length).toBeGreaterThan(50);
+    for (const s of multiHop) expect(world.factsInto(s.entityId).length, s.answer).toBeGreaterThan(0);
   });
 });

@@ -50,3 +50,11 @@ export function seedsFromPassages(passages: readonly Passage[]): AnswerSeed[] {
   if (seeds.length === 0) throw new Error('the corpus has no titled passages to use as answer seeds; give --seeds FILE');
   return seeds;
 }
+
+/**
+ * `--max-hops N`: each seed asks for at most N hops. Any answer reachable by a chain of k hops is the end of
+ * that chain's last hop, so a shorter question about it exists whenever the longer one does.
+ */
+export function capHops(seeds: readonly AnswerSeed[], maxHops: number | undefined): AnswerSeed[] {
+  return maxHops === undefined ? [...seeds] : seeds.map((s) => (s.hops > maxHops ? { ...s, hops: maxHops } : s));
+}

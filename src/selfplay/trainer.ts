@@ -31,7 +31,7 @@ import { endpointOf, probeChat, probeRetriever } from './endpoints.js';
 import { AnswerJudge } from './judge.js';
 import { RoleFailureError, RoleWatch, type StepCalls } from './role-health.js';
 import { ProposerRole, SolverRole } from './roles.js';
-import { readSeedsFile } from './seeds.js';
+import { capHops, readSeedsFile } from './seeds.js';
 import { buildSearch } from './search-setup.js';
 import { RunFolder } from './run-folder.js';
 import { type StepMetrics, sesaStep } from './step.js';
@@ -250,8 +250,13 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     const w = await probeRetriever(built.searcher, { flag: '--retriever-url', url: config.retrieverUrl });
     if (w) log(`warning: ${w}`);
   }
-  const seeds = config.seeds ? readSeedsFile(config.seeds) : corpusSeeds;
-  if (!seeds) throw new Error('--seeds FILE is required with --retriever-url (answer seeds: JSONL of {"answer","hops"}); a local --corpus supplies its own');
+  const givenSeeds = config.seeds ? readSeedsFile(config.seeds) : corpusSeeds;
+  if (!givenSeeds) throw new Error('--seeds FILE is required with --retriever-url (answer seeds: JSONL of {"answer","hops"}); a local --corpus supplies its own');
+  const seeds = capHops(givenSeeds, config.maxHops);
+  if (config.maxHops !== undefined) {
+    const capped = givenSeeds.filter((s) => s.hops > (config.maxHops as number)).length;
+    log(`--max-hops ${config.maxHops}: ${capped} of ${givenSeeds.length} answer seeds are asked for ${config.maxHops} hop${config.maxHops === 1 ? '' : 's'} instead of more`);
+  }
 
   // Where to start: the newest checkpoint of a resumed run whose every file is whole and loads, else step 1.
   // Nothing in the run folder is written before that checkpoint has been read and checked in full.

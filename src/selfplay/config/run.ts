@@ -36,6 +36,11 @@ export const RUN_SETTINGS = {
   steps: int(200, { tiny: 3, help: 'training steps (on --resume: a larger value extends the run)' }),
   seedsPerStep: int(8, { tiny: 2, help: 'answer seeds per step' }),
   proposalsPerSeed: int(4, { tiny: 2, help: 'n_p, proposer rollouts per seed (the proposer GRPO group)' }),
+  maxHops: optionalNum({
+    min: 1,
+    check: (v) => (v === undefined || Number.isInteger(v) ? undefined : `must be a whole number of hops, got ${v}`),
+    help: 'ask the proposer for at most this many search steps: an answer seed of more hops is asked for this many (a curriculum for a model that solves few multi-hop questions; default: each seed\'s own hop count)',
+  }),
   groupSize: int(5, { tiny: 3, help: 'G, solver rollouts per valid question (the solver GRPO group; p̂ is its success rate)' }),
   out: str('runs/sesa', {
     tiny: 'runs/tiny',
