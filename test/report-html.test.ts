@@ -92,6 +92,26 @@ describe('renderReport', () => {
     expect(html).not.toContain('<b>"yes"</b>');
   });
 
+  it('headlines valid proposals and solver accuracy pooled over each half of the run, not the first and last step', () => {
+    // Steps 1 and 4 have no valid question; 2 and 3 do: a first → last quote would read 0% → 0%.
+    const steps = [
+      step(1, { proposals: 16, validQuestions: 0, solverRollouts: 0, solverAccuracy: 0 }),
+      step(2, { proposals: 16, validQuestions: 4, solverRollouts: 16, solverAccuracy: 0.25 }),
+      step(3, { proposals: 16, validQuestions: 2, solverRollouts: 8, solverAccuracy: 0.5 }),
+      step(4, { proposals: 16, validQuestions: 0, solverRollouts: 0, solverAccuracy: 0 }),
+    ];
+    const kpiOf = (html: string, label: string): string => {
+      const m = new RegExp(`<div class="label">${label}</div><div class="value[^"]*">([^<]*)</div><div class="sub">([^<]*)</div>`).exec(html);
+      return m ? `${m[1]} | ${m[2]}` : 'missing';
+    };
+    const { html } = renderReport({ run: run({ steps }), evals: [], generatedAt: 't' });
+    expect(kpiOf(html, 'valid proposals')).toBe('12.5% → 6.3% | pooled, first half → second half (4 of 32 → 2 of 32)');
+    expect(kpiOf(html, 'solver accuracy \\(training\\)')).toBe('25.0% → 50.0% | pooled, first half → second half (4 of 16 → 4 of 8)');
+    // One step: no halves to compare, the pooled value alone.
+    const one = renderReport({ run: run({ steps: [steps[1] as StepRow] }), evals: [], generatedAt: 't' }).html;
+    expect(kpiOf(one, 'valid proposals')).toBe('25.0% | pooled over the steps (4 of 16)');
+  });
+
   it('says so when the run has no metrics yet', () => {
     const { html, chartIds } = renderReport({ run: run({ steps: [], evals: [], cards: [] }), evals: [], generatedAt: 't' });
     expect(chartIds).toEqual([]);

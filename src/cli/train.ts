@@ -23,6 +23,7 @@ import type { StepMetrics } from '../selfplay/step.js';
 import { train, type TrainSummary } from '../selfplay/trainer.js';
 import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 import { join } from 'node:path';
+import { halves, pooledSolverAccuracy, pooledValid } from '../report/pooled.js';
 import { renderReport } from '../report/html.js';
 import { readRun } from '../report/run-data.js';
 import { writeFileAtomic } from '../util/atomic.js';
@@ -108,23 +109,21 @@ function writeRunReport(runDir: string): string {
 
 /** Valid questions of the given steps, pooled: "14% (26 of 192)"; undefined without proposals. */
 export function validLine(steps: ReadonlyArray<Pick<StepMetrics, 'validQuestions' | 'proposals'>>): string | undefined {
-  const valid = steps.reduce((n, m) => n + m.validQuestions, 0);
-  const proposals = steps.reduce((n, m) => n + m.proposals, 0);
-  return proposals === 0 ? undefined : `${((100 * valid) / proposals).toFixed(0)}% (${valid} of ${proposals})`;
+  const p = pooledValid(steps);
+  return p === undefined ? undefined : `${(100 * p.rate).toFixed(0)}% (${p.count} of ${p.of})`;
 }
 
 /** The solver's training accuracy over the given steps' rollouts, pooled: "17% of 104 rollouts". */
 export function solverAccuracyLine(steps: ReadonlyArray<Pick<StepMetrics, 'solverAccuracy' | 'solverRollouts'>>): string | undefined {
-  const rollouts = steps.reduce((n, m) => n + m.solverRollouts, 0);
-  const correct = steps.reduce((n, m) => n + m.solverAccuracy * m.solverRollouts, 0);
-  return rollouts === 0 ? undefined : `${((100 * correct) / rollouts).toFixed(0)}% of ${rollouts} rollouts`;
+  const p = pooledSolverAccuracy(steps);
+  return p === undefined ? undefined : `${(100 * p.rate).toFixed(0)}% of ${p.of} rollouts`;
 }
 
 /** "label: a → b" over the first and second half of the steps, or "label: a" for one step or one empty half. */
 function halvesLine(label: string, steps: readonly StepMetrics[], line: (steps: readonly StepMetrics[]) => string | undefined): string | undefined {
-  const half = Math.ceil(steps.length / 2);
-  const early = line(steps.slice(0, half));
-  const late = line(steps.slice(half));
+  const [first, second] = halves(steps);
+  const early = line(first);
+  const late = line(second);
   if (steps.length > 1 && early !== undefined && late !== undefined) return `${label}, first half → second half of the steps: ${early} → ${late}`;
   const all = line(steps);
   return all === undefined ? undefined : `${label}: ${all}`;

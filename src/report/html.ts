@@ -5,6 +5,7 @@ import {
   accuracyChart, bankCharts, type Chart, comparisonChart, heldOutChart, invalidReasonsChart, pHatHeatmap, rewardsChart, timingChart, updateCharts,
 } from './charts.js';
 import type { EvalFolderData, EvalRow, RunData, StepRow } from './run-data.js';
+import { halves, type Pooled, pooledSolverAccuracy, pooledValid } from './pooled.js';
 
 export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
@@ -66,10 +67,17 @@ function kpis(run: RunData): string {
   const last = steps[steps.length - 1];
   const out: string[] = [];
   out.push(kpi('steps', last ? String(last.step) : '0', first ? `from step ${first.step}` : 'none yet'));
-  const acc = arrow(first?.solverAccuracy, last?.solverAccuracy);
-  out.push(kpi('solver accuracy (training)', acc.text, 'first → last step', acc.cls));
-  const val = arrow(first?.validityRate, last?.validityRate);
-  out.push(kpi('valid proposals', val.text, 'first → last step', val.cls));
+  // Pooled over each half of the run (./pooled.ts): most single steps of a small run have no valid question.
+  const [early, late] = halves(steps);
+  const pooledKpi = (label: string, pool: (s: readonly StepRow[]) => Pooled | undefined): string => {
+    const a = pool(early);
+    const b = pool(late);
+    if (a !== undefined && b !== undefined) return kpi(label, arrow(a.rate, b.rate).text, `pooled, first half → second half (${a.count} of ${a.of} → ${b.count} of ${b.of})`, arrow(a.rate, b.rate).cls);
+    const all = pool(steps);
+    return kpi(label, all === undefined ? '–' : pct(all.rate), all === undefined ? '' : `pooled over the steps (${all.count} of ${all.of})`);
+  };
+  out.push(pooledKpi('solver accuracy (training)', pooledSolverAccuracy));
+  out.push(pooledKpi('valid proposals', pooledValid));
   for (const mode of ['on', 'off'] as const) {
     const rows = run.evals.filter((e) => e.skills === mode);
     if (rows.length === 0) continue;

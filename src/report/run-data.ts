@@ -15,6 +15,7 @@ export interface StepRow {
   invalidReasons?: Record<string, number>;
   proposals?: number;
   validQuestions?: number;
+  solverRollouts?: number;
   solverAccuracy?: number;
   pHatHistogram?: Record<string, number>;
   solverMeanReward?: number;
