@@ -5,13 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
-import { LoraAdapter } from '../src/model/lora.js';
 import { CausalLM } from '../src/model/qwen3.js';
-import { AdamW } from '../src/rl/optimizer.js';
 import type { Rollout } from '../src/selfplay/rollout.js';
 import { GrpoPolicyUpdater, type RolloutGroup, type TrainedRole } from '../src/selfplay/updater.js';
 import { initBackend } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
+import { trainedRoles } from './helpers/trained-roles.js';
 
 let root: string;
 let model: CausalLM;
@@ -27,14 +26,7 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-function roles(): Record<'proposer' | 'solver', TrainedRole> {
-  const make = (name: 'proposer' | 'solver'): TrainedRole => {
-    const adapter = LoraAdapter.create(name, model.config, { r: 4, alpha: 8, dropout: 0, targets: ['q_proj', 'v_proj'] }, { seed: 3, randomB: true, randomBStd: 0.1 });
-    const params = Object.fromEntries(adapter.variables());
-    return { adapter, params, optimizer: new AdamW(params, { lr: 1e-2, warmupSteps: 0, weightDecay: 0, maxGradNorm: 1, schedule: 'constant' }) };
-  };
-  return { proposer: make('proposer'), solver: make('solver') };
-}
+const roles = (): Record<'proposer' | 'solver', TrainedRole> => trainedRoles(model, 1e-2);
 
 /** Two groups of two rollouts with tool-output tokens masked out (scripted rollouts, not sampled). */
 function groups(): RolloutGroup[] {

@@ -7,14 +7,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { makeTinyCheckpoint } from '../../src/checkpoint/make-tiny.js';
-import { LoraAdapter } from '../../src/model/lora.js';
 import { CausalLM } from '../../src/model/qwen3.js';
 import { MemoryBudgetError, microBatchBytes, planMicroBatches, WASM_HEAP_LIMIT_BYTES } from '../../src/rl/memory-budget.js';
-import { AdamW } from '../../src/rl/optimizer.js';
 import type { Rollout } from '../../src/selfplay/rollout.js';
 import { GrpoPolicyUpdater, type RolloutGroup, type TrainedRole } from '../../src/selfplay/updater.js';
 import { initBackend, tf } from '../../src/tensor/backend.js';
 import { Rng } from '../../src/util/rng.js';
+import { trainedRoles } from '../helpers/trained-roles.js';
 
 let root: string;
 let model: CausalLM;
@@ -57,14 +56,7 @@ describe('the micro-batch memory estimate', () => {
   });
 });
 
-function roles(): Record<'proposer' | 'solver', TrainedRole> {
-  const make = (name: 'proposer' | 'solver'): TrainedRole => {
-    const adapter = LoraAdapter.create(name, model.config, { r: 4, alpha: 8, dropout: 0, targets: ['q_proj', 'v_proj'] }, { seed: 3, randomB: true, randomBStd: 0.1 });
-    const params = Object.fromEntries(adapter.variables());
-    return { adapter, params, optimizer: new AdamW(params, { lr: 1e-3, warmupSteps: 0, weightDecay: 0, maxGradNorm: 1, schedule: 'constant' }) };
-  };
-  return { proposer: make('proposer'), solver: make('solver') };
-}
+const roles = (): Record<'proposer' | 'solver', TrainedRole> => trainedRoles(model, 1e-3);
 
 function groups(seed: number): RolloutGroup[] {
   const rng = new Rng(seed);
