@@ -95,7 +95,8 @@ export const TINY_DEFAULTS: Partial<TrainConfig> = tinyDefaultsOf(SETTINGS);
  *   twice the solver updates (9–11, against 4–6), two seeds each.
  * - lr 3e-4 (not 1e-3): AdamW's first steps move every adapter weight by about lr whatever the gradient's
  *   size, and the solver's batches are one or two groups. At 1e-3 held-out accuracy drifted over a run (one
- *   seed: 15.8% at step 8, 10.5% at step 32); at 3e-4 it rose more steadily (docs/world.md).
+ *   seed: 15.8% at step 8, 10.5% at step 32); at 3e-4 the checkpoint curves of two seeds were steadier
+ *   (docs/world.md). Three seeds of these defaults: SESA-Off 8.8% → 11.7% (sd 1.0), not the 5 points aimed at.
  * The eval takes the world's whole held-out set: --eval-limit's general default (100) is more than its 57.
  */
 export const WORLD_DEFAULTS: Partial<TrainConfig> = {
