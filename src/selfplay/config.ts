@@ -88,8 +88,8 @@ export const TINY_DEFAULTS: Partial<TrainConfig> = tinyDefaultsOf(SETTINGS);
  *   all, and with the general schedule (20 pending, every 10 steps) the scripted distiller never ran.
  * - Groups with all-equal rewards, most of them here, are left out of the updates.
  * - 4 solver epochs: a run has only 10–15 solver groups with 0 < p̂ < 1, and one AdamW step on each left the
- *   held-out accuracy within a question of the warm start. With four, 32-step runs gained 2–3 questions of 57
- *   (two seeds); these 24 steps gained 0–1 (three seeds, docs/world.md: SSP gained 2–3 in as many steps).
+ *   held-out accuracy within a question of the warm start. With four (at all hop counts and lr 1e-3, the
+ *   previous defaults), 32-step runs gained 2–3 questions of 57 (two seeds) and 24-step runs 0–1 (three).
  * - One hop asked of every seed (--max-hops 1): the warm start solves no multi-hop question (p̂ = 0 for all
  *   of them), and with one hop a run had about twice the valid questions (96–107 of 384, against 49–72) and
  *   twice the solver updates (9–11, against 4–6), two seeds each.
