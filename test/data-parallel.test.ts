@@ -1,6 +1,7 @@
 // Data-parallel GRPO updates across worker processes: two workers on two halves of each batch give the same
 // adapter as one worker on the whole batch (≤ 1e-5 after 3 updates), and as the in-process update; workers
-// that disagree, fail or die stop the pool with that error instead of hanging.
+// that disagree, fail or die stop the pool with that error instead of hanging. Epochs over the same groups carry
+// the workers' reference log-probs, and equal the in-process updater's epochs.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +14,9 @@ import { DataParallelPool, shard } from '../src/parallel/coordinator.js';
 import type { RoleInit, WorkerInit } from '../src/parallel/protocol.js';
 import { grpoUpdate, type TrainingSequence } from '../src/rl/grpo-update.js';
 import { AdamW } from '../src/rl/optimizer.js';
+import { DataParallelPolicyUpdater } from '../src/selfplay/data-parallel-updater.js';
+import type { Rollout } from '../src/selfplay/rollout.js';
+import { GrpoPolicyUpdater, type RolloutGroup, type TrainedRole } from '../src/selfplay/updater.js';
 import { initBackend } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
 
@@ -110,6 +114,54 @@ describe('data-parallel GRPO updates', () => {
     expect(moved).toBeGreaterThan(1e-3);
     expect(nVsOne).toBeLessThanOrEqual(TOL);
     expect(vsInProcess).toBeLessThanOrEqual(TOL);
+  }, 300_000);
+
+  it('epochs through the data-parallel updater carry the workers\' reference log-probs and equal the in-process epochs (≤ 1e-5)', async () => {
+    // Batch 0 as two groups (2 and 3 rollouts) with mixed rewards; scripted rollouts, not sampled.
+    const rollouts = (batches[0] as TrainingSequence[]).map(
+      (s, i) => ({ id: `r${i}`, promptIds: s.promptIds, responseIds: s.responseIds, responseMask: s.responseMask, logprobs: s.oldLogprobs, samplingTemperature: s.samplingTemperature }) as unknown as Rollout,
+    );
+    const groups: RolloutGroup[] = [
+      { rollouts: rollouts.slice(0, 2), rewards: [1, 0] },
+      { rollouts: rollouts.slice(2), rewards: [0, 1, 0] },
+    ];
+    const model = await CausalLM.load(modelDir);
+    const role = (): TrainedRole => {
+      const adapter = LoraAdapter.create('solver', model.config, LORA, { seed: ROLE.loraSeed });
+      const params = Object.fromEntries(adapter.variables());
+      return { adapter, params, optimizer: new AdamW(params, ROLE.optimizer) };
+    };
+    const weightsOf = (r: TrainedRole): Record<string, Float32Array> => Object.fromEntries(Object.entries(r.params).map(([k, v]) => [k, v.dataSync().slice() as Float32Array]));
+    // The updater keeps both roles on the workers in step.
+    const pool = await DataParallelPool.start({ workers: 2, init: { ...init(), roles: { proposer: ROLE, solver: ROLE } } });
+    const inProcess = role();
+    const sharded = role();
+    const initial = weightsOf(sharded);
+    try {
+      const local = new GrpoPolicyUpdater(model, { proposer: role(), solver: inProcess }, GRPO);
+      const dp = new DataParallelPolicyUpdater(pool, { proposer: role(), solver: sharded });
+      await dp.syncWorkers();
+      const sent: boolean[][] = [];
+      const update = pool.update.bind(pool);
+      pool.update = async (r, shards) => {
+        sent.push(shards.flat().map((s) => s.refLogprobs !== undefined));
+        return update(r, shards);
+      };
+      for (let epoch = 0; epoch < 2; epoch++) {
+        await local.update('solver', groups);
+        await dp.update('solver', groups);
+      }
+      // The first epoch computes the reference on the workers; the second sends it back with every sequence.
+      expect(sent).toEqual([[false, false, false, false, false], [true, true, true, true, true]]);
+      const moved = maxAbsDiff(weightsOf(sharded), initial);
+      const diff = maxAbsDiff(weightsOf(sharded), weightsOf(inProcess));
+      console.log(`epochs: adapter moved ${moved.toExponential(2)}; |data-parallel − in-process| ${diff.toExponential(2)}`);
+      expect(moved).toBeGreaterThan(1e-3);
+      expect(diff).toBeLessThanOrEqual(TOL);
+    } finally {
+      await pool.close();
+      model.dispose();
+    }
   }, 300_000);
 
   it('workers whose adapters differ stop the run at the first step with both hashes', async () => {

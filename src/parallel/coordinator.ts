@@ -28,6 +28,11 @@ export interface DataParallelUpdate {
   /** The adapters' hash, equal on every worker. */
   hash: string;
   trainedTokens: number;
+  /**
+   * Every sequence's reference log-probs (0 at masked slots), in the order of the shards concatenated; absent
+   * when a shard sent none (no KL term).
+   */
+  refLogprobs?: number[][];
 }
 
 type Reply<T extends FromWorker['type']> = Extract<FromWorker, { type: T }>;
@@ -170,7 +175,20 @@ export class DataParallelPool {
     }
     const add = (k: 'loss' | 'pgLoss' | 'kl' | 'clipFrac' | 'entropy'): number => grads.reduce((a, g) => a + g[k], 0);
     const s0 = stepped[0] as Reply<'stepped'>;
-    return { loss: add('loss'), pgLoss: add('pgLoss'), kl: add('kl'), clipFrac: add('clipFrac'), entropy: add('entropy'), gradNorm: s0.gradNorm, lr: s0.lr, hash: s0.hash, trainedTokens: tokens };
+    // An empty shard sends no reference log-probs and has none to send.
+    const refs = grads.every((g, r) => g.refLogprobs !== undefined || (shards[r] as TrainingSequence[]).length === 0) ? grads.flatMap((g) => g.refLogprobs ?? []) : undefined;
+    return {
+      loss: add('loss'),
+      pgLoss: add('pgLoss'),
+      kl: add('kl'),
+      clipFrac: add('clipFrac'),
+      entropy: add('entropy'),
+      gradNorm: s0.gradNorm,
+      lr: s0.lr,
+      hash: s0.hash,
+      trainedTokens: tokens,
+      ...(refs ? { refLogprobs: refs } : {}),
+    };
   }
 
   /** Runs a task on every worker (`task(r)` goes to worker r, for the task module of WorkerInit.tasks); results in rank order. */

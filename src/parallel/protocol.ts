@@ -66,7 +66,11 @@ export type ToWorker =
 export type FromWorker =
   | { type: 'ready'; rank: number; gradientKeys: Record<string, string[]> }
   | { type: 'counts'; tokens: number; sequences: number; maxLen: number }
-  | { type: 'gradients'; flat: Float32Array; loss: number; pgLoss: number; kl: number; clipFrac: number; entropy: number }
+  /**
+   * This shard's summed-into gradients, and (with a KL term) its sequences' reference log-probs, for a later
+   * update over the same sequences to carry (TrainingSequence.refLogprobs) instead of recomputing.
+   */
+  | { type: 'gradients'; flat: Float32Array; loss: number; pgLoss: number; kl: number; clipFrac: number; entropy: number; refLogprobs?: number[][] }
   | { type: 'stepped'; hash: string; gradNorm: number; lr: number }
   | { type: 'weights'; weights: Record<string, Float32Array> }
   | { type: 'state'; state: AdamWState }

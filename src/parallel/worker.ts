@@ -86,7 +86,7 @@ async function handle(msg: ToWorker): Promise<void> {
         flat.set(p, off);
         off += p.length;
       }
-      send({ type: 'gradients', flat, loss: g.loss, pgLoss: g.pgLoss, kl: g.kl, clipFrac: g.clipFrac, entropy: g.entropy });
+      send({ type: 'gradients', flat, loss: g.loss, pgLoss: g.pgLoss, kl: g.kl, clipFrac: g.clipFrac, entropy: g.entropy, ...(g.refLogprobs ? { refLogprobs: g.refLogprobs } : {}) });
       return;
     }
     case 'gradients': {

@@ -1,14 +1,19 @@
 // GRPO updates on N worker processes (docs/scale-out.md): the groups are split into contiguous shards (a
 // group never spans workers), the pool takes one data-parallel step, and this process's adapter and optimizer
 // state are then set to rank 0's, so the next rollouts and the checkpoints see the updated adapter. The
-// rollouts themselves still run in this process.
+// rollouts themselves still run in this process. As in the in-process updater, a role updated for several
+// epochs on the same groups carries the workers' reference log-probs of the first into the later ones.
 import type { DataParallelPool } from '../parallel/coordinator.js';
 import { shard } from '../parallel/coordinator.js';
 import type { TrainingSequence } from '../rl/grpo-update.js';
+import type { Rollout } from './rollout.js';
 import { tf } from '../tensor/backend.js';
 import { type AdvantageSettings, advantagesOf, type PolicyUpdater, type Role, type RoleUpdateMetrics, type RolloutGroup, type TrainedRole } from './updater.js';
 
 export class DataParallelPolicyUpdater implements PolicyUpdater {
+  /** Reference log-probs by rollout, as the workers computed them (docs/method.md, "GRPO"). */
+  private readonly refLogprobs = new WeakMap<Rollout, number[]>();
+
   constructor(
     private readonly pool: DataParallelPool,
     private readonly roles: Record<Role, TrainedRole>,
@@ -28,16 +33,32 @@ export class DataParallelPolicyUpdater implements PolicyUpdater {
   async update(role: Role, groups: readonly RolloutGroup[]): Promise<RoleUpdateMetrics | undefined> {
     const started = performance.now();
     const advantages = await advantagesOf(groups, this.advantage);
+    const trained: Rollout[] = [];
     const perGroup: TrainingSequence[][] = groups.map((g, gi) =>
       g.rollouts
         .map((r, ri) => ({ r, ri }))
         .filter(({ r }) => r.responseIds.length > 0)
-        .map(({ r, ri }) => ({ promptIds: r.promptIds, responseIds: r.responseIds, responseMask: r.responseMask, oldLogprobs: r.logprobs, advantage: (advantages[gi] as number[])[ri] as number, samplingTemperature: r.samplingTemperature })),
+        .map(({ r, ri }) => {
+          trained.push(r);
+          const ref = this.refLogprobs.get(r);
+          return {
+            promptIds: r.promptIds,
+            responseIds: r.responseIds,
+            responseMask: r.responseMask,
+            oldLogprobs: r.logprobs,
+            advantage: (advantages[gi] as number[])[ri] as number,
+            samplingTemperature: r.samplingTemperature,
+            ...(ref ? { refLogprobs: ref } : {}),
+          };
+        }),
     );
-    const sequences = perGroup.reduce((a, g) => a + g.length, 0);
+    const sequences = trained.length;
     if (sequences === 0) return undefined;
+    // Shards are contiguous runs of whole groups: their concatenation is `trained`'s order.
     const shards = shard(perGroup, this.pool.size).map((gs) => gs.flat());
     const m = await this.pool.update(role, shards);
+    if (m.refLogprobs && m.refLogprobs.length !== trained.length) throw new Error(`data-parallel update of ${role}: the workers sent ${m.refLogprobs.length} reference log-prob rows for ${trained.length} sequences`);
+    m.refLogprobs?.forEach((ref, i) => this.refLogprobs.set(trained[i] as Rollout, ref));
     // This process generates the next rollouts and writes the checkpoints: it takes rank 0's adapter and state.
     const r = this.roles[role];
     const weights = await this.pool.weights(role, 0);
