@@ -8,7 +8,7 @@ import { shard } from '../parallel/coordinator.js';
 import type { TrainingSequence } from '../rl/grpo-update.js';
 import type { Rollout } from './rollout.js';
 import { tf } from '../tensor/backend.js';
-import { type AdvantageSettings, advantagesOf, type PolicyUpdater, type Role, type RoleUpdateMetrics, type RolloutGroup, type TrainedRole } from './updater.js';
+import { type AdvantageSettings, advantagesOf, type PolicyUpdater, type Role, type RoleUpdateMetrics, type RolloutGroup, type TrainedRole, trainingSequence } from './updater.js';
 
 export class DataParallelPolicyUpdater implements PolicyUpdater {
   /** Reference log-probs by rollout, as the workers computed them (docs/method.md, "GRPO"). */
@@ -40,16 +40,7 @@ export class DataParallelPolicyUpdater implements PolicyUpdater {
         .filter(({ r }) => r.responseIds.length > 0)
         .map(({ r, ri }) => {
           trained.push(r);
-          const ref = this.refLogprobs.get(r);
-          return {
-            promptIds: r.promptIds,
-            responseIds: r.responseIds,
-            responseMask: r.responseMask,
-            oldLogprobs: r.logprobs,
-            advantage: (advantages[gi] as number[])[ri] as number,
-            samplingTemperature: r.samplingTemperature,
-            ...(ref ? { refLogprobs: ref } : {}),
-          };
+          return trainingSequence(r, (advantages[gi] as number[])[ri] as number, this.refLogprobs.get(r));
         }),
     );
     const sequences = trained.length;

@@ -1,8 +1,12 @@
-// What one step and its rollouts are told, read from the training configuration. The trainer, the benchmarks
-// and the step tests build them the same way, so a recipe's fixed values reach the step only through here.
+// What one step, its rollouts and its updates are told, read from the training configuration. The trainer, the
+// benchmarks, the step tests and the world's diagnostics build them the same way, so a recipe's fixed values
+// reach the step only through here.
+import type { GrpoUpdateConfig } from '../rl/grpo-update.js';
+import type { AdamWConfig } from '../rl/optimizer.js';
 import type { TrainConfig } from './config.js';
 import type { RolloutSettings } from './roles.js';
 import type { StepSettings } from './step.js';
+import type { AdvantageSettings, Role } from './updater.js';
 
 export function rolloutSettingsOf(config: TrainConfig): RolloutSettings {
   return {
@@ -34,4 +38,42 @@ export function stepSettingsOf(config: TrainConfig): StepSettings {
     skipUniformGroups: config.skipUniformGroups,
     epochs: { solver: config.solverEpochs, proposer: config.proposerEpochs },
   };
+}
+
+/**
+ * The AdamW settings of one role's adapter (docs/method.md, "GRPO": the optimizer settings). The cosine
+ * schedule ends after the role's updates of all steps: --steps × its epochs.
+ */
+export function optimizerConfigOf(config: TrainConfig, role: Role): AdamWConfig {
+  return {
+    lr: config.lr,
+    warmupSteps: config.warmupSteps,
+    weightDecay: config.weightDecay,
+    maxGradNorm: config.maxGradNorm,
+    schedule: config.lrSchedule,
+    totalSteps: config.steps * (role === 'solver' ? config.solverEpochs : config.proposerEpochs),
+    minLrRatio: config.minLrRatio,
+    beta1: config.adamBeta1,
+    beta2: config.adamBeta2,
+    eps: config.adamEps,
+  };
+}
+
+/** The GRPO update's settings (docs/method.md, "GRPO"); `padTokenId` is the tokenizer's. */
+export function grpoConfigOf(config: TrainConfig, padTokenId: number): GrpoUpdateConfig {
+  return {
+    microBatchSize: config.microBatchSize,
+    klCoef: config.klCoef,
+    clipLow: config.clipLow,
+    clipHigh: config.clipHigh,
+    dualClip: config.dualClip === 0 ? null : config.dualClip,
+    aggregation: config.lossAggregation,
+    maxLen: config.maxResponseTokens,
+    padTokenId,
+  };
+}
+
+/** What the advantage kernel is asked for. */
+export function advantageSettingsOf(config: TrainConfig): AdvantageSettings {
+  return { mode: config.advantage, eps: config.advantageEps };
 }

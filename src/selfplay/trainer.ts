@@ -18,7 +18,7 @@ import { resolveModel } from '../model/resolve.js';
 import { PolicyTextGenerator } from '../model/text-generator.js';
 import { ensureTinyDefaultModel, TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 import { loadTokenizer } from '../model/tokenizer.js';
-import { AdamW, type AdamWConfig } from '../rl/optimizer.js';
+import { AdamW } from '../rl/optimizer.js';
 import { DataParallelPool } from '../parallel/coordinator.js';
 import { readBankFile, SkillBank } from '../skills/bank.js';
 import { E5Embedder } from '../skills/e5.js';
@@ -35,7 +35,7 @@ import { capHops, readSeedsFile } from './seeds.js';
 import { buildSearch } from './search-setup.js';
 import { RunFolder } from './run-folder.js';
 import { type StepMetrics, sesaStep } from './step.js';
-import { rolloutSettingsOf, stepSettingsOf } from './step-settings.js';
+import { advantageSettingsOf, grpoConfigOf, optimizerConfigOf, rolloutSettingsOf, stepSettingsOf } from './step-settings.js';
 import { DataParallelPolicyUpdater } from './data-parallel-updater.js';
 import { type RolloutRunner, ShardedRolloutRunner } from './rollout-runner.js';
 import { ShardedJudging, type StepJudging } from './step-judging.js';
@@ -91,29 +91,10 @@ async function buildEmbedder(config: TrainConfig): Promise<Embedder> {
   return config.embedder === 'lexical' ? new LexicalEmbedder() : E5Embedder.load({ model: config.e5Model });
 }
 
-/**
- * The AdamW settings of one role's adapter (docs/method.md, "GRPO": the optimizer settings). The cosine
- * schedule ends after the role's updates of all steps: --steps × its epochs.
- */
-function optimizerConfig(config: TrainConfig, role: Role): AdamWConfig {
-  return {
-    lr: config.lr,
-    warmupSteps: config.warmupSteps,
-    weightDecay: config.weightDecay,
-    maxGradNorm: config.maxGradNorm,
-    schedule: config.lrSchedule,
-    totalSteps: config.steps * (role === 'solver' ? config.solverEpochs : config.proposerEpochs),
-    minLrRatio: config.minLrRatio,
-    beta1: config.adamBeta1,
-    beta2: config.adamBeta2,
-    eps: config.adamEps,
-  };
-}
-
 /** An adapter with its parameters and a fresh AdamW. */
 function trainedRole(config: TrainConfig, role: Role, adapter: LoraAdapter): TrainedRole {
   const params = Object.fromEntries(adapter.variables());
-  return { adapter, optimizer: new AdamW(params, optimizerConfig(config, role)), params };
+  return { adapter, optimizer: new AdamW(params, optimizerConfigOf(config, role)), params };
 }
 
 /**
@@ -341,17 +322,8 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     const native = new ModelPolicy(role, model, tokenizer, adapters[role], policyOptions);
     return engine ? new LlamaCppPolicy(native, engine, () => roles[role].optimizer.stepCount) : native;
   };
-  const grpoConfig = {
-    microBatchSize: config.microBatchSize,
-    klCoef: config.klCoef,
-    clipLow: config.clipLow,
-    clipHigh: config.clipHigh,
-    dualClip: config.dualClip === 0 ? null : config.dualClip,
-    aggregation: config.lossAggregation,
-    maxLen: config.maxResponseTokens,
-    padTokenId: tokenizer.padTokenId,
-  };
-  const advantageSettings = { mode: config.advantage, eps: config.advantageEps };
+  const grpoConfig = grpoConfigOf(config, tokenizer.padTokenId);
+  const advantageSettings = advantageSettingsOf(config);
   let pool: DataParallelPool | undefined;
   let updater: PolicyUpdater = new GrpoPolicyUpdater(
     model,
@@ -373,7 +345,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   let judging: StepJudging | undefined;
   const answerJudge = new AnswerJudge(scriptedJudge ? undefined : judgeText, config.judgeMaxTokens);
   if (workers > 1) {
-    const roleInit = (role: Role) => ({ lora: adapters[role].config, loraSeed: 0, optimizer: optimizerConfig(config, role) });
+    const roleInit = (role: Role) => ({ lora: adapters[role].config, loraSeed: 0, optimizer: optimizerConfigOf(config, role) });
     const gpuBackend = backend.provider === '@tensorflow/tfjs-node-gpu';
     // Checked before any worker starts: a device list too short for the workers is an error, not a shared GPU.
     const gpuOf = gpuBackend ? Array.from({ length: workers }, (_, rank) => deviceOf(rank, workers)) : undefined;

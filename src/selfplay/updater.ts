@@ -48,6 +48,19 @@ export async function advantagesOf(groups: readonly RolloutGroup[], settings: Ad
   return out;
 }
 
+/** A rollout as a GRPO training sequence, with its reference log-probs where a previous epoch computed them. */
+export function trainingSequence(r: Rollout, advantage: number, refLogprobs: number[] | undefined): TrainingSequence {
+  return {
+    promptIds: r.promptIds,
+    responseIds: r.responseIds,
+    responseMask: r.responseMask,
+    oldLogprobs: r.logprobs,
+    advantage,
+    samplingTemperature: r.samplingTemperature,
+    ...(refLogprobs ? { refLogprobs } : {}),
+  };
+}
+
 export interface TrainedRole {
   adapter: LoraAdapter;
   optimizer: AdamW;
@@ -95,16 +108,7 @@ export class GrpoPolicyUpdater implements PolicyUpdater {
     groups.forEach((g, gi) =>
       g.rollouts.forEach((r, ri) => {
         if (r.responseIds.length === 0) return;
-        const ref = this.refLogprobs.get(r);
-        seqs.push({
-          promptIds: r.promptIds,
-          responseIds: r.responseIds,
-          responseMask: r.responseMask,
-          oldLogprobs: r.logprobs,
-          advantage: (advantages[gi] as number[])[ri] as number,
-          samplingTemperature: r.samplingTemperature,
-          ...(ref ? { refLogprobs: ref } : {}),
-        });
+        seqs.push(trainingSequence(r, (advantages[gi] as number[])[ri] as number, this.refLogprobs.get(r)));
         trained.push(r);
       }),
     );

@@ -1,0 +1,126 @@
+// A diagnostic of the world run (docs/world.md, "The solver with an oracle question supply"): how far the
+// solver's GRPO takes the held-out accuracy when the proposer is taken out of the loop. Each step draws
+// --questions one-hop questions about the demo world's answer seeds (never a held-out answer), written by the
+// world's generator (World.phrase over a fact into the seed), solves each G times with the solver adapter,
+// judges by exact match and updates the solver as the world run does (WORLD_DEFAULTS, --set overrides). The
+// generator's questions stand in for an ideal proposer here only: no training run or eval uses them.
+//   npx tsx scripts/solver-ceiling.ts [--seed 0] [--steps 24] [--questions 16] [--eval-at 0,8,16,24] [--threads 2] [--set '{"temperature":0.3}'] [--out FILE.json]
+import { parseArgs } from 'node:util';
+import { LoraAdapter } from '../src/model/lora.js';
+import { ModelPolicy } from '../src/model/policy.js';
+import { CausalLM } from '../src/model/qwen3.js';
+import { loadTokenizer } from '../src/model/tokenizer.js';
+import { AdamW } from '../src/rl/optimizer.js';
+import { parseConfigObject, TRAIN_DEFAULTS, type TrainConfig, validateConfig, WORLD_DEFAULTS } from '../src/selfplay/config.js';
+import { exactMatch } from '../src/selfplay/judge.js';
+import { SolverRole } from '../src/selfplay/roles.js';
+import { hasAdvantageSignal } from '../src/selfplay/step.js';
+import { rolloutSettingsOf } from '../src/selfplay/step-settings.js';
+import { GrpoPolicyUpdater, type RolloutGroup, type TrainedRole } from '../src/selfplay/updater.js';
+import { initBackend } from '../src/tensor/backend.js';
+import { writeJsonAtomic } from '../src/util/atomic.js';
+import { Rng } from '../src/util/rng.js';
+import { evalWorld } from '../src/world/eval.js';
+import { demoModelDir } from '../src/world/setup.js';
+import { DEMO_WORLD, World } from '../src/world/world.js';
+
+const { values } = parseArgs({
+  options: {
+    seed: { type: 'string', default: '0' },
+    steps: { type: 'string', default: String(WORLD_DEFAULTS.steps) },
+    questions: { type: 'string', default: '16' },
+    'eval-at': { type: 'string' },
+    threads: { type: 'string', default: '2' },
+    set: { type: 'string', default: '{}' },
+    out: { type: 'string' },
+  },
+});
+const int = (flag: string, v: string | undefined, min: number): number => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min) throw new Error(`--${flag} must be an integer ≥ ${min}, got ${v}`);
+  return n;
+};
+const seed = int('seed', values.seed, 0);
+const steps = int('steps', values.steps, 1);
+const perStep = int('questions', values.questions, 1);
+const threads = int('threads', values.threads, 1);
+const evalAt = new Set((values['eval-at'] ?? `0,${Math.round(steps / 3)},${Math.round((2 * steps) / 3)},${steps}`).split(',').map((s) => int('eval-at', s, 0)));
+const config: TrainConfig = validateConfig({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, ...parseConfigObject(JSON.parse(values.set as string), '--set') });
+
+await initBackend('wasm', { threads });
+const world = new World(DEMO_WORLD);
+const searcher = await world.searcher();
+const modelDir = demoModelDir();
+const model = await CausalLM.load(modelDir);
+const tokenizer = await loadTokenizer(modelDir);
+// The trainer's solver: its LoRA, seed and AdamW (one optimizer step per epoch per step).
+const role = (name: 'proposer' | 'solver', loraSeed: number): TrainedRole => {
+  const adapter = LoraAdapter.create(name, model.config, { r: config.loraR, alpha: config.loraAlpha, dropout: config.loraDropout, targets: config.loraTargets }, { seed: loraSeed });
+  const params = Object.fromEntries(adapter.variables());
+  const optimizer = new AdamW(params, {
+    lr: config.lr,
+    warmupSteps: config.warmupSteps,
+    weightDecay: config.weightDecay,
+    maxGradNorm: config.maxGradNorm,
+    schedule: config.lrSchedule,
+    totalSteps: steps * config.solverEpochs,
+    minLrRatio: config.minLrRatio,
+    beta1: config.adamBeta1,
+    beta2: config.adamBeta2,
+    eps: config.adamEps,
+  });
+  return { adapter, params, optimizer };
+};
+const roles = { proposer: role('proposer', seed * 2 + 1), solver: role('solver', seed * 2 + 2) };
+const grpo = {
+  microBatchSize: config.microBatchSize,
+  klCoef: config.klCoef,
+  clipLow: config.clipLow,
+  clipHigh: config.clipHigh,
+  dualClip: config.dualClip === 0 ? null : config.dualClip,
+  aggregation: config.lossAggregation,
+  maxLen: config.maxResponseTokens,
+  padTokenId: tokenizer.padTokenId,
+};
+const updater = new GrpoPolicyUpdater(model, roles, grpo, { mode: config.advantage, eps: config.advantageEps });
+const policy = new ModelPolicy('solver', model, tokenizer, roles.solver.adapter, { enableThinking: config.enableThinking });
+const settings = rolloutSettingsOf(config);
+const solver = new SolverRole(policy, searcher, undefined, settings);
+
+// Every one-hop question into an answer seed that does not name its answer.
+const pool: Array<{ question: string; golds: string[] }> = [];
+const wording = new Rng(1000 + seed);
+for (const s of world.synth.seeds) {
+  const golds = world.golden(s.entityId);
+  for (const f of world.factsInto(s.entityId)) {
+    const question = world.phrase([f], wording);
+    if (!golds.some((g) => question.toLowerCase().includes(g.toLowerCase()))) pool.push({ question, golds });
+  }
+}
+console.log(`oracle supply: ${pool.length} one-hop questions about ${world.synth.seeds.length} answer seeds; ${perStep} a step, G ${config.groupSize}, ${config.solverEpochs} epochs, lr ${config.lr}, T ${config.temperature}`);
+
+const curve: Array<{ step: number; accuracy: number; byHops: Record<string, number> }> = [];
+const stepRows: Array<{ step: number; rolloutAccuracy: number; mixedGroups: number; seconds: number }> = [];
+const evaluate = async (step: number): Promise<void> => {
+  const r = await evalWorld(policy, searcher, world.heldOut, { settings: { maxTurns: settings.maxTurns, maxTokensPerTurn: settings.maxTokensPerTurn, maxResponseTokens: settings.maxResponseTokens, passagesPerQuery: settings.passagesPerQuery } });
+  const byHops = Object.fromEntries(Object.entries(r.byHops).map(([h, v]) => [h, v.accuracy]));
+  curve.push({ step, accuracy: r.accuracy, byHops });
+  console.log(`held-out at step ${step}: ${(100 * r.accuracy).toFixed(1)}% (1-hop ${(100 * (byHops['1'] ?? 0)).toFixed(1)}%)`);
+};
+if (evalAt.has(0)) await evaluate(0);
+const draw = new Rng(seed);
+for (let step = 1; step <= steps; step++) {
+  const started = performance.now();
+  const picks = Array.from({ length: perStep }, () => pool[draw.int(pool.length)] as (typeof pool)[number]);
+  const solved = await solver.solve(picks.map((p) => p.question), config.groupSize, seed * 100_000 + step);
+  const groups: RolloutGroup[] = solved.map((g, i) => ({ rollouts: g.rollouts, rewards: g.rollouts.map((r) => (r.final !== undefined && exactMatch(r.final, (picks[i] as (typeof pool)[number]).golds) ? 1 : 0)) }));
+  const trained = config.skipUniformGroups ? groups.filter(hasAdvantageSignal) : groups;
+  for (let epoch = 0; epoch < config.solverEpochs && trained.length > 0; epoch++) await updater.update('solver', trained);
+  const rewards = groups.flatMap((g) => g.rewards);
+  const row = { step, rolloutAccuracy: rewards.reduce((a, b) => a + b, 0) / rewards.length, mixedGroups: groups.filter(hasAdvantageSignal).length, seconds: (performance.now() - started) / 1000 };
+  stepRows.push(row);
+  console.log(`step ${step}/${steps}: rollout accuracy ${(100 * row.rolloutAccuracy).toFixed(0)}%, ${row.mixedGroups} of ${perStep} groups with 0 < p̂ < 1, ${row.seconds.toFixed(0)} s`);
+  if (evalAt.has(step)) await evaluate(step);
+}
+if (values.out) writeJsonAtomic(values.out, { seed, steps, questionsPerStep: perStep, overrides: JSON.parse(values.set as string), curve, stepRows });
+model.dispose();
