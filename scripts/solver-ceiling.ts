@@ -15,7 +15,7 @@ import { parseConfigObject, TRAIN_DEFAULTS, type TrainConfig, validateConfig, WO
 import { exactMatch } from '../src/selfplay/judge.js';
 import { SolverRole } from '../src/selfplay/roles.js';
 import { hasAdvantageSignal } from '../src/selfplay/step.js';
-import { rolloutSettingsOf } from '../src/selfplay/step-settings.js';
+import { advantageSettingsOf, grpoConfigOf, optimizerConfigOf, rolloutSettingsOf } from '../src/selfplay/step-settings.js';
 import { GrpoPolicyUpdater, type RolloutGroup, type TrainedRole } from '../src/selfplay/updater.js';
 import { initBackend } from '../src/tensor/backend.js';
 import { writeJsonAtomic } from '../src/util/atomic.js';
@@ -45,7 +45,7 @@ const steps = int('steps', values.steps, 1);
 const perStep = int('questions', values.questions, 1);
 const threads = int('threads', values.threads, 1);
 const evalAt = new Set((values['eval-at'] ?? `0,${Math.round(steps / 3)},${Math.round((2 * steps) / 3)},${steps}`).split(',').map((s) => int('eval-at', s, 0)));
-const config: TrainConfig = validateConfig({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, ...parseConfigObject(JSON.parse(values.set as string), '--set') });
+const config: TrainConfig = validateConfig({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, ...parseConfigObject(JSON.parse(values.set as string), '--set'), steps });
 
 await initBackend('wasm', { threads });
 const world = new World(DEMO_WORLD);
@@ -53,36 +53,14 @@ const searcher = await world.searcher();
 const modelDir = demoModelDir();
 const model = await CausalLM.load(modelDir);
 const tokenizer = await loadTokenizer(modelDir);
-// The trainer's solver: its LoRA, seed and AdamW (one optimizer step per epoch per step).
+// The trainer's adapters (the same LoRA and seeds) and AdamW; only the solver is updated.
 const role = (name: 'proposer' | 'solver', loraSeed: number): TrainedRole => {
   const adapter = LoraAdapter.create(name, model.config, { r: config.loraR, alpha: config.loraAlpha, dropout: config.loraDropout, targets: config.loraTargets }, { seed: loraSeed });
   const params = Object.fromEntries(adapter.variables());
-  const optimizer = new AdamW(params, {
-    lr: config.lr,
-    warmupSteps: config.warmupSteps,
-    weightDecay: config.weightDecay,
-    maxGradNorm: config.maxGradNorm,
-    schedule: config.lrSchedule,
-    totalSteps: steps * config.solverEpochs,
-    minLrRatio: config.minLrRatio,
-    beta1: config.adamBeta1,
-    beta2: config.adamBeta2,
-    eps: config.adamEps,
-  });
-  return { adapter, params, optimizer };
+  return { adapter, params, optimizer: new AdamW(params, optimizerConfigOf(config, name)) };
 };
 const roles = { proposer: role('proposer', seed * 2 + 1), solver: role('solver', seed * 2 + 2) };
-const grpo = {
-  microBatchSize: config.microBatchSize,
-  klCoef: config.klCoef,
-  clipLow: config.clipLow,
-  clipHigh: config.clipHigh,
-  dualClip: config.dualClip === 0 ? null : config.dualClip,
-  aggregation: config.lossAggregation,
-  maxLen: config.maxResponseTokens,
-  padTokenId: tokenizer.padTokenId,
-};
-const updater = new GrpoPolicyUpdater(model, roles, grpo, { mode: config.advantage, eps: config.advantageEps });
+const updater = new GrpoPolicyUpdater(model, roles, grpoConfigOf(config, tokenizer.padTokenId), advantageSettingsOf(config));
 const policy = new ModelPolicy('solver', model, tokenizer, roles.solver.adapter, { enableThinking: config.enableThinking });
 const settings = rolloutSettingsOf(config);
 const solver = new SolverRole(policy, searcher, undefined, settings);
