@@ -134,12 +134,11 @@ describe('data-parallel GRPO updates', () => {
     const weightsOf = (r: TrainedRole): Record<string, Float32Array> => Object.fromEntries(Object.entries(r.params).map(([k, v]) => [k, v.dataSync().slice() as Float32Array]));
     // The updater keeps both roles on the workers in step.
     const pool = await DataParallelPool.start({ workers: 2, init: { ...init(), roles: { proposer: ROLE, solver: ROLE } } });
-    const inProcess = role();
-    const sharded = role();
+    const [inProcess, sharded, localProposer, shardedProposer] = [role(), role(), role(), role()] as [TrainedRole, TrainedRole, TrainedRole, TrainedRole];
     const initial = weightsOf(sharded);
     try {
-      const local = new GrpoPolicyUpdater(model, { proposer: role(), solver: inProcess }, GRPO);
-      const dp = new DataParallelPolicyUpdater(pool, { proposer: role(), solver: sharded });
+      const local = new GrpoPolicyUpdater(model, { proposer: localProposer, solver: inProcess }, GRPO);
+      const dp = new DataParallelPolicyUpdater(pool, { proposer: shardedProposer, solver: sharded });
       await dp.syncWorkers();
       const sent: boolean[][] = [];
       const update = pool.update.bind(pool);
@@ -160,6 +159,10 @@ describe('data-parallel GRPO updates', () => {
       expect(diff).toBeLessThanOrEqual(TOL);
     } finally {
       await pool.close();
+      for (const r of [inProcess, sharded, localProposer, shardedProposer]) {
+        r.optimizer.dispose();
+        r.adapter.dispose();
+      }
       model.dispose();
     }
   }, 300_000);
