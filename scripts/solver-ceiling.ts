@@ -62,7 +62,7 @@ const role = (name: 'proposer' | 'solver', loraSeed: number): TrainedRole => {
 const roles = { proposer: role('proposer', seed * 2 + 1), solver: role('solver', seed * 2 + 2) };
 const updater = new GrpoPolicyUpdater(model, roles, grpoConfigOf(config, tokenizer.padTokenId), advantageSettingsOf(config));
 const policy = new ModelPolicy('solver', model, tokenizer, roles.solver.adapter, { enableThinking: config.enableThinking });
-const settings = rolloutSettingsOf(config);
+const settings = rolloutSettingsOf(config, 'solver');
 const solver = new SolverRole(policy, searcher, undefined, settings);
 
 // Every one-hop question into an answer seed that does not name its answer.

@@ -251,8 +251,8 @@ async function shardedSteps(n: number): Promise<StepRun> {
       },
     };
     const deps = {
-      proposer: new ProposerRole(new ScriptedPolicy(proposerScript, { name: 'scripted proposer (test double)' }), searcher, { ...rolloutSettingsOf(config), maxTurns: 4, maxTokensPerTurn: 2000, maxResponseTokens: 8000 }),
-      solver: new SolverRole(new ModelPolicy('solver', model, tokenizer, roles.solver.adapter), searcher, bank, rolloutSettingsOf(config), solverRunner),
+      proposer: new ProposerRole(new ScriptedPolicy(proposerScript, { name: 'scripted proposer (test double)' }), searcher, { ...rolloutSettingsOf(config, 'proposer'), maxTurns: 4, maxTokensPerTurn: 2000, maxResponseTokens: 8000 }),
+      solver: new SolverRole(new ModelPolicy('solver', model, tokenizer, roles.solver.adapter), searcher, bank, rolloutSettingsOf(config, 'solver'), solverRunner),
       skills: bank,
       judge: new EveryThirdJudge(),
       ragJudge,

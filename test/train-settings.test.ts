@@ -25,6 +25,7 @@ import {
   validateConfig,
 } from '../src/selfplay/config.js';
 import { RunFolder } from '../src/selfplay/run-folder.js';
+import { optimizerConfigOf, rolloutSettingsOf } from '../src/selfplay/step-settings.js';
 import { README_END, README_START, readmeOptionsSection } from '../scripts/options-table.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -57,6 +58,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   'max-new-tokens': 128,
   'max-response-tokens': 1024,
   temperature: 0.7,
+  'solver-temperature': 0.5,
   'enable-thinking': true,
   corpus: 'demo',
   'retriever-url': 'http://127.0.0.1:8000/retrieve',
@@ -80,6 +82,8 @@ const EVERY_SETTING: Record<string, unknown> = {
   'kl-coef': 0.02,
   'loss-aggregation': 'seq-sum-norm',
   lr: 2e-5,
+  'solver-lr': 4e-5,
+  'proposer-lr': 3e-5,
   'lr-schedule': 'cosine',
   'min-lr-ratio': 0.1,
   'warmup-steps': 2,
@@ -179,6 +183,20 @@ describe('the settings table', () => {
     expect(bad({ dualClip: 0.5 })).toEqual(['--dual-clip must be 0 (off) or > 1, got 0.5']);
     expect(bad({ questionMinChars: 50, questionMaxChars: 40 })).toEqual(['--question-min-chars (50) must be ≤ --question-max-chars (40)']);
     expect(bad({ loraTargets: ['q_proj', 'x_proj'] as TrainConfig['loraTargets'] })).toEqual(["--lora-targets has unknown 'x_proj' (known: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj)"]);
+  });
+
+  it('--solver-lr, --proposer-lr and --solver-temperature reach only their role; unset, both roles take --lr and --temperature', () => {
+    const shared = validateConfig({ ...TRAIN_DEFAULTS, lr: 3e-4, temperature: 0.7 });
+    expect([optimizerConfigOf(shared, 'solver').lr, optimizerConfigOf(shared, 'proposer').lr]).toEqual([3e-4, 3e-4]);
+    expect([rolloutSettingsOf(shared, 'solver').temperature, rolloutSettingsOf(shared, 'proposer').temperature]).toEqual([0.7, 0.7]);
+    const own = validateConfig({ ...shared, solverLr: 1e-3, solverTemperature: 0.3 });
+    expect([optimizerConfigOf(own, 'solver').lr, optimizerConfigOf(own, 'proposer').lr]).toEqual([1e-3, 3e-4]);
+    expect([rolloutSettingsOf(own, 'solver').temperature, rolloutSettingsOf(own, 'proposer').temperature]).toEqual([0.3, 0.7]);
+    expect(optimizerConfigOf(validateConfig({ ...shared, proposerLr: 5e-5 }), 'proposer').lr).toBe(5e-5);
+    const { config } = resolveTrainConfig({ json: false, solverLr: 1e-3, solverTemperature: 0.3 }, new Set(['solverLr', 'solverTemperature']));
+    expect([config.solverLr, config.solverTemperature, config.proposerLr]).toEqual([1e-3, 0.3, undefined]);
+    expect(() => validateConfig({ ...shared, solverLr: 0 })).toThrow('--solver-lr must be > 0, got 0');
+    expect(() => validateConfig({ ...shared, solverTemperature: 0 })).toThrow('--solver-temperature must be > 0');
   });
 
   it('--recipe ssp fixes SSP values; a contradicting flag or file value is refused with the reason', () => {

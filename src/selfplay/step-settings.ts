@@ -8,12 +8,13 @@ import type { RolloutSettings } from './roles.js';
 import type { StepSettings } from './step.js';
 import type { AdvantageSettings, Role } from './updater.js';
 
-export function rolloutSettingsOf(config: TrainConfig): RolloutSettings {
+/** How a role's rollouts are sampled; the solver's temperature is --solver-temperature where that is set. */
+export function rolloutSettingsOf(config: TrainConfig, role: Role): RolloutSettings {
   return {
     maxTurns: config.maxTurns,
     maxTokensPerTurn: config.maxNewTokens,
     maxResponseTokens: config.maxResponseTokens,
-    temperature: config.temperature,
+    temperature: (role === 'solver' ? config.solverTemperature : undefined) ?? config.temperature,
     passagesPerQuery: config.passagesPerQuery,
   };
 }
@@ -46,7 +47,7 @@ export function stepSettingsOf(config: TrainConfig): StepSettings {
  */
 export function optimizerConfigOf(config: TrainConfig, role: Role): AdamWConfig {
   return {
-    lr: config.lr,
+    lr: (role === 'solver' ? config.solverLr : config.proposerLr) ?? config.lr,
     warmupSteps: config.warmupSteps,
     weightDecay: config.weightDecay,
     maxGradNorm: config.maxGradNorm,

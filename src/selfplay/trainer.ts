@@ -310,7 +310,6 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const searcher = watch.searcher;
   const judgeText = watch.judge;
   const distiller = watch.distiller;
-  const rolloutSettings = rolloutSettingsOf(config);
   // With --rollout-engine llama.cpp the roles generate through llama.cpp; an adapter's version is its optimizer's
   // step count, so every update is exported and swapped in before the next rollout.
   const engine =
@@ -373,8 +372,8 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     log(`step: sharded over ${workers} worker processes (${devices}): worker r rolls out, checks and judges seeds r, r + ${workers}, …; updates data-parallel`);
   }
   const deps = {
-    proposer: new ProposerRole(rolloutPolicy('proposer'), searcher, rolloutSettings, runner?.('proposer')),
-    solver: new SolverRole(rolloutPolicy('solver'), searcher, bank, rolloutSettings, runner?.('solver')),
+    proposer: new ProposerRole(rolloutPolicy('proposer'), searcher, rolloutSettingsOf(config, 'proposer'), runner?.('proposer')),
+    solver: new SolverRole(rolloutPolicy('solver'), searcher, bank, rolloutSettingsOf(config, 'solver'), runner?.('solver')),
     judge: answerJudge,
     ragJudge: scriptedJudge && world ? new WorldRagReader(world) : judgeText,
     skills: bank,

@@ -1,5 +1,9 @@
 // The GRPO group: advantages, the clipped loss, the KL term, and the optimizer (docs/method.md, "GRPO").
-import { bool, choice, int, num } from './setting.js';
+import { bool, choice, int, num, optionalNum } from './setting.js';
+
+function positive(v: number | undefined): string | undefined {
+  return v === undefined || v > 0 ? undefined : `must be > 0, got ${v}`;
+}
 
 export const GRPO_SETTINGS = {
   advantage: choice(['grpo', 'drgrpo'], 'grpo', { help: 'grpo: A = (R − mean) / (std + ε); drgrpo: A = R − mean (Dr. GRPO, no std division). A group of one gets A = R' }),
@@ -19,7 +23,9 @@ export const GRPO_SETTINGS = {
   lossAggregation: choice(['token-mean', 'seq-mean-token-mean', 'seq-sum-norm'], 'token-mean', {
     help: "token-mean: over all generated tokens of the batch; seq-mean-token-mean: mean of per-sequence means; seq-sum-norm: Dr. GRPO's sum over --max-response-tokens per sequence",
   }),
-  lr: num(1e-5, { above: 0, tiny: 1e-3, help: 'η, the AdamW learning rate of both adapters' }),
+  lr: num(1e-5, { above: 0, tiny: 1e-3, help: 'η, the AdamW learning rate of both adapters (unless --solver-lr or --proposer-lr sets a role\'s own)' }),
+  solverLr: optionalNum({ min: 0, help: "the solver adapter's learning rate in place of --lr", check: positive }),
+  proposerLr: optionalNum({ min: 0, help: "the proposer adapter's learning rate in place of --lr", check: positive }),
   lrSchedule: choice(['constant', 'cosine'], 'constant', { help: 'after warmup: constant, or cosine decay to lr·min-lr-ratio at the last step' }),
   minLrRatio: num(0, { min: 0, max: 1, help: 'the cosine floor as a fraction of lr' }),
   warmupSteps: int(10, { min: 0, tiny: 0, help: 'linear learning-rate warmup (updates)' }),
