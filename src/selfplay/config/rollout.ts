@@ -7,7 +7,6 @@ export const ROLLOUT_SETTINGS = {
   maxResponseTokens: int(4096, { tiny: 256, help: 'tokens per rollout, tool output included' }),
   temperature: num(1.0, { min: 0, help: 'T, the rollout sampling temperature (> 0); the update scores tokens under the same T' }),
   solverTemperature: optionalNum({
-    min: 0,
     help: "the solver's rollout temperature in place of --temperature (the proposer keeps --temperature; the held-out eval is greedy)",
     check: (v) => (v === undefined || v > 0 ? undefined : `must be > 0 (the G rollouts of a group at T = 0 would be identical), got ${v}`),
   }),
