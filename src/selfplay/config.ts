@@ -95,8 +95,8 @@ export const TINY_DEFAULTS: Partial<TrainConfig> = tinyDefaultsOf(SETTINGS);
  * - The solver at lr 1e-3, the proposer at 3e-4, for 12 steps. With the solver at 1e-3 the held-out accuracy
  *   rose within the first 4–12 steps and then fell back: three seeds gave 15.8, 14.0, 14.0% at step 12 and
  *   12.3, 7.0, 12.3% at step 24 (docs/world.md, "The solver at lr 1e-3, for 12 steps"). Both roles at 3e-4 for
- *   24 steps gave 11.7% (sd 1.0). The step count was chosen from those held-out curves; three further run
- *   seeds, not used for the choice, gave 10.5, 14.0, 12.3% (docs/world.md, "Three seeds, and the comparison").
+ *   24 steps gave 11.7% (sd 1.0). The step count was chosen from those held-out curves; six further run
+ *   seeds, not used for the choice, gave 12.0% (sd 1.3; docs/world.md, "Three seeds, and the comparison").
  * The eval takes the world's whole held-out set: --eval-limit's general default (100) is more than its 57.
  */
 export const WORLD_DEFAULTS: Partial<TrainConfig> = {
