@@ -6,17 +6,16 @@
 // generator's questions stand in for an ideal proposer here only: no training run or eval uses them.
 //   npx tsx scripts/solver-ceiling.ts [--seed 0] [--steps 24] [--questions 16] [--eval-at 0,8,16,24] [--threads 2] [--set '{"temperature":0.3}'] [--out FILE.json]
 import { parseArgs } from 'node:util';
-import { LoraAdapter } from '../src/model/lora.js';
 import { ModelPolicy } from '../src/model/policy.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
-import { AdamW } from '../src/rl/optimizer.js';
 import { parseConfigObject, TRAIN_DEFAULTS, type TrainConfig, validateConfig, WORLD_DEFAULTS } from '../src/selfplay/config.js';
 import { exactMatch } from '../src/selfplay/judge.js';
 import { SolverRole } from '../src/selfplay/roles.js';
 import { hasAdvantageSignal } from '../src/selfplay/step.js';
 import { advantageSettingsOf, grpoConfigOf, optimizerConfigOf, rolloutSettingsOf } from '../src/selfplay/step-settings.js';
-import { GrpoPolicyUpdater, type RolloutGroup, type TrainedRole } from '../src/selfplay/updater.js';
+import { freshRoles } from '../src/selfplay/trainer.js';
+import { GrpoPolicyUpdater, type RolloutGroup } from '../src/selfplay/updater.js';
 import { initBackend } from '../src/tensor/backend.js';
 import { writeJsonAtomic } from '../src/util/atomic.js';
 import { Rng } from '../src/util/rng.js';
@@ -45,7 +44,7 @@ const steps = int('steps', values.steps, 1);
 const perStep = int('questions', values.questions, 1);
 const threads = int('threads', values.threads, 1);
 const evalAt = new Set((values['eval-at'] ?? `0,${Math.round(steps / 3)},${Math.round((2 * steps) / 3)},${steps}`).split(',').map((s) => int('eval-at', s, 0)));
-const config: TrainConfig = validateConfig({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, ...parseConfigObject(JSON.parse(values.set as string), '--set'), steps });
+const config: TrainConfig = validateConfig({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, ...parseConfigObject(JSON.parse(values.set as string), '--set'), steps, seed });
 
 await initBackend('wasm', { threads });
 const world = new World(DEMO_WORLD);
@@ -54,12 +53,7 @@ const modelDir = demoModelDir();
 const model = await CausalLM.load(modelDir);
 const tokenizer = await loadTokenizer(modelDir);
 // The trainer's adapters (the same LoRA and seeds) and AdamW; only the solver is updated.
-const role = (name: 'proposer' | 'solver', loraSeed: number): TrainedRole => {
-  const adapter = LoraAdapter.create(name, model.config, { r: config.loraR, alpha: config.loraAlpha, dropout: config.loraDropout, targets: config.loraTargets }, { seed: loraSeed });
-  const params = Object.fromEntries(adapter.variables());
-  return { adapter, params, optimizer: new AdamW(params, optimizerConfigOf(config, name)) };
-};
-const roles = { proposer: role('proposer', seed * 2 + 1), solver: role('solver', seed * 2 + 2) };
+const roles = freshRoles(config, model.config);
 const updater = new GrpoPolicyUpdater(model, roles, grpoConfigOf(config, tokenizer.padTokenId), advantageSettingsOf(config));
 const policy = new ModelPolicy('solver', model, tokenizer, roles.solver.adapter, { enableThinking: config.enableThinking });
 const settings = rolloutSettingsOf(config, 'solver');
@@ -75,7 +69,7 @@ for (const s of world.synth.seeds) {
     if (!golds.some((g) => question.toLowerCase().includes(g.toLowerCase()))) pool.push({ question, golds });
   }
 }
-console.log(`oracle supply: ${pool.length} one-hop questions about ${world.synth.seeds.length} answer seeds; ${perStep} a step, G ${config.groupSize}, ${config.solverEpochs} epochs, lr ${config.lr}, T ${config.temperature}`);
+console.log(`oracle supply: ${pool.length} one-hop questions about ${world.synth.seeds.length} answer seeds; ${perStep} a step, G ${config.groupSize}, ${config.solverEpochs} epochs, lr ${optimizerConfigOf(config, 'solver').lr}, T ${settings.temperature}`);
 
 const curve: Array<{ step: number; accuracy: number; byHops: Record<string, number> }> = [];
 const stepRows: Array<{ step: number; rolloutAccuracy: number; mixedGroups: number; seconds: number }> = [];

@@ -10,6 +10,7 @@ import { type HeldOutRow, heldOutQuestions, heldOutRows } from '../eval/held-out
 import type { TextGenerator } from '../llm/types.js';
 import { LlamaCppEngine } from '../llama-cpp/engine.js';
 import { LlamaCppPolicy } from '../llama-cpp/policy.js';
+import type { ModelConfig } from '../model/config.js';
 import type { Policy } from '../model/policy.js';
 import { LoraAdapter } from '../model/lora.js';
 import { ModelPolicy } from '../model/policy.js';
@@ -95,6 +96,18 @@ async function buildEmbedder(config: TrainConfig): Promise<Embedder> {
 function trainedRole(config: TrainConfig, role: Role, adapter: LoraAdapter): TrainedRole {
   const params = Object.fromEntries(adapter.variables());
   return { adapter, optimizer: new AdamW(params, optimizerConfigOf(config, role)), params };
+}
+
+/**
+ * Both roles at the start of a run: fresh LoRA adapters of the configured shape (the proposer seeded
+ * 2·seed + 1, the solver 2·seed + 2) with fresh AdamW states.
+ */
+export function freshRoles(config: TrainConfig, modelConfig: ModelConfig): Record<Role, TrainedRole> {
+  const lora = { r: config.loraR, alpha: config.loraAlpha, dropout: config.loraDropout, targets: config.loraTargets };
+  return {
+    proposer: trainedRole(config, 'proposer', LoraAdapter.create('proposer', modelConfig, lora, { seed: config.seed * 2 + 1 })),
+    solver: trainedRole(config, 'solver', LoraAdapter.create('solver', modelConfig, lora, { seed: config.seed * 2 + 2 })),
+  };
 }
 
 /**
@@ -252,13 +265,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     log(ckpt ? `resuming ${run.dir} from checkpoint step ${ckpt.step}` : `resuming ${run.dir}: no checkpoint yet, starting over`);
   }
 
-  const loraConfig = { r: config.loraR, alpha: config.loraAlpha, dropout: config.loraDropout, targets: config.loraTargets };
-  const roles: Record<Role, TrainedRole> = ckpt
-    ? ckpt.loaded.roles
-    : {
-        proposer: trainedRole(config, 'proposer', LoraAdapter.create('proposer', model.config, loraConfig, { seed: config.seed * 2 + 1 })),
-        solver: trainedRole(config, 'solver', LoraAdapter.create('solver', model.config, loraConfig, { seed: config.seed * 2 + 2 })),
-      };
+  const roles: Record<Role, TrainedRole> = ckpt ? ckpt.loaded.roles : freshRoles(config, model.config);
   const adapters: Record<Role, LoraAdapter> = { proposer: roles.proposer.adapter, solver: roles.solver.adapter };
 
   const policyOptions = { enableThinking: config.enableThinking };
