@@ -63,6 +63,13 @@ describe('sesa-train sft (CLI)', () => {
     expect(readdirSync(join(out, 'checkpoints')).sort()).toEqual(['step-17', 'step-18']);
   });
 
+  it('--threads sets the wasm backend\'s compute threads (the log line names the count)', async () => {
+    const out = join(root, 'run-threads');
+    const r = await start(sftArgs(out, ['--max-steps', '1', '--threads', '1'])).done;
+    expect(r.code, r.stderr).toBe(0);
+    expect(`${r.stdout}${r.stderr}`).toMatch(/backend: wasm \(.*; 1 thread\)/);
+  });
+
   it('a run killed with SIGKILL and resumed ends with the weights of the uninterrupted run', async () => {
     const straight = join(root, 'straight');
     const a = await start(sftArgs(straight)).done;

@@ -42,6 +42,7 @@ interface SftArgs {
   logitsChunkSize: number;
   recomputeLayers: boolean;
   backend: BackendChoice;
+  threads?: number;
   json: boolean;
 }
 
@@ -136,6 +137,7 @@ export const command: CommandModule<object, SftArgs> = {
       .option('logits-chunk-size', { type: 'number', default: D.logitsChunkSize, describe: 'rows of logits formed at once in the loss' })
       .option('recompute-layers', { type: 'boolean', default: D.recomputeLayers, describe: 'recompute layer activations in the backward: the same gradient in far less memory per pass (--no-recompute-layers: faster, more memory)' })
       .option('backend', { choices: BACKEND_CHOICES, default: D.backend, describe: 'tensor backend' })
+      .option('threads', { type: 'number', describe: 'compute threads of the wasm backend (default: all cores; not saved with the run, so --resume may give another count)' })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON summary at the end' })
       .example('$0 sft --model qwen3-0.6b --data transcripts.jsonl --out runs/sft --lora --epochs 2', 'LoRA cold start on Search-R1-format transcripts')
       .example('$0 sft --resume runs/sft', 'continue a run from its last checkpoint') as unknown as Argv<SftArgs>,
@@ -179,6 +181,7 @@ export const command: CommandModule<object, SftArgs> = {
           shouldStop: () => stopRequested,
         },
         args.resume,
+        args.threads,
       );
       bar?.stop();
       process.stdout.write(args.json ? `${JSON.stringify(summary)}\n` : `${summaryText(summary)}\n`);

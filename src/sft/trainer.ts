@@ -24,7 +24,7 @@ import { resolveModel } from '../model/resolve.js';
 import { loadTokenizer, type Tokenizer } from '../model/tokenizer.js';
 import { accumulateGradients, disposeGrads } from '../rl/accumulate.js';
 import { AdamW } from '../rl/optimizer.js';
-import { type BackendInfo, initBackend, tf } from '../tensor/backend.js';
+import { type BackendInfo, describeBackend, initBackend, tf } from '../tensor/backend.js';
 import { Rng } from '../util/rng.js';
 import { SFT_DEFAULTS, type SftConfig, validateSftConfig } from './config.js';
 import { countTargets, maskedNll, type MaskedSequence } from './nll.js';
@@ -253,9 +253,11 @@ function truncateLoss(runDir: string, step: number): string[] {
 
 /**
  * Runs SFT. A new run takes `configIn` (its `out` must not hold a run yet); `resumeDir` continues the run in
- * that folder from its last complete checkpoint, with its saved settings.
+ * that folder from its last complete checkpoint, with its saved settings. `threads`: the wasm backend's compute
+ * threads for this process (not saved with the run's settings: a resumed run takes the count it is given now;
+ * default all cores).
  */
-export async function runSft(configIn: SftConfig | undefined, hooks: SftHooks, resumeDir?: string): Promise<SftSummary> {
+export async function runSft(configIn: SftConfig | undefined, hooks: SftHooks, resumeDir?: string, threads?: number): Promise<SftSummary> {
   let config: SftConfig;
   let runDir: string;
   if (resumeDir !== undefined) {
@@ -280,8 +282,8 @@ export async function runSft(configIn: SftConfig | undefined, hooks: SftHooks, r
     writeFileAtomic(join(runDir, LOSS_FILE), `${lossLines.join('\n')}\n`);
   };
 
-  const backend = await initBackend(config.backend);
-  log(`backend: ${backend.name} (${backend.provider}; ${backend.reason})`);
+  const backend = await initBackend(config.backend, threads !== undefined ? { threads } : {});
+  log(`backend: ${describeBackend(backend)}`);
   const resolved = await resolveModel(config.model);
   const modelDir = resolved.dir;
   const tokenizer = await loadTokenizer(modelDir);
