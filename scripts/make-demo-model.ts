@@ -43,6 +43,7 @@ const { values } = parseArgs({
     // Copy exercises (src/world/exercises.ts): a window per solver turn, and first turns of further questions.
     'turn-windows': { type: 'boolean', default: true },
     'first-turns-per-world': { type: 'string', default: '200' },
+    'drills-per-world': { type: 'string', default: '0' },
     'premature-rate': { type: 'string', default: String(DEFAULT_EXPERT_RATES.prematureRate) },
     'misread-rate': { type: 'string', default: String(DEFAULT_EXPERT_RATES.misreadRate) },
     'one-search-rate': { type: 'string', default: String(DEFAULT_EXPERT_RATES.oneSearchRate) },
@@ -122,6 +123,7 @@ const set = await buildTranscripts({
   proposerPerWorld: num('proposer-per-world'),
   turnWindows: values['turn-windows'] === true,
   firstTurnsPerWorld: num('first-turns-per-world'),
+  readingDrillsPerWorld: num('drills-per-world'),
   rates,
   proposerStyle,
   seed,

@@ -20,7 +20,8 @@ import { WORLD_DEFAULTS } from '../src/selfplay/config.js';
 import { Rng } from '../src/util/rng.js';
 import { evalWorld } from '../src/world/eval.js';
 import { ScriptedPolicy } from './helpers/scripted-policy.js';
-import { DEFAULT_EXPERT_RATES, expertPropose, expertSolve, imitatorAccuracy, type Transcript } from '../src/world/experts.js';
+import { DEFAULT_EXPERT_RATES, expertPropose, expertSolve, imitatorAccuracy, RELATION_NOUN, type Transcript } from '../src/world/experts.js';
+import { READING_DRILL_PROMPT, readingDrills } from '../src/world/exercises.js';
 import { TemplateDistiller, WorldRagReader } from '../src/world/scripted-roles.js';
 import { buildTranscripts, heldOutStrings, randomChain } from '../src/world/transcripts.js';
 import { DEMO_WORLD, trainingWorldSeeds, World } from '../src/world/world.js';
@@ -258,6 +259,57 @@ describe('expert transcripts', () => {
     for (const t of set.transcripts) {
       const text = t.messages.map((m) => m.content.toLowerCase()).join('\n');
       for (const q of new World(DEMO_WORLD).heldOut) expect(text.includes(q.question.toLowerCase())).toBe(false);
+      for (const b of banned) expect(new RegExp(`(^|[^\\p{L}])${b.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^\\p{L}])`, 'u').test(text)).toBe(false);
+    }
+  });
+});
+
+describe('reading drills', () => {
+  it('state only facts of the passages their search showed, at most maxFacts, and none of the held-out strings', async () => {
+    const world = new World({ seed: trainingWorldSeeds(1)[0] as number, passages: 300 });
+    const searcher = await world.searcher();
+    const drills = await readingDrills(world, searcher, 30, 5, () => true, new Rng(4));
+    expect(drills).toHaveLength(30);
+    const nounToRelation = new Map(Object.entries(RELATION_NOUN).map(([r, n]) => [n, r]));
+    let lines = 0;
+    for (const d of drills) {
+      expect(d.meta.exercise).toBe('reading');
+      expect(d.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+      expect(d.messages[0]?.content).toBe(READING_DRILL_PROMPT);
+      const shown = d.messages[2]?.content ?? '';
+      const facts = (d.messages[3]?.content ?? '').split('\n');
+      expect(facts.length).toBeGreaterThan(0);
+      expect(facts.length).toBeLessThanOrEqual(5);
+      expect(new Set(facts).size).toBe(facts.length);
+      for (const line of facts) {
+        const m = /^<think> the (.+?) of (.+) is (.+) <\/think>$/.exec(line);
+        expect(m, line).not.toBeNull();
+        const [, noun, subject, object] = m as unknown as [string, string, string, string];
+        const relation = nounToRelation.get(noun);
+        expect(relation, noun).toBeDefined();
+        // A fact of the world with these names, whose passage is among the shown results.
+        const match = world.synth.facts.filter((f) => f.relation === relation && world.entity(f.subject).name === subject && world.entity(f.object).name === object && shown.includes(world.passage(f.passageId)?.text ?? '\u0000'));
+        expect(match.length, line).toBeGreaterThan(0);
+        lines++;
+      }
+    }
+    expect(lines).toBeGreaterThan(60);
+    // `keep` rejects: with nothing kept, no drill comes back (and the loop ends).
+    expect(await readingDrills(world, searcher, 5, 5, () => false, new Rng(4))).toEqual([]);
+  });
+
+  it('in a transcript set they leave the episodes as they were and pass the held-out check', async () => {
+    const base = { worldSeeds: trainingWorldSeeds(1), passages: 300, solverPerWorld: 10, proposerPerWorld: 4, hopMix: [1, 1, 1] as [number, number, number], rates: DEFAULT_EXPERT_RATES, seed: 3, turnWindows: false, firstTurnsPerWorld: 0 };
+    const without = await buildTranscripts(base);
+    const withDrills = await buildTranscripts({ ...base, readingDrillsPerWorld: 40 });
+    expect(withDrills.stats.readingDrills).toBe(40);
+    expect(without.stats.readingDrills).toBe(0);
+    const key = (t: Transcript): string => JSON.stringify(t.messages);
+    const episodes = withDrills.transcripts.filter((t) => t.meta.exercise !== 'reading').map(key).sort();
+    expect(episodes).toEqual(without.transcripts.map(key).sort());
+    const banned = heldOutStrings();
+    for (const t of withDrills.transcripts.filter((x) => x.meta.exercise === 'reading')) {
+      const text = t.messages.map((m) => m.content.toLowerCase()).join('\n');
       for (const b of banned) expect(new RegExp(`(^|[^\\p{L}])${b.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^\\p{L}])`, 'u').test(text)).toBe(false);
     }
   });

@@ -13,8 +13,10 @@
 // Windows are cut from solver transcripts that are already clean of held-out strings; first-turn questions
 // are drawn from the same training worlds and pass the same check (see ./transcripts.ts).
 import type { SynthFact } from '../corpus/synthetic.js';
+import type { Relation } from '../corpus/questions.js';
+import { renderResults, SEARCH_TOP_K, type Searcher } from '../search/types.js';
 import type { Rng } from '../util/rng.js';
-import { expertFirstTurn, type Transcript, type TranscriptMessage } from './experts.js';
+import { expertFirstTurn, RELATION_NOUN, type Transcript, type TranscriptMessage } from './experts.js';
 import type { World } from './world.js';
 
 const QUESTION_MARK = 'Question: ';
@@ -65,6 +67,52 @@ export function firstTurnExercises(
       messages: [{ role: 'user', content: `${QUESTION_MARK}${question}` }, { role: 'assistant', content: turn }],
       meta: { role: 'solver', world: world.options.seed, hops: path.length, answer, final: '', correct: true, errors: [], exercise: 'first-turn' },
     });
+  }
+  return out;
+}
+
+/** The instruction of a reading drill: not a solver prompt, so the model can tell a drill from an episode. */
+export const READING_DRILL_PROMPT = 'State the facts that the search results give.';
+
+/**
+ * `count` reading drills from `world`: a search for a random entity, its results, and every fact those
+ * results state (at most `maxFacts`, in random order) as the solver's own reading line, "<think> the <noun> of
+ * S is O </think>". A solver episode reads one fact per search; a drill reads several from one result block,
+ * so most of its trained tokens are names copied out of a passage chosen by its subject and relation — the
+ * step that the models trained on episodes and windows alone learned least (docs/world.md, "The warm-start
+ * model"). `keep` rejects drills (held-out strings).
+ */
+export async function readingDrills(
+  world: World,
+  searcher: Searcher,
+  count: number,
+  maxFacts: number,
+  keep: (text: string) => boolean,
+  rng: Rng,
+): Promise<Transcript[]> {
+  const out: Transcript[] = [];
+  const ents = world.synth.entities;
+  for (let tries = 0; out.length < count && tries < count * 4; tries++) {
+    const e = ents[rng.int(ents.length)];
+    if (!e) continue;
+    const query = world.searchQuery(e);
+    const [results = []] = await searcher.search([query], SEARCH_TOP_K);
+    const shown = new Set(results.map((p) => p.id));
+    const facts = world.synth.facts.filter((f) => shown.has(f.passageId));
+    if (facts.length === 0) continue;
+    for (let i = facts.length - 1; i > 0; i--) {
+      const j = rng.int(i + 1);
+      [facts[i], facts[j]] = [facts[j] as SynthFact, facts[i] as SynthFact];
+    }
+    const lines = facts.slice(0, maxFacts).map((f) => `<think> the ${RELATION_NOUN[f.relation as Relation]} of ${world.entity(f.subject).name} is ${world.entity(f.object).name} </think>`);
+    const messages: TranscriptMessage[] = [
+      { role: 'user', content: READING_DRILL_PROMPT },
+      { role: 'assistant', content: `<search> ${query} </search>` },
+      { role: 'tool', content: renderResults(results) },
+      { role: 'assistant', content: lines.join('\n') },
+    ];
+    if (!keep(messages.map((m) => m.content).join('\n'))) continue;
+    out.push({ messages, meta: { role: 'solver', world: world.options.seed, hops: 1, answer: '', final: '', correct: true, errors: [], exercise: 'reading' } });
   }
   return out;
 }

@@ -47,7 +47,7 @@ export interface Transcript {
     /** Solver: the prompt carried skill cards, and whether a decomposition card was among them. */
     cards?: 'none' | 'other' | 'decomposition';
     /** A copy exercise cut from or added to the solver transcripts (./exercises.ts), not a whole episode. */
-    exercise?: 'window' | 'first-turn';
+    exercise?: 'window' | 'first-turn' | 'reading';
   };
 }
 

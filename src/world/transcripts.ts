@@ -3,7 +3,7 @@
 import type { SynthFact } from '../corpus/synthetic.js';
 import { writeFileAtomic } from '../util/atomic.js';
 import { Rng } from '../util/rng.js';
-import { firstTurnExercises, turnWindows } from './exercises.js';
+import { firstTurnExercises, readingDrills, turnWindows } from './exercises.js';
 import { DEFAULT_EXPERT_RATES, type ExpertRates, expertPropose, expertSolve, type ProposerStyle, type Transcript } from './experts.js';
 import { DEMO_WORLD, FRESH_WORLD, World } from './world.js';
 
@@ -17,6 +17,9 @@ export interface TranscriptSetOptions {
   turnWindows: boolean;
   /** First-turn copy exercises per world, on questions beyond the solver transcripts' (./exercises.ts). */
   firstTurnsPerWorld: number;
+  /** Reading drills per world (./exercises.ts), each with at most `drillFacts` facts. */
+  readingDrillsPerWorld?: number;
+  drillFacts?: number;
   /** Share of 1-, 2- and 3-hop questions (solver) and seeds (proposer). */
   hopMix: [number, number, number];
   rates: ExpertRates;
@@ -30,6 +33,9 @@ export interface TranscriptSetOptions {
   cardsFor?: (question: string, rng: Rng) => Promise<string | undefined>;
   onProgress?: (done: number, total: number) => void;
 }
+
+/** Facts a reading drill states at most (a result block of three passages states 4–9). */
+export const DEFAULT_DRILL_FACTS = 8;
 
 export const DEFAULT_TRANSCRIPT_OPTIONS: Omit<TranscriptSetOptions, 'worldSeeds'> = {
   passages: DEMO_WORLD.passages,
@@ -58,6 +64,7 @@ export interface TranscriptSet {
     /** Copy exercises among the transcripts (not counted in solver or proposer). */
     windows: number;
     firstTurns: number;
+    readingDrills: number;
   };
 }
 
@@ -101,6 +108,8 @@ export async function buildTranscripts(opts: TranscriptSetOptions): Promise<Tran
   const transcripts: Transcript[] = [];
   const exercises: Transcript[] = [];
   const exerciseRng = Rng.derive(opts.seed, 2);
+  const drills: Transcript[] = [];
+  const drillRng = Rng.derive(opts.seed, 3);
   let skipped = 0;
   let excluded = 0;
   // Names repeat across worlds (they are built from one syllable table): a transcript that so much as
@@ -141,10 +150,11 @@ export async function buildTranscripts(opts: TranscriptSetOptions): Promise<Tran
     }
     // Their own random stream: adding exercises leaves the episodes (and the tokenizer trained on them) as they were.
     exercises.push(...firstTurnExercises(world, opts.firstTurnsPerWorld, (r) => randomChain(world, drawHops(opts.hopMix, r), r), cleanText, exerciseRng));
+    if ((opts.readingDrillsPerWorld ?? 0) > 0) drills.push(...(await readingDrills(world, searcher, opts.readingDrillsPerWorld ?? 0, opts.drillFacts ?? DEFAULT_DRILL_FACTS, cleanText, drillRng)));
   }
   const windows = opts.turnWindows ? transcripts.flatMap(turnWindows) : [];
   const firstTurns = exercises.length;
-  transcripts.push(...windows, ...exercises);
+  transcripts.push(...windows, ...exercises, ...drills);
   // Interleave roles and worlds, so any prefix of the file is a fair sample.
   for (let i = transcripts.length - 1; i > 0; i--) {
     const j = rng.int(i + 1);
@@ -173,6 +183,7 @@ export async function buildTranscripts(opts: TranscriptSetOptions): Promise<Tran
       excluded,
       windows: windows.length,
       firstTurns,
+      readingDrills: drills.length,
     },
   };
 }
