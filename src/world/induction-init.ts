@@ -35,10 +35,19 @@ import { Rng } from '../util/rng.js';
 
 /** Rotary pairs of the previous-token heads (the highest frequencies) and their amplitudes. */
 const PREV_PAIRS = [0, 1, 2, 3, 4, 5];
-/** Rotary pairs the induction heads match in: the lowest frequencies (with base 10^6: under 0.5 rad over 1,500 tokens). */
-const MATCH_FIRST_PAIR = 9;
 /** Distance over which the induction heads' match must stay position-independent (a transcript's length). */
 const MATCH_SPAN = 1024;
+/** Largest angle a match pair may turn over MATCH_SPAN tokens. */
+const MATCH_MAX_TURN = 0.5;
+
+/**
+ * The first rotary pair the induction heads match in: the pairs from it on turn by at most MATCH_MAX_TURN
+ * over MATCH_SPAN tokens (pair f turns by span / base^(2f/d)). Head size 32 at base 10^6 gives pair 9 of 16;
+ * 64 gives pair 18 of 32.
+ */
+function matchFirstPair(headDim: number, ropeTheta: number): number {
+  return Math.ceil((headDim / 2) * (Math.log(MATCH_SPAN / MATCH_MAX_TURN) / Math.log(ropeTheta)));
+}
 /** QK-norm weight of both circuits' heads: sets how sharply they select. */
 export const INDUCTION_QK_GAIN = { prev: 3, match: 3.5 };
 /** How strongly the induction heads' copy is added to the content dims. */
@@ -80,9 +89,9 @@ function readShape(dir: string): ModelShape {
   if (shape.layers < 2) throw new Error(`${where}: the induction init needs at least 2 layers, got ${shape.layers}`);
   if (shape.heads !== 2 * shape.kvHeads || shape.kvHeads !== 2) throw new Error(`${where}: the induction init is written for 4 heads over 2 kv heads, got ${shape.heads} over ${shape.kvHeads}`);
   if (shape.headDim * 2 > shape.hidden / 2 + 1 || shape.headDim < 16) throw new Error(`${where}: head_dim ${shape.headDim} does not fit two halves of the content dims of hidden ${shape.hidden}`);
-  if (shape.headDim / 2 <= MATCH_FIRST_PAIR) throw new Error(`${where}: head_dim ${shape.headDim} leaves no rotary pair from ${MATCH_FIRST_PAIR} on for the induction heads`);
-  const slowest = 1 / shape.ropeTheta ** ((2 * MATCH_FIRST_PAIR) / shape.headDim);
-  if (slowest * MATCH_SPAN > 0.5) throw new Error(`${where}: rope_theta ${shape.ropeTheta} turns the induction heads' rotary pairs by ${(slowest * MATCH_SPAN).toFixed(2)} rad over ${MATCH_SPAN} tokens (at most 0.5): use a larger base (Qwen3's 1,000,000)`);
+  const first = matchFirstPair(shape.headDim, shape.ropeTheta);
+  // At least a quarter of the pairs must be slow enough to match in (4 of 16 at head size 32).
+  if (shape.headDim / 2 - first < shape.headDim / 8) throw new Error(`${where}: rope_theta ${shape.ropeTheta} leaves ${Math.max(0, shape.headDim / 2 - first)} of ${shape.headDim / 2} rotary pairs turning under ${MATCH_MAX_TURN} rad over ${MATCH_SPAN} tokens (the induction heads need ${shape.headDim / 8}): use a larger base (Qwen3's 1,000,000)`);
   return shape;
 }
 
@@ -123,7 +132,8 @@ export function writeInductionInit(dir: string, seed: number): void {
 
   const inv = (f: number): number => 1 / s.ropeTheta ** ((2 * f) / d);
   // Rotary pair f is (f, f + half) within a head (rotate-half layout).
-  const matchPairs = Array.from({ length: half - MATCH_FIRST_PAIR }, (_, i) => MATCH_FIRST_PAIR + i);
+  const first = matchFirstPair(d, s.ropeTheta);
+  const matchPairs = Array.from({ length: half - first }, (_, i) => first + i);
   const matchDims = [...matchPairs, ...matchPairs.map((f) => f + half)];
   // Content dims of kv head j's half: [j·d, j·d + d) ∩ [0, c).
   const contentDim = (j: number, i: number): number => j * d + i;
