@@ -28,6 +28,8 @@ import { evalWorld } from '../src/world/eval.js';
 import { writeInductionInit } from '../src/world/induction-init.js';
 import { COPY_DRILL_DEFAULTS, copyDrill, type CopyDrillResult } from '../src/world/copy-drill.js';
 import { saveFullModel } from '../src/checkpoint/full-model.js';
+import { SafetensorsCheckpoint } from '../src/checkpoint/safetensors.js';
+import { loadModelConfig } from '../src/model/config.js';
 import { DEFAULT_EXPERT_RATES } from '../src/world/experts.js';
 import { buildTranscripts, DEFAULT_TRANSCRIPT_OPTIONS, writeTranscripts } from '../src/world/transcripts.js';
 import { DEMO_WORLD, FRESH_WORLD, trainingWorldSeeds, World } from '../src/world/world.js';
@@ -110,60 +112,72 @@ const rates = {
 const proposerStyle = values['proposer-style'];
 if (proposerStyle !== 'varied' && proposerStyle !== 'canonical') throw new Error(`--proposer-style must be varied or canonical, got ${String(proposerStyle)}`);
 
-// 1. Transcripts.
-const worldSeeds = trainingWorldSeeds(num('worlds'));
-const worlds = worldSeeds.map((s) => new World({ seed: s, passages: DEMO_WORLD.passages }));
-const cards = await transcriptCards(join(work, 'transcript-bank.json'), worlds, num('card-rate'), 40, Rng.derive(seed, 1));
-const bar = new SingleBar({ format: 'transcripts [{bar}] {value}/{total}', hideCursor: true });
-bar.start(worldSeeds.length * (num('solver-per-world') + num('proposer-per-world')), 0);
-const set = await buildTranscripts({
-  ...DEFAULT_TRANSCRIPT_OPTIONS,
-  worldSeeds,
-  solverPerWorld: num('solver-per-world'),
-  proposerPerWorld: num('proposer-per-world'),
-  turnWindows: values['turn-windows'] === true,
-  firstTurnsPerWorld: num('first-turns-per-world'),
-  readingDrillsPerWorld: num('drills-per-world'),
-  rates,
-  proposerStyle,
-  seed,
-  cardsFor: cards.cardsFor,
-  onProgress: (d) => bar.update(d),
-});
-bar.stop();
-await cards.dispose();
-const dataFile = join(work, 'transcripts.jsonl');
-writeTranscripts(dataFile, set.transcripts);
-log(`transcripts: ${JSON.stringify(set.stats)} → ${dataFile}`);
-if (values['data-only'] === true) process.exit(0);
-
-// 2-3. Tokenizer and the random-init model.
-// The tokenizer learns from the episodes only: the exercises repeat their text.
-const bpe = trainWorldTokenizer(set.transcripts.filter((t) => t.meta.exercise === undefined), spec.vocabSize);
-const initDir = join(work, 'init');
-const made = initDemoModel(initDir, spec, bpe, seed);
-if (values.init !== 'induction' && values.init !== 'random') throw new Error(`--init must be induction or random, got ${String(values.init)}`);
-if (values.init === 'induction') writeInductionInit(initDir, seed);
-log(`model: ${(made.parameters / 1e6).toFixed(2)}M parameters (${JSON.stringify(spec)}) in ${initDir}`);
-
-// 3b. The copy drill (src/world/copy-drill.ts): induction heads before the transcripts.
-const drilledDir = join(work, 'drilled');
+// --eval-only evaluates and ships a model made elsewhere (its stages record how): no data, tokenizer or init.
+const evalOnly = values['eval-only'];
+let transcriptStats: Awaited<ReturnType<typeof buildTranscripts>>['stats'] | undefined;
+let parameters = 0;
+let shippedSpec: Record<string, number> = { ...spec };
+let finalDir = evalOnly ?? join(work, 'sft', 'final');
 let drill: CopyDrillResult | undefined;
-if (values['eval-only'] === undefined && values['start-from'] === undefined && values.init === 'random' && num('drill-steps') > 0) {
-  await initBackend('wasm');
-  const drillModel = await CausalLM.load(initDir, { trainable: true });
-  drill = copyDrill(drillModel, { ...COPY_DRILL_DEFAULTS, maxSteps: num('drill-steps'), seed }, (step, loss) => log(`copy drill step ${step}: loss on the repeated span ${loss.toFixed(3)}`));
-  rmSync(drilledDir, { recursive: true, force: true });
-  await saveFullModel(drillModel, initDir, drilledDir, 'f32');
-  drillModel.dispose();
-  log(`copy drill: ${drill.steps} steps, ${drill.reachedTarget ? 'reached' : 'did not reach'} loss ${COPY_DRILL_DEFAULTS.targetLoss}`);
-}
-const sftStart = values['start-from'] ?? (drill ? drilledDir : initDir);
+if (evalOnly !== undefined) {
+  const cfg = loadModelConfig(evalOnly);
+  shippedSpec = { layers: cfg.numLayers, hidden: cfg.hiddenSize, heads: cfg.numHeads, kvHeads: cfg.numKvHeads, intermediate: cfg.intermediateSize, vocabSize: cfg.vocabSize, ropeTheta: cfg.ropeTheta };
+  const ck = new SafetensorsCheckpoint(evalOnly);
+  parameters = ck.names().reduce((n, name) => n + ck.entry(name).shape.reduce((a, b) => a * b, 1), 0);
+} else {
+  // 1. Transcripts.
+  const worldSeeds = trainingWorldSeeds(num('worlds'));
+  const worlds = worldSeeds.map((s) => new World({ seed: s, passages: DEMO_WORLD.passages }));
+  const cards = await transcriptCards(join(work, 'transcript-bank.json'), worlds, num('card-rate'), 40, Rng.derive(seed, 1));
+  const bar = new SingleBar({ format: 'transcripts [{bar}] {value}/{total}', hideCursor: true });
+  bar.start(worldSeeds.length * (num('solver-per-world') + num('proposer-per-world')), 0);
+  const set = await buildTranscripts({
+    ...DEFAULT_TRANSCRIPT_OPTIONS,
+    worldSeeds,
+    solverPerWorld: num('solver-per-world'),
+    proposerPerWorld: num('proposer-per-world'),
+    turnWindows: values['turn-windows'] === true,
+    firstTurnsPerWorld: num('first-turns-per-world'),
+    readingDrillsPerWorld: num('drills-per-world'),
+    rates,
+    proposerStyle,
+    seed,
+    cardsFor: cards.cardsFor,
+    onProgress: (d) => bar.update(d),
+  });
+  bar.stop();
+  await cards.dispose();
+  const dataFile = join(work, 'transcripts.jsonl');
+  writeTranscripts(dataFile, set.transcripts);
+  transcriptStats = set.stats;
+  log(`transcripts: ${JSON.stringify(set.stats)} → ${dataFile}`);
+  if (values['data-only'] === true) process.exit(0);
 
-// 4. SFT, full weights.
-const sftDir = join(work, 'sft');
-let finalDir = values['eval-only'] ?? join(sftDir, 'final');
-if (values['eval-only'] === undefined) {
+  // 2-3. Tokenizer and the random-init model.
+  // The tokenizer learns from the episodes only: the exercises repeat their text.
+  const bpe = trainWorldTokenizer(set.transcripts.filter((t) => t.meta.exercise === undefined), spec.vocabSize);
+  const initDir = join(work, 'init');
+  const made = initDemoModel(initDir, spec, bpe, seed);
+  parameters = made.parameters;
+  if (values.init !== 'induction' && values.init !== 'random') throw new Error(`--init must be induction or random, got ${String(values.init)}`);
+  if (values.init === 'induction') writeInductionInit(initDir, seed);
+  log(`model: ${(made.parameters / 1e6).toFixed(2)}M parameters (${JSON.stringify(spec)}) in ${initDir}`);
+
+  // 3b. The copy drill (src/world/copy-drill.ts): induction heads before the transcripts.
+  const drilledDir = join(work, 'drilled');
+  if (values['start-from'] === undefined && values.init === 'random' && num('drill-steps') > 0) {
+    await initBackend('wasm');
+    const drillModel = await CausalLM.load(initDir, { trainable: true });
+    drill = copyDrill(drillModel, { ...COPY_DRILL_DEFAULTS, maxSteps: num('drill-steps'), seed }, (step, loss) => log(`copy drill step ${step}: loss on the repeated span ${loss.toFixed(3)}`));
+    rmSync(drilledDir, { recursive: true, force: true });
+    await saveFullModel(drillModel, initDir, drilledDir, 'f32');
+    drillModel.dispose();
+    log(`copy drill: ${drill.steps} steps, ${drill.reachedTarget ? 'reached' : 'did not reach'} loss ${COPY_DRILL_DEFAULTS.targetLoss}`);
+  }
+  const sftStart = values['start-from'] ?? (drill ? drilledDir : initDir);
+
+  // 4. SFT, full weights.
+  const sftDir = join(work, 'sft');
   rmSync(sftDir, { recursive: true, force: true });
   const sftBar = new SingleBar({ format: 'sft [{bar}] {value}/{total} steps | loss {loss} | {tps} tok/s', hideCursor: true });
   const summary = await runSft(
@@ -229,10 +243,9 @@ for (const f of ['config.json', 'generation_config.json', 'model.safetensors', '
 writeJsonAtomic(join(out, 'warm-start.json'), {
   command: `npx tsx scripts/make-demo-model.ts ${process.argv.slice(2).join(' ')}`.trim(),
   seconds: Math.round((Date.now() - t0) / 1000),
-  parameters: made.parameters,
-  spec,
-  rates,
-  transcripts: set.stats,
+  parameters,
+  spec: shippedSpec,
+  ...(transcriptStats !== undefined ? { rates, transcripts: transcriptStats } : {}),
   init: values.init,
   ...(values.stages !== undefined ? { stages: JSON.parse(readFileSync(values.stages, 'utf8')) as unknown } : {}),
   ...(drill ? { copyDrill: drill } : {}),
