@@ -83,6 +83,8 @@ const { values } = parseArgs({
     stages: { type: 'string' },
     /** Evaluate and ship this model folder (e.g. a checkpoint's model/) instead of training one. */
     'eval-only': { type: 'string' },
+    /** With --eval-only: the dtype the shipped weights are written in (the evaluation runs on those weights). */
+    'ship-dtype': { type: 'string', default: 'f16' },
   },
 });
 const num = (k: keyof typeof values): number => {
@@ -124,6 +126,16 @@ if (evalOnly !== undefined) {
   shippedSpec = { layers: cfg.numLayers, hidden: cfg.hiddenSize, heads: cfg.numHeads, kvHeads: cfg.numKvHeads, intermediate: cfg.intermediateSize, vocabSize: cfg.vocabSize, ropeTheta: cfg.ropeTheta };
   const ck = new SafetensorsCheckpoint(evalOnly);
   parameters = ck.names().reduce((n, name) => n + ck.entry(name).shape.reduce((a, b) => a * b, 1), 0);
+  const dtype = values['ship-dtype'];
+  if (dtype !== 'f32' && dtype !== 'f16' && dtype !== 'bf16') throw new Error(`--ship-dtype must be f32, f16 or bf16, got ${String(dtype)}`);
+  // Rewrite the weights in the shipped dtype first, so that the numbers below are the shipped model's.
+  await initBackend('wasm');
+  const source = await CausalLM.load(evalOnly, { trainable: true });
+  finalDir = join(work, `shipped-${dtype}`);
+  rmSync(finalDir, { recursive: true, force: true });
+  await saveFullModel(source, evalOnly, finalDir, dtype);
+  source.dispose();
+  log(`${evalOnly} rewritten in ${dtype}: ${finalDir}`);
 } else {
   // 1. Transcripts.
   const worldSeeds = trainingWorldSeeds(num('worlds'));
