@@ -3,6 +3,7 @@
 // several run seeds, on the demo world's held-out set and on the fresh world's. Writes table.md, results.json,
 // one eval folder per mode (modes/) and report.html (the first SESA run with the modes compared) in --out.
 //   npx tsx scripts/world-experiment.ts [--model demo] [--steps N (default: the world run's)] [--seeds 0,1,2] [--threads 2] [--out runs/world-experiment]
+//     [--max-hops N (default: the world run's)] [--recipes ssp,sesa]
 // Seeds can run as separate processes (one wasm thread each on a 2-core machine), and their tables merged:
 //   npx tsx scripts/world-experiment.ts --merge runs/x0,runs/x1,runs/x2 --out runs/world-experiment
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -31,6 +32,9 @@ const { values } = parseArgs({
     steps: { type: 'string', default: String(WORLD_DEFAULTS.steps) },
     seeds: { type: 'string', default: '0,1,2' },
     threads: { type: 'string', default: '2' },
+    // Overrides of the world run's settings, for trying other settings with the same comparison.
+    'max-hops': { type: 'string', default: String(WORLD_DEFAULTS.maxHops) },
+    recipes: { type: 'string', default: 'ssp,sesa' },
     merge: { type: 'string' },
     out: { type: 'string', default: 'runs/world-experiment' },
   },
@@ -41,6 +45,10 @@ const steps = Number(values.steps);
 const threads = Number(values.threads);
 if (!seeds.every(Number.isInteger) || !Number.isInteger(steps) || steps < 1) throw new Error('--seeds must be integers (0,1,2) and --steps a positive integer');
 if (!Number.isInteger(threads) || threads < 1) throw new Error(`--threads must be a positive integer, got ${values.threads}`);
+const maxHops = Number(values['max-hops']);
+if (!Number.isInteger(maxHops) || maxHops < 1) throw new Error(`--max-hops must be a positive integer, got ${values['max-hops']}`);
+const recipes = (values.recipes as string).split(',');
+if (recipes.length === 0 || !recipes.every((r) => r === 'ssp' || r === 'sesa')) throw new Error(`--recipes must list ssp and/or sesa (ssp,sesa), got ${values.recipes}`);
 mkdirSync(out, { recursive: true });
 const modelDir = values.model === DEMO_MODEL_NAME ? demoModelDir() : (values.model as string);
 const log = (l: string): void => {
@@ -79,6 +87,7 @@ const runConfig = (seed: number, recipe: 'sesa' | 'ssp', dir: string): TrainConf
   corpus: 'world',
   worldSeed: DEMO_WORLD.seed,
   steps,
+  maxHops,
   seed,
   out: dir,
   saveEvery: steps,
@@ -106,7 +115,7 @@ if (values.merge !== undefined) {
   }
 } else await evaluate('base', 0, undefined, undefined);
 for (const seed of values.merge !== undefined ? [] : seeds) {
-  for (const recipe of ['ssp', 'sesa'] as const) {
+  for (const recipe of recipes as Array<'ssp' | 'sesa'>) {
     const skills = recipe === 'sesa';
     const dir = join(out, `${recipe}-seed${seed}`);
     const summary = await train(runConfig(seed, recipe, dir), { log: () => undefined });
