@@ -89,14 +89,17 @@ export const TINY_DEFAULTS: Partial<TrainConfig> = tinyDefaultsOf(SETTINGS);
  * - Groups with all-equal rewards, most of them here, are left out of the updates.
  * - 4 solver epochs: a run has only a few solver groups with 0 < p̂ < 1, and one AdamW step on each left the
  *   held-out accuracy within a question of the warm start.
- * - One hop asked of every seed (--max-hops 1): the warm start solves no multi-hop question (p̂ = 0 for all
+ * - One hop asked of every seed (--max-hops 1): the 1M warm start solved no multi-hop question (p̂ = 0 for all
  *   of them), and with one hop a run had about twice the valid questions (96–107 of 384, against 49–72) and
- *   twice the solver updates (9–11, against 4–6), two seeds each.
+ *   twice the solver updates (9–11, against 4–6), two seeds each (the 1M warm start). With the 6-layer warm
+ *   start that ships now, two hops did worse still (docs/world.md, "The 6-layer warm start: three seeds").
  * - The solver at lr 1e-3, the proposer at 3e-4, for 12 steps. With the solver at 1e-3 the held-out accuracy
  *   rose within the first 4–12 steps and then fell back: three seeds gave 15.8, 14.0, 14.0% at step 12 and
  *   12.3, 7.0, 12.3% at step 24 (docs/world.md, "The solver at lr 1e-3, for 12 steps"). Both roles at 3e-4 for
  *   24 steps gave 11.7% (sd 1.0). The step count was chosen from those held-out curves; six further run
  *   seeds, not used for the choice, gave 12.0% (sd 1.3; docs/world.md, "Three seeds, and the comparison").
+ *   On the 6-layer warm start these settings leave the held-out accuracy where it was (22.2% with the bank
+ *   against 21.1%; docs/world.md, "The 6-layer warm start: three seeds").
  * The eval takes the world's whole held-out set: --eval-limit's general default (100) is more than its 57.
  */
 export const WORLD_DEFAULTS: Partial<TrainConfig> = {
