@@ -28,7 +28,6 @@ import { evalWorld } from '../src/world/eval.js';
 import { writeInductionInit } from '../src/world/induction-init.js';
 import { COPY_DRILL_DEFAULTS, copyDrill, type CopyDrillResult } from '../src/world/copy-drill.js';
 import { saveFullModel } from '../src/checkpoint/full-model.js';
-import { SafetensorsCheckpoint } from '../src/checkpoint/safetensors.js';
 import { loadModelConfig } from '../src/model/config.js';
 import { DEFAULT_EXPERT_RATES } from '../src/world/experts.js';
 import { buildTranscripts, DEFAULT_TRANSCRIPT_OPTIONS, writeTranscripts } from '../src/world/transcripts.js';
@@ -124,13 +123,12 @@ let drill: CopyDrillResult | undefined;
 if (evalOnly !== undefined) {
   const cfg = loadModelConfig(evalOnly);
   shippedSpec = { layers: cfg.numLayers, hidden: cfg.hiddenSize, heads: cfg.numHeads, kvHeads: cfg.numKvHeads, intermediate: cfg.intermediateSize, vocabSize: cfg.vocabSize, ropeTheta: cfg.ropeTheta };
-  const ck = new SafetensorsCheckpoint(evalOnly);
-  parameters = ck.names().reduce((n, name) => n + ck.entry(name).shape.reduce((a, b) => a * b, 1), 0);
   const dtype = values['ship-dtype'];
   if (dtype !== 'f32' && dtype !== 'f16' && dtype !== 'bf16') throw new Error(`--ship-dtype must be f32, f16 or bf16, got ${String(dtype)}`);
   // Rewrite the weights in the shipped dtype first, so that the numbers below are the shipped model's.
   await initBackend('wasm');
   const source = await CausalLM.load(evalOnly, { trainable: true });
+  parameters = source.parameterCount();
   finalDir = join(work, `shipped-${dtype}`);
   rmSync(finalDir, { recursive: true, force: true });
   await saveFullModel(source, evalOnly, finalDir, dtype);

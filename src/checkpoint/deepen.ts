@@ -11,11 +11,10 @@
 //
 // The new folder holds config.json (num_hidden_layers and max_window_layers raised), model.safetensors in f32
 // and the source's tokenizer and generation files; every file is written atomically.
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ensureDir, writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
+import { ensureDir, writeJsonAtomic } from '../util/atomic.js';
 import { Rng } from '../util/rng.js';
-import { COPIED_MODEL_FILES } from './full-model.js';
+import { copyModelFiles, readConfigJson } from './full-model.js';
 import { SafetensorsCheckpoint, type TensorToWrite, writeSafetensors } from './safetensors.js';
 
 export interface DeepenOptions {
@@ -47,12 +46,7 @@ export function deepenCheckpoint(srcDir: string, dstDir: string, opts: DeepenOpt
   if (!Number.isInteger(opts.addLayers) || opts.addLayers < 1) throw new Error(`addLayers must be an integer >= 1, got ${opts.addLayers}`);
   if (!(opts.initStd > 0)) throw new Error(`initStd must be > 0, got ${opts.initStd}`);
   const configPath = join(srcDir, 'config.json');
-  let config: Record<string, unknown>;
-  try {
-    config = JSON.parse(readFileSync(configPath, 'utf8')) as Record<string, unknown>;
-  } catch (err) {
-    throw new Error(`${configPath}: cannot read the model config (${(err as Error).message})`);
-  }
+  const config = readConfigJson(srcDir);
   if (config.model_type !== 'qwen3') throw new Error(`${configPath}: field model_type is ${JSON.stringify(config.model_type)}; deepening writes Qwen3 layers (q_norm/k_norm, no biases) and needs "qwen3"`);
   if (config.attention_bias === true) throw new Error(`${configPath}: field attention_bias is true; deepening writes layers without biases`);
   const layers = intField(config, 'num_hidden_layers', configPath);
@@ -65,7 +59,8 @@ export function deepenCheckpoint(srcDir: string, dstDir: string, opts: DeepenOpt
   const source = new SafetensorsCheckpoint(srcDir);
   const tensors = new Map<string, TensorToWrite>();
   for (const name of source.names()) {
-    if (/^model\.layers\.(\d+)\./.test(name) && Number(/^model\.layers\.(\d+)\./.exec(name)![1]) >= layers) {
+    const layer = /^model\.layers\.(\d+)\./.exec(name)?.[1];
+    if (layer !== undefined && Number(layer) >= layers) {
       throw new Error(`${srcDir}: weight ${name} is past num_hidden_layers = ${layers} of config.json`);
     }
     tensors.set(name, { dtype: 'F32', shape: [...source.entry(name).shape], data: source.readFloat32(name) });
@@ -101,9 +96,6 @@ export function deepenCheckpoint(srcDir: string, dstDir: string, opts: DeepenOpt
   writeSafetensors(join(dstDir, 'model.safetensors'), tensors, { format: 'pt' });
   const after = layers + opts.addLayers;
   writeJsonAtomic(join(dstDir, 'config.json'), { ...config, num_hidden_layers: after, ...(config.max_window_layers !== undefined ? { max_window_layers: after } : {}), torch_dtype: 'float32' });
-  for (const file of COPIED_MODEL_FILES) {
-    const src = join(srcDir, file);
-    if (existsSync(src)) writeFileAtomic(join(dstDir, file), readFileSync(src));
-  }
+  copyModelFiles(srcDir, dstDir);
   return { layersBefore: layers, layersAfter: after, addedParameters: added };
 }

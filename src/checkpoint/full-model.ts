@@ -13,7 +13,7 @@ const ST_DTYPE: Record<SaveDtype, SafetensorsDtype> = { f32: 'F32', f16: 'F16', 
 const TORCH_DTYPE: Record<SaveDtype, string> = { f32: 'float32', f16: 'float16', bf16: 'bfloat16' };
 
 /** Files copied from the source model folder when present (the weights are written, never copied). */
-export const COPIED_MODEL_FILES = [
+const COPIED_MODEL_FILES = [
   'generation_config.json',
   'tokenizer.json',
   'tokenizer_config.json',
@@ -26,6 +26,24 @@ export const COPIED_MODEL_FILES = [
 /** Weights the model holds transposed ([in, out]) relative to the file ([out, in]). */
 function heldTransposed(name: string): boolean {
   return name.endsWith('_proj.weight') || name === 'lm_head.weight';
+}
+
+/** Copies COPIED_MODEL_FILES that `sourceDir` holds into `outDir`, each written atomically. */
+export function copyModelFiles(sourceDir: string, outDir: string): void {
+  for (const file of COPIED_MODEL_FILES) {
+    const src = join(sourceDir, file);
+    if (existsSync(src)) writeFileAtomic(join(outDir, file), readFileSync(src));
+  }
+}
+
+/** A model folder's config.json as written (every field kept, for a derived folder's config), or an error naming the file. */
+export function readConfigJson(dir: string): Record<string, unknown> {
+  const configPath = join(dir, 'config.json');
+  try {
+    return JSON.parse(readFileSync(configPath, 'utf8')) as Record<string, unknown>;
+  } catch (err) {
+    throw new Error(`${configPath}: cannot read the model config (${(err as Error).message})`);
+  }
 }
 
 /**
@@ -46,17 +64,7 @@ export async function saveFullModel(model: CausalLM, sourceDir: string, outDir: 
     }
   }
   writeSafetensors(join(outDir, 'model.safetensors'), tensors, { format: 'pt' });
-  const configPath = join(sourceDir, 'config.json');
-  let config: Record<string, unknown>;
-  try {
-    config = JSON.parse(readFileSync(configPath, 'utf8')) as Record<string, unknown>;
-  } catch (err) {
-    throw new Error(`${configPath}: cannot read the model config (${(err as Error).message})`);
-  }
-  writeJsonAtomic(join(outDir, 'config.json'), { ...config, torch_dtype: TORCH_DTYPE[dtype] });
-  for (const file of COPIED_MODEL_FILES) {
-    const src = join(sourceDir, file);
-    if (existsSync(src)) writeFileAtomic(join(outDir, file), readFileSync(src));
-  }
+  writeJsonAtomic(join(outDir, 'config.json'), { ...readConfigJson(sourceDir), torch_dtype: TORCH_DTYPE[dtype] });
+  copyModelFiles(sourceDir, outDir);
 }
 

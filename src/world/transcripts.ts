@@ -150,7 +150,7 @@ export async function buildTranscripts(opts: TranscriptSetOptions): Promise<Tran
     }
     // Their own random stream: adding exercises leaves the episodes (and the tokenizer trained on them) as they were.
     exercises.push(...firstTurnExercises(world, opts.firstTurnsPerWorld, (r) => randomChain(world, drawHops(opts.hopMix, r), r), cleanText, exerciseRng));
-    if ((opts.readingDrillsPerWorld ?? 0) > 0) drills.push(...(await readingDrills(world, searcher, opts.readingDrillsPerWorld ?? 0, opts.drillFacts ?? DEFAULT_DRILL_FACTS, cleanText, drillRng)));
+    drills.push(...(await readingDrills(world, searcher, opts.readingDrillsPerWorld ?? 0, opts.drillFacts ?? DEFAULT_DRILL_FACTS, cleanText, drillRng)));
   }
   const windows = opts.turnWindows ? transcripts.flatMap(turnWindows) : [];
   const firstTurns = exercises.length;
