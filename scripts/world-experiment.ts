@@ -3,7 +3,10 @@
 // several run seeds, on the demo world's held-out set and on the fresh world's. Writes table.md, results.json,
 // one eval folder per mode (modes/) and report.html (the first SESA run with the modes compared) in --out.
 //   npx tsx scripts/world-experiment.ts [--model demo] [--steps N (default: the world run's)] [--seeds 0,1,2] [--threads 2] [--out runs/world-experiment]
-//     [--max-hops N (default: the world run's)] [--recipes ssp,sesa]
+//     [--max-hops N (default: the world run's)] [--recipes ssp,sesa] [--set '{"solverLr":0.0005}'] [--curve-every N]
+// --set overrides any setting of the runs (a JSON object of TrainConfig keys, as a config file holds them);
+// --curve-every N also saves a checkpoint every N steps and evaluates the SESA solver there (off and on, the
+// demo world only) into curve.json, to see where in a run the held-out accuracy moves.
 // Seeds can run as separate processes (one wasm thread each on a 2-core machine), and their tables merged:
 //   npx tsx scripts/world-experiment.ts --merge runs/x0,runs/x1,runs/x2 --out runs/world-experiment
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -16,7 +19,7 @@ import { loadPeftAdapter } from '../src/checkpoint/peft.js';
 import { ModelPolicy } from '../src/model/policy.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
-import { RECIPE_PRESETS, TRAIN_DEFAULTS, type TrainConfig, WORLD_DEFAULTS } from '../src/selfplay/config.js';
+import { parseConfigObject, RECIPE_PRESETS, TRAIN_DEFAULTS, type TrainConfig, validateConfig, WORLD_DEFAULTS } from '../src/selfplay/config.js';
 import { train } from '../src/selfplay/trainer.js';
 import { SkillBank } from '../src/skills/bank.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
@@ -35,6 +38,8 @@ const { values } = parseArgs({
     // Overrides of the world run's settings, for trying other settings with the same comparison.
     'max-hops': { type: 'string', default: String(WORLD_DEFAULTS.maxHops) },
     recipes: { type: 'string', default: 'ssp,sesa' },
+    set: { type: 'string', default: '{}' },
+    'curve-every': { type: 'string', default: '0' },
     merge: { type: 'string' },
     out: { type: 'string', default: 'runs/world-experiment' },
   },
@@ -49,6 +54,14 @@ const maxHops = Number(values['max-hops']);
 if (!Number.isInteger(maxHops) || maxHops < 1) throw new Error(`--max-hops must be a positive integer, got ${values['max-hops']}`);
 const recipes = (values.recipes as string).split(',');
 if (recipes.length === 0 || !recipes.every((r) => r === 'ssp' || r === 'sesa')) throw new Error(`--recipes must list ssp and/or sesa (ssp,sesa), got ${values.recipes}`);
+let overrides: Partial<TrainConfig>;
+try {
+  overrides = parseConfigObject(JSON.parse(values.set as string), '--set');
+} catch (e) {
+  throw new Error(`--set must be a JSON object of run settings ('{"solverLr":0.0005}'): ${(e as Error).message}`);
+}
+const curveEvery = Number(values['curve-every']);
+if (!Number.isInteger(curveEvery) || curveEvery < 0) throw new Error(`--curve-every must be a whole number of steps (0 = off), got ${values['curve-every']}`);
 mkdirSync(out, { recursive: true });
 const modelDir = values.model === DEMO_MODEL_NAME ? demoModelDir() : (values.model as string);
 const log = (l: string): void => {
@@ -60,28 +73,36 @@ const rows: Array<{ mode: Mode; seed: number; world: 'demo' | 'fresh'; result: W
 const evalSettings = { maxTurns: WORLD_DEFAULTS.maxTurns ?? 4, maxTokensPerTurn: WORLD_DEFAULTS.maxNewTokens ?? 64, maxResponseTokens: WORLD_DEFAULTS.maxResponseTokens ?? 768, passagesPerQuery: 3 };
 const worlds = { demo: new World(DEMO_WORLD), fresh: new World(FRESH_WORLD) };
 
-async function evaluate(mode: Mode, seed: number, adapterDir: string | undefined, bankPath: string | undefined): Promise<void> {
+async function evaluate(mode: Mode, seed: number, adapterDir: string | undefined, bankPath: string | undefined, names: ReadonlyArray<'demo' | 'fresh'> = ['demo', 'fresh']): Promise<Array<{ world: 'demo' | 'fresh'; result: WorldEvalResult }>> {
   await initBackend('wasm', { threads });
   const model = await CausalLM.load(modelDir);
   const tokenizer = await loadTokenizer(modelDir);
   const adapter = adapterDir ? loadPeftAdapter(adapterDir, 'solver', model.config) : undefined;
   const policy = new ModelPolicy('solver', model, tokenizer, adapter, { enableThinking: false });
-  for (const name of ['demo', 'fresh'] as const) {
+  const results: Array<{ world: 'demo' | 'fresh'; result: WorldEvalResult }> = [];
+  for (const name of names) {
     // The bank learned in the demo world is used as is in the fresh world too (cards name no entity).
     const bank = bankPath ? await SkillBank.open(bankPath, { embedder: new LexicalEmbedder(), create: false, config: { renderTokenBudget: WORLD_CARD_BUDGET } }) : undefined;
     const result = await evalWorld(policy, await worlds[name].searcher(), worlds[name].heldOut, { settings: evalSettings, ...(bank ? { bank } : {}) });
     await bank?.dispose();
-    rows.push({ mode, seed, world: name, result });
-    log(`${mode} seed ${seed} ${name} world: ${(100 * result.accuracy).toFixed(1)}% ${JSON.stringify(result.byHops)}`);
+    results.push({ world: name, result });
+    log(`${mode} seed ${seed} ${name} world${adapterDir ? ` (${adapterDir})` : ''}: ${(100 * result.accuracy).toFixed(1)}% ${JSON.stringify(result.byHops)}`);
   }
   adapter?.dispose();
   model.dispose();
+  return results;
 }
+async function evaluateRow(mode: Mode, seed: number, adapterDir: string | undefined, bankPath: string | undefined): Promise<void> {
+  for (const r of await evaluate(mode, seed, adapterDir, bankPath)) rows.push({ mode, seed, ...r });
+}
+// --curve-every: the held-out accuracy of the SESA solver at its intermediate checkpoints (demo world).
+const curve: Array<{ seed: number; step: number; mode: Mode; accuracy: number; byHops: WorldEvalResult['byHops'] }> = [];
 
-const runConfig = (seed: number, recipe: 'sesa' | 'ssp', dir: string): TrainConfig => ({
+const runConfig = (seed: number, recipe: 'sesa' | 'ssp', dir: string): TrainConfig => validateConfig({
   ...TRAIN_DEFAULTS,
   ...WORLD_DEFAULTS,
   ...RECIPE_PRESETS[recipe],
+  ...overrides,
   recipe,
   model: values.model as string,
   corpus: 'world',
@@ -90,7 +111,7 @@ const runConfig = (seed: number, recipe: 'sesa' | 'ssp', dir: string): TrainConf
   maxHops,
   seed,
   out: dir,
-  saveEvery: steps,
+  saveEvery: curveEvery > 0 ? curveEvery : steps,
   evalEvery: 0,
   threads,
 });
@@ -113,7 +134,7 @@ if (values.merge !== undefined) {
     merged.push(r);
     rows.push(...r.rows.filter((row) => row.mode !== 'base' || !rows.some((x) => x.mode === 'base' && x.world === row.world)));
   }
-} else await evaluate('base', 0, undefined, undefined);
+} else await evaluateRow('base', 0, undefined, undefined);
 for (const seed of values.merge !== undefined ? [] : seeds) {
   for (const recipe of recipes as Array<'ssp' | 'sesa'>) {
     const skills = recipe === 'sesa';
@@ -122,10 +143,17 @@ for (const seed of values.merge !== undefined ? [] : seeds) {
     log(`trained ${dir} (${summary.lastStep} steps)`);
     const ckpt = join(dir, 'checkpoints', `step-${summary.lastStep}`);
     if (skills) {
-      await evaluate('SESA-Off', seed, join(ckpt, 'solver'), undefined);
-      await evaluate('SESA-On', seed, join(ckpt, 'solver'), join(ckpt, 'skills.json'));
+      for (let step = curveEvery; curveEvery > 0 && step < summary.lastStep; step += curveEvery) {
+        const at = join(dir, 'checkpoints', `step-${step}`);
+        for (const [mode, bank] of [['SESA-Off', undefined], ['SESA-On', join(at, 'skills.json')]] as const) {
+          for (const { result } of await evaluate(mode, seed, join(at, 'solver'), bank, ['demo'])) curve.push({ seed, step, mode, accuracy: result.accuracy, byHops: result.byHops });
+        }
+        writeJsonAtomic(join(out, 'curve.json'), curve);
+      }
+      await evaluateRow('SESA-Off', seed, join(ckpt, 'solver'), undefined);
+      await evaluateRow('SESA-On', seed, join(ckpt, 'solver'), join(ckpt, 'skills.json'));
     } else {
-      await evaluate('SSP', seed, join(ckpt, 'solver'), undefined);
+      await evaluateRow('SSP', seed, join(ckpt, 'solver'), undefined);
     }
   }
 }
