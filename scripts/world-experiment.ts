@@ -98,11 +98,8 @@ async function evaluateRow(mode: Mode, seed: number, adapterDir: string | undefi
 // --curve-every: the held-out accuracy of the SESA solver at its intermediate checkpoints (demo world).
 const curve: Array<{ seed: number; step: number; mode: Mode; accuracy: number; byHops: WorldEvalResult['byHops'] }> = [];
 
-const runConfig = (seed: number, recipe: 'sesa' | 'ssp', dir: string): TrainConfig => validateConfig({
-  ...TRAIN_DEFAULTS,
-  ...WORLD_DEFAULTS,
-  ...RECIPE_PRESETS[recipe],
-  ...overrides,
+// The settings this script sets itself per run (its own flags name the others): --set may not name them.
+const fixedSettings = (seed: number, recipe: 'sesa' | 'ssp', dir: string): Partial<TrainConfig> => ({
   recipe,
   model: values.model as string,
   corpus: 'world',
@@ -115,6 +112,10 @@ const runConfig = (seed: number, recipe: 'sesa' | 'ssp', dir: string): TrainConf
   evalEvery: 0,
   threads,
 });
+const clashes = Object.keys(overrides).filter((k) => k in fixedSettings(0, 'sesa', out));
+if (clashes.length > 0) throw new Error(`--set: ${clashes.join(', ')} set by the script itself (use its flags: --steps, --max-hops, --seeds, --out, --threads, --curve-every, --recipes, --model)`);
+const runConfig = (seed: number, recipe: 'sesa' | 'ssp', dir: string): TrainConfig =>
+  validateConfig({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, ...RECIPE_PRESETS[recipe], ...overrides, ...fixedSettings(seed, recipe, dir) } as TrainConfig);
 
 interface Results {
   command: string;
