@@ -16,8 +16,9 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 const reason = !shipped ? ' (skipped: models/demo has no model.safetensors; run scripts/make-demo-model.ts)' : '';
 
 describe.skipIf(reason !== '')(`the default world loop${reason}`, () => {
-  // One step of 8 seeds × 4 proposals: the shipped proposer writes a valid question about one time in ten
-  // (docs/world.md, "Training in the world"), and the run is deterministic, so this step has some. The
+  // One step of the world's 4 seeds × 4 proposals and one solver epoch (the default's four epochs repeat the
+  // same update and only cost time): the shipped proposer writes a valid question in about four proposals of
+  // ten (docs/world.md), and the run is deterministic, so this step has some. The
   // solver's groups on them are mostly all wrong or all right at this size (p̂ of 0 or 1: no solver
   // advantage). The world run leaves such groups out of the update (--skip-uniform-groups), so the solver is
   // updated, with a non-zero gradient, exactly when some group has 0 < p̂ < 1.
@@ -27,9 +28,7 @@ describe.skipIf(reason !== '')(`the default world loop${reason}`, () => {
       ...WORLD_DEFAULTS,
       backend: 'wasm',
       steps: 1,
-      seedsPerStep: 8,
-      proposalsPerSeed: 4,
-      groupSize: 4,
+      solverEpochs: 1,
       evalEvery: 0,
       evalData: undefined,
       out: join(root, 'run'),
@@ -41,7 +40,7 @@ describe.skipIf(reason !== '')(`the default world loop${reason}`, () => {
     expect(m).toBeDefined();
     if (!m) return;
     expect(lines.join('\n')).toMatch(/generated world of seed 0/);
-    expect(m.proposals).toBe(32);
+    expect(m.proposals).toBe(16);
     expect(m.validQuestions).toBeGreaterThan(0);
     expect(m.solverRollouts).toBe(m.validQuestions * 4);
     const mixed = Object.entries(m.pHatHistogram).filter(([p]) => Number(p) > 0 && Number(p) < 1).reduce((n, [, c]) => n + c, 0);
