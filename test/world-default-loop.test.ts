@@ -16,8 +16,8 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 const reason = !shipped ? ' (skipped: models/demo has no model.safetensors; run scripts/make-demo-model.ts)' : '';
 
 describe.skipIf(reason !== '')(`the default world loop${reason}`, () => {
-  // One step of the world's 4 seeds × 4 proposals and one solver epoch (the default's four epochs repeat the
-  // same update and only cost time): the shipped proposer writes a valid question in about four proposals of
+  // One step of the world's 4 seeds × 4 proposals and one solver epoch (the default's four passes over the same
+  // rollouts only cost time here): the shipped proposer writes a valid question in about four proposals of
   // ten (docs/world.md), and the run is deterministic, so this step has some. The
   // solver's groups on them are mostly all wrong or all right at this size (p̂ of 0 or 1: no solver
   // advantage). The world run leaves such groups out of the update (--skip-uniform-groups), so the solver is
@@ -40,9 +40,9 @@ describe.skipIf(reason !== '')(`the default world loop${reason}`, () => {
     expect(m).toBeDefined();
     if (!m) return;
     expect(lines.join('\n')).toMatch(/generated world of seed 0/);
-    expect(m.proposals).toBe(16);
+    expect(m.proposals).toBe(config.seedsPerStep * config.proposalsPerSeed);
     expect(m.validQuestions).toBeGreaterThan(0);
-    expect(m.solverRollouts).toBe(m.validQuestions * 4);
+    expect(m.solverRollouts).toBe(m.validQuestions * config.groupSize);
     const mixed = Object.entries(m.pHatHistogram).filter(([p]) => Number(p) > 0 && Number(p) < 1).reduce((n, [, c]) => n + c, 0);
     if (mixed > 0) expect(m.solver?.gradNorm ?? 0).toBeGreaterThan(0);
     else expect(m.solver).toBeUndefined();
