@@ -4,7 +4,10 @@
 // world's generator (World.phrase over a fact into the seed), solves each G times with the solver adapter,
 // judges by exact match and updates the solver as the world run does (WORLD_DEFAULTS, --set overrides). The
 // generator's questions stand in for an ideal proposer here only: no training run or eval uses them.
-//   npx tsx scripts/solver-ceiling.ts [--seed 0] [--steps 24] [--questions 16] [--eval-at 0,8,16,24] [--threads 2] [--set '{"temperature":0.3}'] [--out FILE.json]
+// --max-hops H draws chains of 1..H facts into the seeds instead (each hop count equally often), built backwards
+// from the seed through random facts as the proposer would search them. --fresh also evaluates on the fresh
+// world (FRESH_WORLD) at every --eval-at step, to tell learning to search from fitting the demo world.
+//   npx tsx scripts/solver-ceiling.ts [--seed 0] [--steps 24] [--questions 16] [--max-hops 1] [--fresh] [--eval-at 0,8,16,24] [--threads 2] [--set '{"temperature":0.3}'] [--out FILE.json]
 import { parseArgs } from 'node:util';
 import { ModelPolicy } from '../src/model/policy.js';
 import { CausalLM } from '../src/model/qwen3.js';
@@ -21,13 +24,16 @@ import { writeJsonAtomic } from '../src/util/atomic.js';
 import { Rng } from '../src/util/rng.js';
 import { evalWorld } from '../src/world/eval.js';
 import { demoModelDir } from '../src/world/setup.js';
-import { DEMO_WORLD, World } from '../src/world/world.js';
+import type { SynthFact } from '../src/corpus/synthetic.js';
+import { DEMO_WORLD, FRESH_WORLD, World } from '../src/world/world.js';
 
 const { values } = parseArgs({
   options: {
     seed: { type: 'string', default: '0' },
     steps: { type: 'string', default: String(WORLD_DEFAULTS.steps) },
     questions: { type: 'string', default: '16' },
+    'max-hops': { type: 'string', default: '1' },
+    fresh: { type: 'boolean', default: false },
     'eval-at': { type: 'string' },
     threads: { type: 'string', default: '2' },
     set: { type: 'string', default: '{}' },
@@ -43,6 +49,8 @@ const seed = int('seed', values.seed, 0);
 const steps = int('steps', values.steps, 1);
 const perStep = int('questions', values.questions, 1);
 const threads = int('threads', values.threads, 1);
+const maxHops = int('max-hops', values['max-hops'], 1);
+if (maxHops > 3) throw new Error(`--max-hops must be 1, 2 or 3 (the world's chains), got ${maxHops}`);
 const evalAt = new Set((values['eval-at'] ?? `0,${Math.round(steps / 3)},${Math.round((2 * steps) / 3)},${steps}`).split(',').map((s) => int('eval-at', s, 0)));
 const config: TrainConfig = validateConfig({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, ...parseConfigObject(JSON.parse(values.set as string), '--set'), steps, seed });
 
@@ -59,40 +67,82 @@ const policy = new ModelPolicy('solver', model, tokenizer, roles.solver.adapter,
 const settings = rolloutSettingsOf(config, 'solver');
 const solver = new SolverRole(policy, searcher, undefined, settings);
 
-// Every one-hop question into an answer seed that does not name its answer.
-const pool: Array<{ question: string; golds: string[] }> = [];
+// Every one-hop question into an answer seed that does not name its answer; with --max-hops, also up to
+// CHAINS_PER_SEED random longer chains into each seed (distinct entities, built backwards from the seed).
+const CHAINS_PER_SEED = 4;
+const pools: Array<Array<{ question: string; golds: string[]; hops: number }>> = Array.from({ length: maxHops }, () => []);
 const wording = new Rng(1000 + seed);
+const backChain = (answerId: string, hops: number): SynthFact[] | undefined => {
+  const path: SynthFact[] = [];
+  const seen = new Set([answerId]);
+  let cur = answerId;
+  for (let k = 0; k < hops; k++) {
+    const options = world.factsInto(cur).filter((f) => !seen.has(f.subject));
+    if (options.length === 0) return undefined;
+    const f = options[wording.int(options.length)] as SynthFact;
+    path.unshift(f);
+    seen.add(f.subject);
+    cur = f.subject;
+  }
+  return path;
+};
 for (const s of world.synth.seeds) {
   const golds = world.golden(s.entityId);
-  for (const f of world.factsInto(s.entityId)) {
-    const question = world.phrase([f], wording);
-    if (!golds.some((g) => question.toLowerCase().includes(g.toLowerCase()))) pool.push({ question, golds });
+  const add = (hops: number, path: SynthFact[]): void => {
+    const question = world.phrase(path, wording);
+    if (!golds.some((g) => question.toLowerCase().includes(g.toLowerCase()))) pools[hops - 1]?.push({ question, golds, hops });
+  };
+  for (const f of world.factsInto(s.entityId)) add(1, [f]);
+  for (let hops = 2; hops <= maxHops; hops++) {
+    for (let c = 0; c < CHAINS_PER_SEED; c++) {
+      const path = backChain(s.entityId, hops);
+      if (path) add(hops, path);
+    }
   }
 }
-console.log(`oracle supply: ${pool.length} one-hop questions about ${world.synth.seeds.length} answer seeds; ${perStep} a step, G ${config.groupSize}, ${config.solverEpochs} epochs, lr ${optimizerConfigOf(config, 'solver').lr}, T ${settings.temperature}`);
+const pool = pools.flat();
+console.log(`oracle supply: ${pools.map((p, i) => `${p.length} ${i + 1}-hop`).join(', ')} questions about ${world.synth.seeds.length} answer seeds; ${perStep} a step, G ${config.groupSize}, ${config.solverEpochs} epochs, lr ${optimizerConfigOf(config, 'solver').lr}, T ${settings.temperature}`);
 
-const curve: Array<{ step: number; accuracy: number; byHops: Record<string, number> }> = [];
-const stepRows: Array<{ step: number; rolloutAccuracy: number; mixedGroups: number; seconds: number }> = [];
+const fresh = values.fresh ? new World(FRESH_WORLD) : undefined;
+const freshSearcher = fresh ? await fresh.searcher() : undefined;
+const curve: Array<{ step: number; accuracy: number; byHops: Record<string, number>; fresh?: { accuracy: number; byHops: Record<string, number> } }> = [];
+const stepRows: Array<{ step: number; rolloutAccuracy: number; mixedGroups: number; mixedByHops: Record<string, number>; seconds: number }> = [];
+const evalSettings = { maxTurns: settings.maxTurns, maxTokensPerTurn: settings.maxTokensPerTurn, maxResponseTokens: settings.maxResponseTokens, passagesPerQuery: settings.passagesPerQuery };
+const hopsOf = (r: { byHops: Record<string, { accuracy: number }> }): Record<string, number> => Object.fromEntries(Object.entries(r.byHops).map(([h, v]) => [h, v.accuracy]));
+const describe = (accuracy: number, byHops: Record<string, number>): string =>
+  `${(100 * accuracy).toFixed(1)}% (by hops ${Object.entries(byHops).map(([h, a]) => `${h}: ${(100 * a).toFixed(1)}`).join(', ')})`;
 const evaluate = async (step: number): Promise<void> => {
-  const r = await evalWorld(policy, searcher, world.heldOut, { settings: { maxTurns: settings.maxTurns, maxTokensPerTurn: settings.maxTokensPerTurn, maxResponseTokens: settings.maxResponseTokens, passagesPerQuery: settings.passagesPerQuery } });
-  const byHops = Object.fromEntries(Object.entries(r.byHops).map(([h, v]) => [h, v.accuracy]));
-  curve.push({ step, accuracy: r.accuracy, byHops });
-  console.log(`held-out at step ${step}: ${(100 * r.accuracy).toFixed(1)}% (1-hop ${(100 * (byHops['1'] ?? 0)).toFixed(1)}%)`);
+  const r = await evalWorld(policy, searcher, world.heldOut, { settings: evalSettings });
+  const point: (typeof curve)[number] = { step, accuracy: r.accuracy, byHops: hopsOf(r) };
+  if (fresh && freshSearcher) {
+    const f = await evalWorld(policy, freshSearcher, fresh.heldOut, { settings: evalSettings });
+    point.fresh = { accuracy: f.accuracy, byHops: hopsOf(f) };
+  }
+  curve.push(point);
+  console.log(`held-out at step ${step}: ${describe(point.accuracy, point.byHops)}${point.fresh ? `; fresh world ${describe(point.fresh.accuracy, point.fresh.byHops)}` : ''}`);
 };
 if (evalAt.has(0)) await evaluate(0);
 const draw = new Rng(seed);
 for (let step = 1; step <= steps; step++) {
   const started = performance.now();
-  const picks = Array.from({ length: perStep }, () => pool[draw.int(pool.length)] as (typeof pool)[number]);
+  const picks = Array.from({ length: perStep }, (_, i) => {
+    const hopsPool = pools[i % maxHops] as typeof pool;
+    return hopsPool[draw.int(hopsPool.length)] as (typeof pool)[number];
+  });
   const solved = await solver.solve(picks.map((p) => p.question), config.groupSize, seed * 100_000 + step);
   const groups: RolloutGroup[] = solved.map((g, i) => ({ rollouts: g.rollouts, rewards: g.rollouts.map((r) => (r.final !== undefined && exactMatch(r.final, (picks[i] as (typeof pool)[number]).golds) ? 1 : 0)) }));
   const trained = config.skipUniformGroups ? groups.filter(hasAdvantageSignal) : groups;
   for (let epoch = 0; epoch < config.solverEpochs && trained.length > 0; epoch++) await updater.update('solver', trained);
   const rewards = groups.flatMap((g) => g.rewards);
-  const row = { step, rolloutAccuracy: rewards.reduce((a, b) => a + b, 0) / rewards.length, mixedGroups: groups.filter(hasAdvantageSignal).length, seconds: (performance.now() - started) / 1000 };
+  const mixedByHops: Record<string, number> = {};
+  groups.forEach((g, i) => {
+    const h = String((picks[i] as (typeof pool)[number]).hops);
+    mixedByHops[h] = (mixedByHops[h] ?? 0) + (hasAdvantageSignal(g) ? 1 : 0);
+  });
+  const row = { step, rolloutAccuracy: rewards.reduce((a, b) => a + b, 0) / rewards.length, mixedGroups: groups.filter(hasAdvantageSignal).length, mixedByHops, seconds: (performance.now() - started) / 1000 };
   stepRows.push(row);
-  console.log(`step ${step}/${steps}: rollout accuracy ${(100 * row.rolloutAccuracy).toFixed(0)}%, ${row.mixedGroups} of ${perStep} groups with 0 < p̂ < 1, ${row.seconds.toFixed(0)} s`);
+  console.log(`step ${step}/${steps}: rollout accuracy ${(100 * row.rolloutAccuracy).toFixed(0)}%, ${row.mixedGroups} of ${perStep} groups with 0 < p̂ < 1 (by hops ${JSON.stringify(row.mixedByHops)}), ${row.seconds.toFixed(0)} s`);
   if (evalAt.has(step)) await evaluate(step);
 }
-if (values.out) writeJsonAtomic(values.out, { seed, steps, questionsPerStep: perStep, overrides: JSON.parse(values.set as string), curve, stepRows });
+if (values.out) writeJsonAtomic(values.out, { seed, steps, questionsPerStep: perStep, maxHops, overrides: JSON.parse(values.set as string), curve, stepRows });
 model.dispose();
