@@ -206,6 +206,19 @@ function byAnswer(result: StepResult, answer: string): StepResult['proposals'] {
 }
 
 describe('sesaStep: validation', () => {
+  it('counts proposals and valid questions by the hop count their seed asked for', async () => {
+    const mixed: Plan[] = [
+      { answer: 'Hamletaorn', hops: 1, kinds: ['valid'], correct: 2 },
+      { answer: 'Hamletborn', hops: 1, kinds: ['too-short'], correct: 2 },
+      { answer: 'Hamletcorn', hops: 3, kinds: ['contains-answer'], correct: 2 },
+      { answer: 'Hamletdorn', hops: 3, kinds: ['valid', 'too-few-words'], correct: 2 },
+    ];
+    const w = await makeWorld(mixed, { proposalsPerSeed: 2 });
+    const r = await sesaStep(1, w.seedPool, w.deps, w.settings);
+    expect(r.metrics.validByHops).toEqual({ '1': { proposals: 4, valid: 2 }, '3': { proposals: 4, valid: 1 } });
+    expect(r.metrics.validQuestions).toBe(3);
+  });
+
   const kinds: ProposalKind[] = ['valid', 'no-question', 'too-short', 'too-long', 'too-few-words', 'contains-answer', 'too-few-searches', 'nothing-retrieved', 'rag-check-failed'];
   const plans: Plan[] = kinds.map((k, i) => ({ answer: `Hamlet${'ABCDEFGHI'[i]}orn`, kinds: [k], correct: 3 }));
 
@@ -230,6 +243,7 @@ describe('sesaStep: validation', () => {
     expect(r.metrics.validityRate).toBe(1 / 9);
     expect(r.metrics.extractionRate).toBe(8 / 9);
     expect(r.metrics.validQuestions).toBe(1);
+    expect(r.metrics.validByHops).toEqual({ '2': { proposals: 9, valid: 1 } });
     expect(r.metrics.solverRollouts).toBe(5);
     // The RAG check ran for the two proposals that passed the rules, each with its own passages (2) and 4
     // blocks of 2 from other rollouts (the one with nothing retrieved has no block to give): 10 documents.

@@ -93,6 +93,8 @@ export interface StepMetrics {
   validityRate: number;
   invalidReasons: Partial<Record<InvalidReason, number>>;
   validQuestions: number;
+  /** Proposals and valid questions by the hop count their seed asked for ("1", "2", ...). */
+  validByHops: Record<string, { proposals: number; valid: number }>;
   solverRollouts: number;
   solverAccuracy: number;
   /** Count of valid questions per p̂ value ("0.00", "0.20", ...). */
@@ -294,6 +296,12 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   for (const p of proposals) if (p.pHat !== undefined) pHatHistogram[p.pHat.toFixed(2)] = (pHatHistogram[p.pHat.toFixed(2)] ?? 0) + 1;
   const invalidReasons: StepMetrics['invalidReasons'] = {};
   for (const p of proposals) if (p.invalid) invalidReasons[p.invalid] = (invalidReasons[p.invalid] ?? 0) + 1;
+  const validByHops: StepMetrics['validByHops'] = {};
+  for (const p of proposals) {
+    const row = (validByHops[String(p.hops)] ??= { proposals: 0, valid: 0 });
+    row.proposals++;
+    if (!p.invalid) row.valid++;
+  }
   seconds.total = (performance.now() - t0) / 1000;
   const metrics: StepMetrics = {
     step,
@@ -303,6 +311,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     validityRate: mean(proposals.map((p) => (p.invalid ? 0 : 1))),
     invalidReasons,
     validQuestions: valid.length,
+    validByHops,
     solverRollouts: solverRewards.length,
     solverAccuracy: mean(solverRewards),
     pHatHistogram,
