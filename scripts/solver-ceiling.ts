@@ -101,6 +101,9 @@ for (const s of world.synth.seeds) {
   }
 }
 const pool = pools.flat();
+pools.forEach((p, i) => {
+  if (p.length === 0) throw new Error(`--max-hops ${maxHops}: no ${i + 1}-hop chain into an answer seed of the demo world`);
+});
 console.log(`oracle supply: ${pools.map((p, i) => `${p.length} ${i + 1}-hop`).join(', ')} questions about ${world.synth.seeds.length} answer seeds; ${perStep} a step, G ${config.groupSize}, ${config.solverEpochs} epochs, lr ${optimizerConfigOf(config, 'solver').lr}, T ${settings.temperature}`);
 
 const fresh = values.fresh ? new World(FRESH_WORLD) : undefined;
