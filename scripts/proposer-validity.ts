@@ -7,13 +7,15 @@
 // what a step's validation would pass. Prints a table of outcomes per hop count and writes them with --out.
 //   npx tsx scripts/proposer-validity.ts [--model models/demo] [--world-seed 0] [--hops 1,2] [--seeds 24] [--proposals 4] [--threads 2] [--show] [--out FILE.json]
 import { parseArgs } from 'node:util';
+import { intFlag as int } from './flags.js';
 import { loadPeftAdapter } from '../src/checkpoint/peft.js';
 import { ModelPolicy } from '../src/model/policy.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
 import { parseConfigObject, TRAIN_DEFAULTS, type TrainConfig, validateConfig, WORLD_DEFAULTS } from '../src/selfplay/config.js';
-import { exactMatch } from '../src/selfplay/judge.js';
+import { AnswerJudge } from '../src/selfplay/judge.js';
 import { ragCheckMessages } from '../src/selfplay/prompts.js';
+import { ragVerdict } from '../src/selfplay/step-judging.js';
 import { ProposerRole } from '../src/selfplay/roles.js';
 import { rolloutSettingsOf, stepSettingsOf } from '../src/selfplay/step-settings.js';
 import { checkQuestion } from '../src/selfplay/validate.js';
@@ -37,11 +39,6 @@ const { values } = parseArgs({
     out: { type: 'string' },
   },
 });
-const int = (flag: string, v: string | undefined, min: number): number => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${flag} must be an integer ≥ ${min}, got ${v}`);
-  return n;
-};
 const worldSeed = int('world-seed', values['world-seed'], 0);
 const hopCounts = (values.hops as string).split(',').map((h) => int('hops', h, 1));
 const seedCount = int('seeds', values.seeds, 1);
@@ -60,9 +57,11 @@ const adapter = values.adapter ? loadPeftAdapter(values.adapter, 'proposer', mod
 const policy = new ModelPolicy('proposer', model, tokenizer, adapter, { enableThinking: config.enableThinking });
 const settings = rolloutSettingsOf(config, 'proposer');
 const proposer = new ProposerRole(policy, searcher, settings);
-const rules = stepSettingsOf(config).rules;
+const { rules, ragMaxTokens } = stepSettingsOf(config);
+// The world run's judge: exact match with aliases, no semantic fallback (docs/world.md, "LLM-free roles").
+const judge = new AnswerJudge(undefined);
 
-/** Per hop count: proposals, valid ones, and each way of failing ('reader: no answer', 'reader: another answer', or a rule). */
+/** Per hop count: proposals, valid ones, and each way of failing (the step metrics' InvalidReason names). */
 const results: Record<string, { proposals: number; valid: number; outcomes: Record<string, number> }> = {};
 for (const hops of hopCounts) {
   // Seeds whose answer some chain of `hops` facts reaches (a seed's own hop count is the longest it admits).
@@ -86,12 +85,11 @@ for (const hops of hopCounts) {
         count(check.invalid ?? 'no-question');
         continue;
       }
-      const reply = await reader.complete(ragCheckMessages(check.question, r.retrieved.flat()));
-      const found = reply.replace(/<\/?answer>/g, '').trim();
-      const outcome = found === '' ? 'reader: no answer' : exactMatch(found, golds) ? 'valid' : 'reader: another answer';
+      const passed = await ragVerdict(reader, judge, { shard: i, messages: ragCheckMessages(check.question, r.retrieved.flat()), question: check.question, golds }, ragMaxTokens);
+      const outcome = passed ? 'valid' : 'rag-check-failed';
       count(outcome);
       if (outcome === 'valid') row.valid++;
-      if (values.show) console.log(`${hops} hop(s) ${outcome.padEnd(22)} ${check.question} | answer ${s.answer} | searched ${r.queries.join(' ; ')}`);
+      if (values.show) console.log(`${hops} hop(s) ${outcome.padEnd(16)} ${check.question} | answer ${s.answer} | searched ${r.queries.join(' ; ')}`);
     }
   }
   results[String(hops)] = row;

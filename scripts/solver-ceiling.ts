@@ -9,6 +9,7 @@
 // world (FRESH_WORLD) at every --eval-at step, to tell learning to search from fitting the demo world.
 //   npx tsx scripts/solver-ceiling.ts [--seed 0] [--steps 24] [--questions 16] [--max-hops 1] [--fresh] [--eval-at 0,8,16,24] [--threads 2] [--set '{"temperature":0.3}'] [--out FILE.json]
 import { parseArgs } from 'node:util';
+import { intFlag as int } from './flags.js';
 import { ModelPolicy } from '../src/model/policy.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
@@ -24,6 +25,7 @@ import { writeJsonAtomic } from '../src/util/atomic.js';
 import { Rng } from '../src/util/rng.js';
 import { evalWorld } from '../src/world/eval.js';
 import { demoModelDir } from '../src/world/setup.js';
+import { chainInto } from '../src/world/transcripts.js';
 import type { SynthFact } from '../src/corpus/synthetic.js';
 import { DEMO_WORLD, FRESH_WORLD, World } from '../src/world/world.js';
 
@@ -40,11 +42,6 @@ const { values } = parseArgs({
     out: { type: 'string' },
   },
 });
-const int = (flag: string, v: string | undefined, min: number): number => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${flag} must be an integer ≥ ${min}, got ${v}`);
-  return n;
-};
 const seed = int('seed', values.seed, 0);
 const steps = int('steps', values.steps, 1);
 const perStep = int('questions', values.questions, 1);
@@ -72,20 +69,6 @@ const solver = new SolverRole(policy, searcher, undefined, settings);
 const CHAINS_PER_SEED = 4;
 const pools: Array<Array<{ question: string; golds: string[]; hops: number }>> = Array.from({ length: maxHops }, () => []);
 const wording = new Rng(1000 + seed);
-const backChain = (answerId: string, hops: number): SynthFact[] | undefined => {
-  const path: SynthFact[] = [];
-  const seen = new Set([answerId]);
-  let cur = answerId;
-  for (let k = 0; k < hops; k++) {
-    const options = world.factsInto(cur).filter((f) => !seen.has(f.subject));
-    if (options.length === 0) return undefined;
-    const f = options[wording.int(options.length)] as SynthFact;
-    path.unshift(f);
-    seen.add(f.subject);
-    cur = f.subject;
-  }
-  return path;
-};
 for (const s of world.synth.seeds) {
   const golds = world.golden(s.entityId);
   const add = (hops: number, path: SynthFact[]): void => {
@@ -95,7 +78,7 @@ for (const s of world.synth.seeds) {
   for (const f of world.factsInto(s.entityId)) add(1, [f]);
   for (let hops = 2; hops <= maxHops; hops++) {
     for (let c = 0; c < CHAINS_PER_SEED; c++) {
-      const path = backChain(s.entityId, hops);
+      const path = chainInto(world, s.entityId, hops, wording);
       if (path) add(hops, path);
     }
   }

@@ -78,24 +78,29 @@ function drawHops(mix: readonly number[], rng: Rng): number {
   return mix.length;
 }
 
+/** A random chain of `hops` facts through distinct entities into `answerId`, built backwards from it; undefined at a dead end. */
+export function chainInto(world: World, answerId: string, hops: number, rng: Rng): SynthFact[] | undefined {
+  const path: SynthFact[] = [];
+  const seen = new Set([answerId]);
+  let cur = answerId;
+  for (let k = 0; k < hops; k++) {
+    const options = world.factsInto(cur).filter((f) => !seen.has(f.subject));
+    if (options.length === 0) return undefined;
+    const f = options[rng.int(options.length)] as SynthFact;
+    path.unshift(f);
+    seen.add(f.subject);
+    cur = f.subject;
+  }
+  return path;
+}
+
 /** A random chain of `hops` facts through distinct entities, built backwards from a random answer. */
 export function randomChain(world: World, hops: number, rng: Rng): SynthFact[] | undefined {
   const ents = world.synth.entities;
   for (let attempt = 0; attempt < 50; attempt++) {
     const answer = ents[rng.int(ents.length)];
-    if (!answer) continue;
-    const path: SynthFact[] = [];
-    const seen = new Set([answer.id]);
-    let cur = answer.id;
-    for (let k = 0; k < hops; k++) {
-      const options = world.factsInto(cur).filter((f) => !seen.has(f.subject));
-      if (options.length === 0) break;
-      const f = options[rng.int(options.length)] as SynthFact;
-      path.unshift(f);
-      seen.add(f.subject);
-      cur = f.subject;
-    }
-    if (path.length === hops) return path;
+    const path = answer ? chainInto(world, answer.id, hops, rng) : undefined;
+    if (path) return path;
   }
   return undefined;
 }
