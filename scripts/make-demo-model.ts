@@ -51,6 +51,9 @@ const { values } = parseArgs({
     'short-form-rate': { type: 'string', default: String(DEFAULT_EXPERT_RATES.shortFormRate) },
     // The expert proposer's choices: varied (a random fact and wording) or canonical (the top-ranked fact, one wording).
     'proposer-style': { type: 'string', default: 'varied' },
+    // Shares of 1-, 2- and 3-hop chains: the solver's questions and (unless --proposer-hop-mix) the proposer's seeds.
+    'hop-mix': { type: 'string', default: DEFAULT_TRANSCRIPT_OPTIONS.hopMix.join(',') },
+    'proposer-hop-mix': { type: 'string' },
     layers: { type: 'string', default: String(DEMO_MODEL_SPEC.layers) },
     hidden: { type: 'string', default: String(DEMO_MODEL_SPEC.hidden) },
     heads: { type: 'string', default: String(DEMO_MODEL_SPEC.heads) },
@@ -110,6 +113,19 @@ const rates = {
   shortFormRate: num('short-form-rate'),
 };
 
+/** A --hop-mix value: three non-negative shares of 1-, 2- and 3-hop chains, not all zero. */
+const hopMixFlag = (k: 'hop-mix' | 'proposer-hop-mix'): [number, number, number] | undefined => {
+  const raw = values[k];
+  if (raw === undefined) return undefined;
+  const shares = String(raw).split(',').map(Number);
+  if (shares.length !== 3 || shares.some((x) => !Number.isFinite(x) || x < 0) || shares.every((x) => x === 0)) {
+    throw new Error(`--${k} must be three non-negative shares of 1-, 2- and 3-hop chains (e.g. 0.2,0.8,0), got ${String(raw)}`);
+  }
+  return shares as [number, number, number];
+};
+const hopMix = hopMixFlag('hop-mix') ?? DEFAULT_TRANSCRIPT_OPTIONS.hopMix;
+const proposerHopMix = hopMixFlag('proposer-hop-mix');
+
 const proposerStyle = values['proposer-style'];
 if (proposerStyle !== 'varied' && proposerStyle !== 'canonical') throw new Error(`--proposer-style must be varied or canonical, got ${String(proposerStyle)}`);
 
@@ -150,6 +166,8 @@ if (evalOnly !== undefined) {
     firstTurnsPerWorld: num('first-turns-per-world'),
     readingDrillsPerWorld: num('drills-per-world'),
     rates,
+    hopMix,
+    ...(proposerHopMix ? { proposerHopMix } : {}),
     proposerStyle,
     seed,
     cardsFor: cards.cardsFor,

@@ -313,6 +313,21 @@ describe('reading drills', () => {
       for (const b of banned) expect(new RegExp(`(^|[^\\p{L}])${b.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^\\p{L}])`, 'u').test(text)).toBe(false);
     }
   });
+  it('draws the proposer seeds from their own hop mix, and the solver questions from hopMix', async () => {
+    const base = { worldSeeds: trainingWorldSeeds(1), passages: 300, solverPerWorld: 12, proposerPerWorld: 12, hopMix: [1, 0, 0] as [number, number, number], rates: PERFECT, seed: 4, turnWindows: false, firstTurnsPerWorld: 0 };
+    const hopsOf = (set: Awaited<ReturnType<typeof buildTranscripts>>, role: string): number[] => [...new Set(set.transcripts.filter((t) => t.meta.role === role).map((t) => t.meta.hops))].sort();
+    const same = await buildTranscripts(base);
+    expect(hopsOf(same, 'proposer')).toEqual([1]);
+    const twoHop = await buildTranscripts({ ...base, proposerHopMix: [0, 1, 0] });
+    expect(twoHop.stats.proposer).toBe(12);
+    expect(hopsOf(twoHop, 'proposer')).toEqual([2]);
+    expect(hopsOf(twoHop, 'solver')).toEqual([1]);
+    // A perfect two-hop proposer searches twice and writes a question that resolves to its answer.
+    for (const t of twoHop.transcripts.filter((x) => x.meta.role === 'proposer')) {
+      expect(t.meta.correct).toBe(true);
+      expect(t.messages.filter((m) => m.role === 'tool')).toHaveLength(2);
+    }
+  });
 });
 
 describe('LLM-free roles', () => {

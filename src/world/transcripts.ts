@@ -22,6 +22,8 @@ export interface TranscriptSetOptions {
   drillFacts?: number;
   /** Share of 1-, 2- and 3-hop questions (solver) and seeds (proposer). */
   hopMix: [number, number, number];
+  /** The proposer seeds' share of 1-, 2- and 3-hop chains, when it differs from hopMix. */
+  proposerHopMix?: [number, number, number];
   rates: ExpertRates;
   /** The expert proposer's choices (see expertPropose); 'varied' when absent. */
   proposerStyle?: ProposerStyle;
@@ -148,7 +150,7 @@ export async function buildTranscripts(opts: TranscriptSetOptions): Promise<Tran
     }
     made = 0;
     for (let tries = 0; made < opts.proposerPerWorld && tries < opts.proposerPerWorld * 4; tries++) {
-      const hops = drawHops(opts.hopMix, rng);
+      const hops = drawHops(opts.proposerHopMix ?? opts.hopMix, rng);
       const path = randomChain(world, hops, rng);
       if (!path) continue;
       if (keep(await expertPropose(world, searcher, (path[path.length - 1] as SynthFact).object, hops, opts.rates, rng, opts.proposerStyle))) made++;
