@@ -1,4 +1,4 @@
-// The comparison in the world (docs/world.md): base (the warm start, no adapter), SSP (a `--recipe ssp` run,
+// The comparison in the world (docs/world.md): base (the warm start, no adapter; base-On with a new primed bank), SSP (a `--recipe ssp` run,
 // evaluated without a bank), SESA-Off (a SESA run's solver without its bank) and SESA-On (with its bank), over
 // several run seeds, on the demo world's held-out set and on the fresh world's. Writes table.md, results.json,
 // one eval folder per mode (modes/) and report.html (the first SESA run with the modes compared) in --out.
@@ -9,7 +9,7 @@
 // demo world only) into curve.json, to see where in a run the held-out accuracy moves.
 // Seeds can run as separate processes (one wasm thread each on a 2-core machine), and their tables merged:
 //   npx tsx scripts/world-experiment.ts --merge runs/x0,runs/x1,runs/x2 --out runs/world-experiment
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { renderReport } from '../src/report/html.js';
@@ -20,6 +20,7 @@ import { ModelPolicy } from '../src/model/policy.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
 import { parseConfigObject, RECIPE_PRESETS, TRAIN_DEFAULTS, type TrainConfig, validateConfig, WORLD_DEFAULTS } from '../src/selfplay/config.js';
+import { loadPrimingCards } from '../src/selfplay/priming.js';
 import { train } from '../src/selfplay/trainer.js';
 import { SkillBank } from '../src/skills/bank.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
@@ -68,7 +69,9 @@ const log = (l: string): void => {
   process.stdout.write(`${l}\n`);
 };
 
-type Mode = 'base' | 'SSP' | 'SESA-Off' | 'SESA-On';
+// base-On: the warm start with a new bank primed as a SESA run's starts (seed cards and priming cards):
+// SESA-On's step-0 accuracy, what its bank after training is compared with.
+type Mode = 'base' | 'base-On' | 'SSP' | 'SESA-Off' | 'SESA-On';
 const rows: Array<{ mode: Mode; seed: number; world: 'demo' | 'fresh'; result: WorldEvalResult }> = [];
 const evalSettings = { maxTurns: WORLD_DEFAULTS.maxTurns ?? 4, maxTokensPerTurn: WORLD_DEFAULTS.maxNewTokens ?? 64, maxResponseTokens: WORLD_DEFAULTS.maxResponseTokens ?? 768, passagesPerQuery: 3 };
 const worlds = { demo: new World(DEMO_WORLD), fresh: new World(FRESH_WORLD) };
@@ -133,9 +136,19 @@ if (values.merge !== undefined) {
     if (!Array.isArray(r.rows) || typeof r.steps !== 'number') throw new Error(`--merge: ${file} has no rows/steps: not a results.json of this script`);
     if (merged.length > 0 && r.steps !== merged[0]?.steps) throw new Error(`--merge: ${file} ran ${r.steps} steps, ${merged[0]?.steps} in the first folder: the table would mix runs`);
     merged.push(r);
-    rows.push(...r.rows.filter((row) => row.mode !== 'base' || !rows.some((x) => x.mode === 'base' && x.world === row.world)));
+    rows.push(...r.rows.filter((row) => (row.mode !== 'base' && row.mode !== 'base-On') || !rows.some((x) => x.mode === row.mode && x.world === row.world)));
   }
-} else await evaluateRow('base', 0, undefined, undefined);
+} else {
+  await evaluateRow('base', 0, undefined, undefined);
+  if (recipes.includes('sesa')) {
+    const config = runConfig(0, 'sesa', out);
+    const bankPath = join(out, 'base-bank.json');
+    rmSync(bankPath, { force: true });
+    const primingCards = config.priming ? loadPrimingCards(config.primingCards, modelDir, log) : [];
+    await (await SkillBank.open(bankPath, { embedder: new LexicalEmbedder(), seeds: config.priming, primingCards, config: { renderTokenBudget: WORLD_CARD_BUDGET } })).dispose();
+    await evaluateRow('base-On', 0, undefined, bankPath);
+  }
+}
 for (const seed of values.merge !== undefined ? [] : seeds) {
   for (const recipe of recipes as Array<'ssp' | 'sesa'>) {
     const skills = recipe === 'sesa';
@@ -167,7 +180,7 @@ const meanSd = (xs: number[]): string => {
   return `${(100 * m).toFixed(1)} ± ${(100 * sd).toFixed(1)}`;
 };
 const lines = ['| mode | world | all | 1-hop | 2-hop | 3-hop | runs |', '|---|---|---|---|---|---|---|'];
-for (const mode of ['base', 'SSP', 'SESA-Off', 'SESA-On'] as const) {
+for (const mode of ['base', 'base-On', 'SSP', 'SESA-Off', 'SESA-On'] as const) {
   for (const world of ['demo', 'fresh'] as const) {
     const rs = rows.filter((r) => r.mode === mode && r.world === world).map((r) => r.result);
     if (rs.length === 0) continue;
@@ -189,7 +202,7 @@ log(table);
 // The report's comparison page: one eval folder per mode (the mean over run seeds of each world's exact match
 // and token F1, as `sesa-train eval` writes them), and the HTML report of the first SESA run with them.
 const modeDirs: string[] = [];
-for (const mode of ['base', 'SSP', 'SESA-Off', 'SESA-On'] as const) {
+for (const mode of ['base', 'base-On', 'SSP', 'SESA-Off', 'SESA-On'] as const) {
   const mine = rows.filter((r) => r.mode === mode);
   if (mine.length === 0) continue;
   const datasets = (['demo', 'fresh'] as const).map((world) => {
@@ -215,8 +228,8 @@ for (const mode of ['base', 'SSP', 'SESA-Off', 'SESA-On'] as const) {
   });
   writeJsonAtomic(join(dir, 'settings.json'), {
     model: modelDir,
-    adapter: mode === 'base' ? null : `the ${mode === 'SSP' ? 'ssp' : 'sesa'} runs' solvers (mean over run seeds ${runSeeds.join(', ')})`,
-    skills: mode === 'SESA-On' ? "the run's skills.json" : 'off',
+    adapter: mode === 'base' || mode === 'base-On' ? null : `the ${mode === 'SSP' ? 'ssp' : 'sesa'} runs' solvers (mean over run seeds ${runSeeds.join(', ')})`,
+    skills: mode === 'SESA-On' ? "the run's skills.json" : mode === 'base-On' ? 'a new primed bank (seed and priming cards)' : 'off',
     runSeeds,
   });
   modeDirs.push(dir);

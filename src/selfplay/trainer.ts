@@ -1,6 +1,6 @@
 // The training run: builds the model, adapters, search tool, skill bank and roles from a TrainConfig, then
 // runs SESA steps with metrics, checkpoints and resume. The step itself is in step.ts.
-import { readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic.js';
 import { loadOptimizerState, saveOptimizerState } from '../checkpoint/optimizer-state.js';
@@ -22,6 +22,7 @@ import { loadTokenizer } from '../model/tokenizer.js';
 import { AdamW } from '../rl/optimizer.js';
 import { DataParallelPool } from '../parallel/coordinator.js';
 import { readBankFile, SkillBank } from '../skills/bank.js';
+import { loadPrimingCards } from './priming.js';
 import { E5Embedder } from '../skills/e5.js';
 import type { Embedder } from '../skills/embedder.js';
 import { LexicalEmbedder } from '../skills/lexical.js';
@@ -300,8 +301,10 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     distillConcurrency: config.distillConcurrency,
     distillMaxTokens: config.distillMaxTokens,
   };
+  // A new bank only: a resumed run's bank file already holds its priming.
+  const primingCards = config.skills && config.priming && !existsSync(run.bankPath) ? loadPrimingCards(config.primingCards, modelDir, log) : [];
   const bank = config.skills
-    ? await SkillBank.open(run.bankPath, { embedder: await buildEmbedder(config), seeds: config.priming, config: bankConfig, onStaleLock: (m) => log(`warning: ${m}`), ...(config.dedupThreshold !== undefined ? { dedupThreshold: config.dedupThreshold } : {}) })
+    ? await SkillBank.open(run.bankPath, { embedder: await buildEmbedder(config), seeds: config.priming, primingCards, config: bankConfig, onStaleLock: (m) => log(`warning: ${m}`), ...(config.dedupThreshold !== undefined ? { dedupThreshold: config.dedupThreshold } : {}) })
     : undefined;
   const cardsAtStart = bank?.cards.length ?? 0;
   // Counts every judge and distiller call and every search, per step: failures are warned about, never silent.

@@ -86,6 +86,11 @@ export interface OpenOptions {
   /** Create the file (with the seed cards unless `seeds` is false) when it does not exist. Default true. */
   create?: boolean;
   seeds?: boolean;
+  /**
+   * More priming cards for a new bank, after the seed cards (memory priming; e.g. a model folder's
+   * priming-cards.jsonl). Marked `seed`, so never evicted. Ignored when the bank file exists.
+   */
+  primingCards?: readonly SkillCard[];
   /** Accept a bank recorded with another embedder and re-embed its cards (recorded at the next commit). */
   reembed?: boolean;
   /** Overrides the recorded admission threshold (recorded at the next commit). */
@@ -193,6 +198,18 @@ export function validateBankFile(raw: unknown, path: string): BankFile {
   };
 }
 
+/** The cards a new bank starts with: the seed cards, then the extra priming cards as `seed` cards with fresh stats; an id twice is an error. */
+function primingSet(seeds: readonly SkillCard[], extra: readonly SkillCard[]): SkillCard[] {
+  const out = [...seeds];
+  const ids = new Set(seeds.map((c) => c.id));
+  for (const c of extra) {
+    if (ids.has(c.id)) throw new Error(`memory priming: card id ${c.id} appears twice`);
+    ids.add(c.id);
+    out.push({ ...c, source: 'seed', stats: emptyStats(), createdStep: 0, bankVersion: 0 });
+  }
+  return out;
+}
+
 /** One card per line; the stats travel with it, so an export/import round trip is lossless. */
 export function cardsToJsonl(cards: readonly SkillCard[]): string {
   return cards.map((c) => JSON.stringify(c)).join('\n') + (cards.length > 0 ? '\n' : '');
@@ -293,7 +310,7 @@ export class SkillBank {
         lastCommitStep: 0,
         lastConsolidationStep: null,
         counters: zeroCounters(),
-        cards: opts.seeds === false ? [] : seedCards(),
+        cards: primingSet(opts.seeds === false ? [] : seedCards(), opts.primingCards ?? []),
         queue: [],
       };
     }

@@ -41,6 +41,24 @@ function shapeCard(relations: Relation[], mode: 'stopped-early' | 'wrong-entity'
 }
 
 /**
+ * Up to `count` distinct cards for question shapes of the given (training) worlds, of the kinds the template
+ * distiller writes: a random 2- or 3-hop chain's relations, two in three as a `decomposition` card
+ * (stopped early), one in three as a `relations` card (wrong entity). They name no entity. The transcripts'
+ * bank holds them, and the warm start ships them as its priming cards (docs/world.md).
+ */
+export function worldShapeCards(worlds: readonly World[], count: number, rng: Rng): SkillCard[] {
+  const cards = new Map<string, SkillCard>();
+  for (let i = 0; cards.size < count && i < count * 20; i++) {
+    const world = worlds[i % worlds.length] as World;
+    const path = randomChain(world, 2 + (i % 2), rng);
+    if (!path) continue;
+    const card = shapeCard(path.map((f) => f.relation), i % 3 === 2 ? 'wrong-entity' : 'stopped-early', world.entity((path[0] as (typeof path)[number]).subject).kind);
+    cards.set(card.id, card);
+  }
+  return [...cards.values()];
+}
+
+/**
  * A bank for the transcripts' prompts: the seed cards plus template cards for question shapes of the
  * training worlds (the kind the template distiller writes), so that some prompts carry a decomposition card
  * whose advice the expert follows. Returns the function that renders a question's retrieved cards as the
@@ -55,15 +73,7 @@ export async function transcriptCards(
 ): Promise<{ cardsFor: (question: string, rng: Rng) => Promise<string | undefined>; dispose: () => Promise<void> }> {
   rmSync(bankPath, { force: true });
   const bank = await SkillBank.open(bankPath, { embedder: new LexicalEmbedder(), seeds: true, config: { renderTokenBudget: WORLD_CARD_BUDGET } });
-  const cards = new Map<string, SkillCard>();
-  for (let i = 0; cards.size < shapeCards && i < shapeCards * 20; i++) {
-    const world = worlds[i % worlds.length] as World;
-    const path = randomChain(world, 2 + (i % 2), rng);
-    if (!path) continue;
-    const card = shapeCard(path.map((f) => f.relation), i % 3 === 2 ? 'wrong-entity' : 'stopped-early', world.entity((path[0] as (typeof path)[number]).subject).kind);
-    cards.set(card.id, card);
-  }
-  await bank.importCards([...cards.values()]);
+  await bank.importCards(worldShapeCards(worlds, shapeCards, rng));
   return {
     cardsFor: async (question, r) => {
       if (r.next() >= rate) return undefined;

@@ -1,6 +1,6 @@
 // The skills group: the solver's skill bank (docs/method.md, "The skill bank").
 import { DEFAULT_SKILL_BANK_CONFIG } from '../../skills/config.js';
-import { bool, choice, fixedForRun, int, onOff, optionalNum, str } from './setting.js';
+import { bool, choice, fixedForRun, int, onOff, optionalNum, optionalStr, str } from './setting.js';
 
 const B = DEFAULT_SKILL_BANK_CONFIG;
 
@@ -10,6 +10,10 @@ export const SKILLS_SETTINGS = {
     resume: fixedForRun('the run was trained with this skill path; start a new run for another'),
   }),
   priming: bool(true, { help: 'start the bank from the seed cards (memory priming); --no-priming: empty' }),
+  primingCards: optionalStr({
+    help: "a JSONL file of cards (as `skills export` writes) that also prime a new bank, after the seed cards; unset: the model folder's priming-cards.jsonl when it has one",
+    resume: fixedForRun('the bank was primed when the run started'),
+  }),
   distill: bool(true, { help: 'failure distillation into new cards; --no-distill: off' }),
   embedder: choice(['e5', 'lexical'], 'e5', {
     tiny: 'lexical',

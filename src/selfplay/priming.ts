@@ -1,0 +1,27 @@
+// Memory priming beyond the seed cards (docs/method.md, "The skill bank"): a JSONL file of cards that a new
+// bank starts with after the project's seed cards. A model can ship its own (`priming-cards.jsonl` in its
+// folder, as the world's warm start does: the shape cards its transcripts were written with, docs/world.md);
+// --priming-cards FILE names another.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { cardsFromJsonl } from '../skills/bank.js';
+import type { SkillCard } from '../skills/card.js';
+
+/** The file name a model folder's own priming cards go under. */
+export const MODEL_PRIMING_FILE = 'priming-cards.jsonl';
+
+/**
+ * The extra priming cards of a run: `file` when given (it must exist), else the model folder's
+ * priming-cards.jsonl when it has one, else none. Says which in the log.
+ */
+export function loadPrimingCards(file: string | undefined, modelDir: string, log: (line: string) => void): SkillCard[] {
+  const path = file ?? join(modelDir, MODEL_PRIMING_FILE);
+  if (!existsSync(path)) {
+    if (file !== undefined) throw new Error(`--priming-cards ${file}: no such file`);
+    log('memory priming: the seed cards');
+    return [];
+  }
+  const cards = cardsFromJsonl(readFileSync(path, 'utf8'), path);
+  log(`memory priming: the seed cards and ${cards.length} cards from ${path}${file === undefined ? " (the model folder's own)" : ''}`);
+  return cards;
+}
