@@ -99,7 +99,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   'lora-targets': ['q_proj', 'v_proj'],
   skills: 'on',
   priming: false,
-  primingCards: 'cards/priming.jsonl',
+  'priming-cards': 'cards/priming.jsonl',
   distill: false,
   embedder: 'lexical',
   'e5-model': 'intfloat/e5-small-v2',
