@@ -1,7 +1,7 @@
 // The world warm start's priming cards (docs/world.md, "Memory priming in the world"): shape cards of the
 // training worlds, of the kinds the template distiller writes and the warm-start transcripts carried, as JSONL
 // for the model folder (`priming-cards.jsonl`, read by `sesa-train` when it makes a new bank).
-//   npx tsx scripts/make-priming-cards.ts [--worlds 48] [--cards 150] [--seed 21] [--out models/demo/priming-cards.jsonl]
+//   npx tsx scripts/make-priming-cards.ts [--worlds 48] [--cards 150] [--one-hop-cards 0] [--seed 21] [--out models/demo/priming-cards.jsonl]
 import { parseArgs } from 'node:util';
 import { intFlag as int } from './flags.js';
 import { MODEL_PRIMING_FILE } from '../src/selfplay/priming.js';
@@ -15,12 +15,15 @@ const { values } = parseArgs({
   options: {
     worlds: { type: 'string', default: '48' },
     cards: { type: 'string', default: '150' },
+    // One-hop shape cards besides: without them a one-hop question retrieves a multi-hop card of its relation.
+    'one-hop-cards': { type: 'string', default: '0' },
     seed: { type: 'string', default: '21' },
     out: { type: 'string', default: `models/demo/${MODEL_PRIMING_FILE}` },
   },
 });
 const worlds = trainingWorldSeeds(int('worlds', values.worlds, 1)).map((seed) => new World({ seed, passages: DEMO_WORLD.passages }));
-const cards = worldShapeCards(worlds, int('cards', values.cards, 1), new Rng(int('seed', values.seed, 0)));
+const rng = new Rng(int('seed', values.seed, 0));
+const cards = [...worldShapeCards(worlds, int('cards', values.cards, 1), rng), ...worldShapeCards(worlds, int('one-hop-cards', values['one-hop-cards'], 0), rng, { oneHop: true })];
 writeFileAtomic(values.out as string, cardsToJsonl(cards));
 const by = (c: string): number => cards.filter((x) => x.category === c).length;
 process.stdout.write(`${cards.length} shape cards (${by('decomposition')} decomposition, ${by('relations')} relations) from ${worlds.length} training worlds → ${values.out}\n`);

@@ -74,8 +74,17 @@ describe('memory priming', () => {
     expect(new Set(cards.map((c) => c.id)).size).toBe(30);
     expect(worldShapeCards(worlds, 30, new Rng(7))).toEqual(cards);
     expect(new Set(cards.map((c) => c.category))).toEqual(new Set(['decomposition', 'relations']));
+    // One-hop shapes: relations cards of one link ("For the <noun> of [kind], …"), a finite set.
+    const oneHop = worldShapeCards(worlds, 500, new Rng(7), { oneHop: true });
+    expect(oneHop.length).toBeGreaterThan(10);
+    expect(oneHop.length).toBeLessThan(500);
+    for (const c of oneHop) {
+      expect(c.category).toBe('relations');
+      expect(c.description).toMatch(/^For the [a-z -]+ of \[[a-z ]+\], read each link/);
+      expect(c.description.match(/ of /g)).toHaveLength(1);
+    }
     const names = [...worlds, new World(DEMO_WORLD), new World(FRESH_WORLD)].flatMap((w) => w.synth.entities.map((e) => e.name.toLowerCase()));
-    for (const c of cards) {
+    for (const c of [...cards, ...oneHop]) {
       const text = [c.description, ...c.triggers, ...c.avoid, ...c.queries].join(' ').toLowerCase();
       expect(names.filter((n) => text.includes(n))).toEqual([]);
     }

@@ -43,16 +43,18 @@ function shapeCard(relations: Relation[], mode: 'stopped-early' | 'wrong-entity'
 /**
  * Up to `count` distinct cards for question shapes of the given (training) worlds, of the kinds the template
  * distiller writes: a random 2- or 3-hop chain's relations, two in three as a `decomposition` card
- * (stopped early), one in three as a `relations` card (wrong entity). They name no entity. The transcripts'
+ * (stopped early), one in three as a `relations` card (wrong entity); with `oneHop`, one-hop chains, each a
+ * `relations` card (a one-hop question has no entity to stop early at). They name no entity. The transcripts'
  * bank holds them, and the warm start ships them as its priming cards (docs/world.md).
  */
-export function worldShapeCards(worlds: readonly World[], count: number, rng: Rng): SkillCard[] {
+export function worldShapeCards(worlds: readonly World[], count: number, rng: Rng, opts: { oneHop?: boolean } = {}): SkillCard[] {
   const cards = new Map<string, SkillCard>();
   for (let i = 0; cards.size < count && i < count * 20; i++) {
     const world = worlds[i % worlds.length] as World;
-    const path = randomChain(world, 2 + (i % 2), rng);
+    const path = randomChain(world, opts.oneHop ? 1 : 2 + (i % 2), rng);
     if (!path) continue;
-    const card = shapeCard(path.map((f) => f.relation), i % 3 === 2 ? 'wrong-entity' : 'stopped-early', world.entity((path[0] as (typeof path)[number]).subject).kind);
+    const mode = opts.oneHop || i % 3 === 2 ? 'wrong-entity' : 'stopped-early';
+    const card = shapeCard(path.map((f) => f.relation), mode, world.entity((path[0] as (typeof path)[number]).subject).kind);
     cards.set(card.id, card);
   }
   return [...cards.values()];
