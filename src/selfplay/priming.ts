@@ -1,7 +1,7 @@
 // Memory priming beyond the seed cards (docs/method.md, "The skill bank"): a JSONL file of cards that a new
 // bank starts with after the project's seed cards. A model can ship its own (`priming-cards.jsonl` in its
-// folder, as the world's warm start does: the shape cards its transcripts were written with, docs/world.md);
-// --priming-cards FILE names another.
+// folder; for the world, scripts/make-priming-cards.ts writes the shape cards its warm start's transcripts
+// carried, docs/world.md); --priming-cards FILE names another.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cardsFromJsonl } from '../skills/bank.js';

@@ -45,7 +45,7 @@ function shapeCard(relations: Relation[], mode: 'stopped-early' | 'wrong-entity'
  * distiller writes: a random 2- or 3-hop chain's relations, two in three as a `decomposition` card
  * (stopped early), one in three as a `relations` card (wrong entity); with `oneHop`, one-hop chains, each a
  * `relations` card (a one-hop question has no entity to stop early at). They name no entity. The transcripts'
- * bank holds them, and the warm start ships them as its priming cards (docs/world.md).
+ * bank holds them; scripts/make-priming-cards.ts writes them as priming cards (docs/world.md).
  */
 export function worldShapeCards(worlds: readonly World[], count: number, rng: Rng, opts: { oneHop?: boolean } = {}): SkillCard[] {
   const cards = new Map<string, SkillCard>();
