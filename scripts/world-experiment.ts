@@ -21,7 +21,7 @@ import { ModelPolicy } from '../src/model/policy.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
 import { parseConfigObject, RECIPE_PRESETS, TRAIN_DEFAULTS, type TrainConfig, validateConfig, WORLD_DEFAULTS } from '../src/selfplay/config.js';
-import { loadPrimingCards } from '../src/selfplay/priming.js';
+import { primedBankOptions } from '../src/selfplay/priming.js';
 import { train } from '../src/selfplay/trainer.js';
 import { SkillBank } from '../src/skills/bank.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
@@ -145,8 +145,7 @@ if (values.merge !== undefined) {
     const config = runConfig(0, 'sesa', out);
     const bankPath = join(out, 'base-bank.json');
     rmSync(bankPath, { force: true });
-    const primingCards = config.priming ? loadPrimingCards(config.primingCards, modelDir, log) : [];
-    await (await SkillBank.open(bankPath, { embedder: new LexicalEmbedder(), seeds: config.priming, primingCards, config: { renderTokenBudget: WORLD_CARD_BUDGET } })).dispose();
+    await (await SkillBank.open(bankPath, { embedder: new LexicalEmbedder(), ...primedBankOptions(config, modelDir, log), config: { renderTokenBudget: WORLD_CARD_BUDGET } })).dispose();
     await evaluateRow('base-On', 0, undefined, bankPath);
   }
 }

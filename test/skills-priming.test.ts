@@ -2,10 +2,10 @@
 // the world"): a new bank takes the priming cards after the seed cards, marked seed with fresh stats; the
 // run finds a model folder's own priming-cards.jsonl or the file --priming-cards names; the world's shape
 // cards name no entity and are the same for the same seed.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadPrimingCards, MODEL_PRIMING_FILE } from '../src/selfplay/priming.js';
+import { loadPrimingCards, MODEL_PRIMING_FILE, primedBankOptions } from '../src/selfplay/priming.js';
 import { cardsToJsonl, readBankFile, SkillBank } from '../src/skills/bank.js';
 import type { SkillCard } from '../src/skills/card.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
@@ -61,8 +61,10 @@ describe('memory priming', () => {
     expect(loadPrimingCards(other, modelDir, log)).toHaveLength(2);
     expect(lines.pop()).toBe(`memory priming: the seed cards and 2 cards from ${other}`);
     expect(() => loadPrimingCards(join(modelDir, 'missing.jsonl'), modelDir, log)).toThrow(`--priming-cards ${join(modelDir, 'missing.jsonl')}: no such file`);
+    // The run's bank options: --no-priming reads no file and starts empty; --priming takes the folder's cards.
+    expect(primedBankOptions({ priming: false }, modelDir, log)).toEqual({ seeds: false, primingCards: [] });
+    expect(primedBankOptions({ priming: true }, modelDir, log).primingCards.map((c) => c.id)).toEqual(shapes.map((c) => c.id));
     const bad = join(tempDir(), 'bad.jsonl');
-    mkdirSync(join(bad, '..'), { recursive: true });
     writeFileSync(bad, `${JSON.stringify(shapes[0])}\n{"id": 3}\n`);
     expect(() => loadPrimingCards(bad, modelDir, log)).toThrow(`${bad}:2`);
   });

@@ -11,6 +11,14 @@ import type { SkillCard } from '../skills/card.js';
 export const MODEL_PRIMING_FILE = 'priming-cards.jsonl';
 
 /**
+ * What a new bank of a run is primed with (SkillBank.open's `seeds` and `primingCards`): the seed cards and
+ * the extra priming cards with --priming (the default), nothing with --no-priming.
+ */
+export function primedBankOptions(config: { priming: boolean; primingCards?: string | undefined }, modelDir: string, log: (line: string) => void): { seeds: boolean; primingCards: SkillCard[] } {
+  return { seeds: config.priming, primingCards: config.priming ? loadPrimingCards(config.primingCards, modelDir, log) : [] };
+}
+
+/**
  * The extra priming cards of a run: `file` when given (it must exist), else the model folder's
  * priming-cards.jsonl when it has one, else none. Says which in the log.
  */

@@ -22,7 +22,7 @@ import { loadTokenizer } from '../model/tokenizer.js';
 import { AdamW } from '../rl/optimizer.js';
 import { DataParallelPool } from '../parallel/coordinator.js';
 import { readBankFile, SkillBank } from '../skills/bank.js';
-import { loadPrimingCards } from './priming.js';
+import { primedBankOptions } from './priming.js';
 import { E5Embedder } from '../skills/e5.js';
 import type { Embedder } from '../skills/embedder.js';
 import { LexicalEmbedder } from '../skills/lexical.js';
@@ -301,10 +301,9 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     distillConcurrency: config.distillConcurrency,
     distillMaxTokens: config.distillMaxTokens,
   };
-  // A new bank only: a resumed run's bank file already holds its priming.
-  const primingCards = config.skills && config.priming && !existsSync(run.bankPath) ? loadPrimingCards(config.primingCards, modelDir, log) : [];
+  // Priming applies to a new bank only: a resumed run's bank file already holds it.
   const bank = config.skills
-    ? await SkillBank.open(run.bankPath, { embedder: await buildEmbedder(config), seeds: config.priming, primingCards, config: bankConfig, onStaleLock: (m) => log(`warning: ${m}`), ...(config.dedupThreshold !== undefined ? { dedupThreshold: config.dedupThreshold } : {}) })
+    ? await SkillBank.open(run.bankPath, { embedder: await buildEmbedder(config), ...(existsSync(run.bankPath) ? {} : primedBankOptions(config, modelDir, log)), config: bankConfig, onStaleLock: (m) => log(`warning: ${m}`), ...(config.dedupThreshold !== undefined ? { dedupThreshold: config.dedupThreshold } : {}) })
     : undefined;
   const cardsAtStart = bank?.cards.length ?? 0;
   // Counts every judge and distiller call and every search, per step: failures are warned about, never silent.
