@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveTrainConfig } from '../src/cli/train.js';
 import { configProblems, TINY_DEFAULTS, TRAIN_DEFAULTS, validateConfig, WORLD_DEFAULTS, workerCount } from '../src/selfplay/config.js';
 import { deviceOf } from '../src/selfplay/trainer.js';
-import { capHops, readSeedsFile, seedsFromPassages } from '../src/selfplay/seeds.js';
+import { capHops, floorHops, readSeedsFile, seedsFromPassages } from '../src/selfplay/seeds.js';
 import { worldSeeds } from '../src/world/setup.js';
 import { DEMO_WORLD, World } from '../src/world/world.js';
 
@@ -140,5 +140,23 @@ describe('answer seeds', () => {
     const multiHop = world.synth.seeds.filter((s) => s.hops > 1);
     expect(multiHop.length).toBeGreaterThan(50);
     for (const s of multiHop) expect(world.factsInto(s.entityId).length, s.answer).toBeGreaterThan(0);
+  });
+
+  it('--min-hops N asks each seed for at least N hops, and in the world most answers have a two-hop chain', () => {
+    const seeds = [
+      { answer: 'A', hops: 1, aliases: ['a'] },
+      { answer: 'B', hops: 2 },
+      { answer: 'C', hops: 3 },
+    ];
+    expect(floorHops(seeds, undefined)).toEqual(seeds);
+    expect(floorHops(seeds, 2)).toEqual([{ answer: 'A', hops: 2, aliases: ['a'] }, { answer: 'B', hops: 2 }, { answer: 'C', hops: 3 }]);
+    expect(floorHops(capHops(seeds, 2), 2).map((s) => s.hops)).toEqual([2, 2, 2]);
+    expect(() => validateConfig({ ...TRAIN_DEFAULTS, minHops: 3, maxHops: 2 })).toThrow('--min-hops (3) must be ≤ --max-hops (2)');
+    expect(() => validateConfig({ ...TRAIN_DEFAULTS, minHops: 1.5 })).toThrow(/min-hops.*whole number/);
+    // A two-hop chain into an answer: a fact into it whose subject is itself the object of a fact.
+    const world = new World(DEMO_WORLD);
+    const twoHop = world.synth.seeds.filter((s) => world.factsInto(s.entityId).some((f) => world.factsInto(f.subject).length > 0));
+    expect(twoHop.length).toBe(113);
+    expect(world.synth.seeds.length).toBe(127);
   });
 });

@@ -55,6 +55,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   seed: 9,
   'max-turns': 5,
   'max-hops': 2,
+  'min-hops': 2,
   'max-new-tokens': 128,
   'max-response-tokens': 1024,
   temperature: 0.7,

@@ -160,6 +160,10 @@ const CROSS_CHECKS: CrossCheck[] = [
     c.temperature > 0
       ? undefined
       : '--temperature 0 samples greedily: the G rollouts of a group would be identical and GRPO would get no signal (use a temperature > 0)',
+  (c) =>
+    c.minHops === undefined || c.maxHops === undefined || c.minHops <= c.maxHops
+      ? undefined
+      : `--min-hops (${c.minHops}) must be ≤ --max-hops (${c.maxHops})`,
   (c) => (c.questionMinChars <= c.questionMaxChars ? undefined : `--question-min-chars (${c.questionMinChars}) must be ≤ --question-max-chars (${c.questionMaxChars})`),
   (c) => (c.lrSchedule === 'cosine' || c.minLrRatio === 0 ? undefined : `--min-lr-ratio ${c.minLrRatio} applies only to --lr-schedule cosine`),
   (c) => (c.lrSchedule !== 'cosine' || c.steps > c.warmupSteps ? undefined : `--lr-schedule cosine needs --steps (${c.steps}) > --warmup-steps (${c.warmupSteps})`),

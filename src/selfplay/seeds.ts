@@ -58,3 +58,12 @@ export function seedsFromPassages(passages: readonly Passage[]): AnswerSeed[] {
 export function capHops(seeds: readonly AnswerSeed[], maxHops: number | undefined): AnswerSeed[] {
   return maxHops === undefined ? [...seeds] : seeds.map((s) => (s.hops > maxHops ? { ...s, hops: maxHops } : s));
 }
+
+/**
+ * `--min-hops N`: each seed asks for at least N hops. A seed's hop count is the length of one chain the data
+ * knows into it; a longer chain exists whenever the chain's start entity is itself the object of a fact, which
+ * the proposer finds by searching (and an invalid question is rejected as any other).
+ */
+export function floorHops(seeds: readonly AnswerSeed[], minHops: number | undefined): AnswerSeed[] {
+  return minHops === undefined ? [...seeds] : seeds.map((s) => (s.hops < minHops ? { ...s, hops: minHops } : s));
+}

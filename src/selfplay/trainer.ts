@@ -33,7 +33,7 @@ import { endpointOf, probeChat, probeRetriever } from './endpoints.js';
 import { AnswerJudge } from './judge.js';
 import { RoleFailureError, RoleWatch, type StepCalls } from './role-health.js';
 import { ProposerRole, SolverRole } from './roles.js';
-import { capHops, readSeedsFile } from './seeds.js';
+import { capHops, floorHops, readSeedsFile } from './seeds.js';
 import { buildSearch } from './search-setup.js';
 import { RunFolder } from './run-folder.js';
 import { type StepMetrics, sesaStep } from './step.js';
@@ -247,10 +247,15 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   }
   const givenSeeds = config.seeds ? readSeedsFile(config.seeds) : corpusSeeds;
   if (!givenSeeds) throw new Error('--seeds FILE is required with --retriever-url (answer seeds: JSONL of {"answer","hops"}); a local --corpus supplies its own');
-  const seeds = capHops(givenSeeds, config.maxHops);
+  const seeds = floorHops(capHops(givenSeeds, config.maxHops), config.minHops);
+  const hopsText = (n: number) => `${n} hop${n === 1 ? '' : 's'}`;
   if (config.maxHops !== undefined) {
     const capped = givenSeeds.filter((s) => s.hops > (config.maxHops as number)).length;
-    log(`--max-hops ${config.maxHops}: ${capped} of ${givenSeeds.length} answer seeds are asked for ${config.maxHops} hop${config.maxHops === 1 ? '' : 's'} instead of more`);
+    log(`--max-hops ${config.maxHops}: ${capped} of ${givenSeeds.length} answer seeds are asked for ${hopsText(config.maxHops)} instead of more`);
+  }
+  if (config.minHops !== undefined) {
+    const raised = givenSeeds.filter((s) => s.hops < (config.minHops as number)).length;
+    log(`--min-hops ${config.minHops}: ${raised} of ${givenSeeds.length} answer seeds are asked for ${hopsText(config.minHops)} instead of fewer`);
   }
 
   // Where to start: the newest checkpoint of a resumed run whose every file is whole and loads, else step 1.

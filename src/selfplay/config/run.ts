@@ -41,6 +41,11 @@ export const RUN_SETTINGS = {
     check: (v) => (v === undefined || Number.isInteger(v) ? undefined : `must be a whole number of hops, got ${v}`),
     help: 'ask the proposer for at most this many search steps: an answer seed of more hops is asked for this many (a curriculum for a model that solves few multi-hop questions; default: each seed\'s own hop count)',
   }),
+  minHops: optionalNum({
+    min: 1,
+    check: (v) => (v === undefined || Number.isInteger(v) ? undefined : `must be a whole number of hops, got ${v}`),
+    help: 'ask the proposer for at least this many search steps: an answer seed of fewer hops is asked for this many (with --max-hops equal to it, every seed is asked for that many; default: each seed\'s own hop count)',
+  }),
   groupSize: int(5, { tiny: 3, help: 'G, solver rollouts per valid question (the solver GRPO group; p̂ is its success rate)' }),
   out: str('runs/sesa', {
     tiny: 'runs/tiny',
