@@ -16,9 +16,9 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 const reason = !shipped ? ' (skipped: models/demo has no model.safetensors; run scripts/make-demo-model.ts)' : '';
 
 describe.skipIf(reason !== '')(`the default world loop${reason}`, () => {
-  // One step of the world's 4 seeds × 4 proposals and one solver epoch (the default's four passes over the same
-  // rollouts only cost time here): the shipped proposer writes a valid question in about four proposals of
-  // ten (docs/world.md), and the run is deterministic, so this step has some. The
+  // One step of the world's 4 seeds × 8 proposals, each asked for two hops, and one solver epoch (the default's
+  // four passes over the same rollouts only cost time here): the shipped proposer writes a valid question asked
+  // for two hops about one time in ten (docs/world.md), and the run is deterministic, so this step has some. The
   // solver's groups on them are mostly all wrong or all right at this size (p̂ of 0 or 1: no solver
   // advantage). The world run leaves such groups out of the update (--skip-uniform-groups), so the solver is
   // updated, with a non-zero gradient, exactly when some group has 0 < p̂ < 1.

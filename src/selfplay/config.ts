@@ -81,7 +81,7 @@ export const TINY_DEFAULTS: Partial<TrainConfig> = tinyDefaultsOf(SETTINGS);
 /**
  * The embedded default (`sesa-train` with no arguments, = `--model demo`; docs/world.md): SESA self-play in the
  * demo world from its warm-start model, with the held-out eval (all 57 questions, skills on and off) at steps
- * 0, 6 and 12, the lexical embedder and the scripted judge, RAG check and distiller. Sized to finish within
+ * 0, 4 and 8, the lexical embedder and the scripted judge, RAG check and distiller. Sized to finish within
  * 15 minutes on 2 cores (measured in docs/world.md). Why the values differ from a real model's:
  * - T = 0.7: the 1M model sampled at T = 1 wrote a rule-valid question in 1 of 16 proposals.
  * - Consolidation every 2 steps on any pending failure: a 16-step world run queues 10–34 frontier failures in
@@ -89,17 +89,15 @@ export const TINY_DEFAULTS: Partial<TrainConfig> = tinyDefaultsOf(SETTINGS);
  * - Groups with all-equal rewards, most of them here, are left out of the updates.
  * - 4 solver epochs: a run has only a few solver groups with 0 < p̂ < 1, and one AdamW step on each left the
  *   held-out accuracy within a question of the warm start.
- * - One hop asked of every seed (--max-hops 1): the 1M warm start solved no multi-hop question (p̂ = 0 for all
- *   of them), and with one hop a run had about twice the valid questions (96–107 of 384, against 49–72) and
- *   twice the solver updates (9–11, against 4–6), two seeds each (the 1M warm start). With the 6-layer warm
- *   start that ships now, two hops did worse still (docs/world.md, "The 6-layer warm start: three seeds").
- * - The solver at lr 1e-3, the proposer at 3e-4, for 12 steps. With the solver at 1e-3 the held-out accuracy
- *   rose within the first 4–12 steps and then fell back: three seeds gave 15.8, 14.0, 14.0% at step 12 and
- *   12.3, 7.0, 12.3% at step 24 (docs/world.md, "The solver at lr 1e-3, for 12 steps"). Both roles at 3e-4 for
- *   24 steps gave 11.7% (sd 1.0). The step count was chosen from those held-out curves; six further run
- *   seeds, not used for the choice, gave 12.0% (sd 1.3; docs/world.md, "Three seeds, and the comparison").
- *   On the 6-layer warm start these settings leave the held-out accuracy where it was (22.2% with the bank
- *   against 21.1%; docs/world.md, "The 6-layer warm start: three seeds").
+ * - Two hops asked of every seed (--min-hops 2 --max-hops 2) and 8 proposals a seed: trained on one-hop
+ *   questions alone, the solver stops searching a second time and loses the multi-hop questions it had; the
+ *   proposer writes a valid two-hop question about one time in ten, so it takes 32 proposals a step to give the
+ *   solver a few. With one hop asked (the earlier default) three seeds ended at 20.5–22.2% against the warm
+ *   start's 21.1%; with two hops asked of every seed the solver without its bank reached 27.2% (sd 2.9) at
+ *   step 8 over six run seeds (docs/world.md, "Every seed asked for two hops").
+ * - The solver at lr 1e-3, the proposer at 3e-4, for 8 steps: at 1e-3 the solver gains within its first
+ *   updates and then drifts; with two hops asked, the held-out accuracy of run seeds 0–2 was 28.1% at step 4
+ *   in all three, 27.5% at step 8 and 26.9% at step 12 (two of the three had lost their two-hop gain by then).
  * The eval takes the world's whole held-out set: --eval-limit's general default (100) is more than its 57.
  */
 export const WORLD_DEFAULTS: Partial<TrainConfig> = {
@@ -107,9 +105,9 @@ export const WORLD_DEFAULTS: Partial<TrainConfig> = {
   corpus: 'world',
   worldSeed: 0,
   embedder: 'lexical',
-  steps: 12,
+  steps: 8,
   seedsPerStep: 4,
-  proposalsPerSeed: 4,
+  proposalsPerSeed: 8,
   groupSize: 4,
   temperature: 0.7,
   maxTurns: 4,
@@ -119,7 +117,7 @@ export const WORLD_DEFAULTS: Partial<TrainConfig> = {
   solverLr: 1e-3,
   warmupSteps: 0,
   microBatchSize: 4,
-  evalEvery: 6,
+  evalEvery: 4,
   evalData: 'world',
   out: 'runs/world',
   saveEvery: 4,
@@ -127,7 +125,8 @@ export const WORLD_DEFAULTS: Partial<TrainConfig> = {
   consolidateMinPending: 1,
   skipUniformGroups: true,
   solverEpochs: 4,
-  maxHops: 1,
+  maxHops: 2,
+  minHops: 2,
 };
 
 /**
