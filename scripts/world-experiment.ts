@@ -5,7 +5,8 @@
 // with the modes compared) in --out.
 //   npx tsx scripts/world-experiment.ts [--model demo] [--steps N (default: the world run's)] [--seeds 0,1,2] [--threads 2] [--out runs/world-experiment]
 //     [--max-hops N (default: the world run's)] [--recipes ssp,sesa] [--set '{"solverLr":0.0005}'] [--curve-every N]
-// --set overrides any setting of the runs (a JSON object of TrainConfig keys, as a config file holds them);
+// --set overrides any setting of the runs (a JSON object of TrainConfig keys, as a config file holds them;
+// the world run asks every seed for two hops, so one hop is --max-hops 1 --set '{"minHops":1}');
 // --curve-every N also saves a checkpoint every N steps and evaluates the SESA solver there (off and on, the
 // demo world only) into curve.json, to see where in a run the held-out accuracy moves.
 // Seeds can run as separate processes (one wasm thread each on a 2-core machine), and their tables merged:
