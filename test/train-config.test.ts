@@ -153,6 +153,9 @@ describe('answer seeds', () => {
     expect(floorHops(capHops(seeds, 2), 2).map((s) => s.hops)).toEqual([2, 2, 2]);
     expect(() => validateConfig({ ...TRAIN_DEFAULTS, minHops: 3, maxHops: 2 })).toThrow('--min-hops (3) must be ≤ --max-hops (2)');
     expect(() => validateConfig({ ...TRAIN_DEFAULTS, minHops: 1.5 })).toThrow(/min-hops.*whole number/);
+    // The world run sets --min-hops 2, so --max-hops 1 alone there names the flag to add.
+    expect(() => validateConfig({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, maxHops: 1 })).toThrow('--min-hops (2) must be ≤ --max-hops (1) (the world run sets --min-hops 2: give --min-hops too)');
+    expect(validateConfig({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, maxHops: 1, minHops: 1 })).toMatchObject({ maxHops: 1, minHops: 1 });
     // A two-hop chain into an answer: a fact into it whose subject is itself the object of a fact.
     const world = new World(DEMO_WORLD);
     const twoHop = world.synth.seeds.filter((s) => world.factsInto(s.entityId).some((f) => world.factsInto(f.subject).length > 0));

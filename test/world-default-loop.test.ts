@@ -41,6 +41,8 @@ describe.skipIf(reason !== '')(`the default world loop${reason}`, () => {
     if (!m) return;
     expect(lines.join('\n')).toMatch(/generated world of seed 0/);
     expect(m.proposals).toBe(config.seedsPerStep * config.proposalsPerSeed);
+    // --min-hops 2 --max-hops 2: every seed of the step was asked for two hops.
+    expect(Object.keys(m.validByHops)).toEqual(['2']);
     expect(m.validQuestions).toBeGreaterThan(0);
     expect(m.solverRollouts).toBe(m.validQuestions * config.groupSize);
     const mixed = Object.entries(m.pHatHistogram).filter(([p]) => Number(p) > 0 && Number(p) < 1).reduce((n, [, c]) => n + c, 0);

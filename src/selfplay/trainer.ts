@@ -255,7 +255,11 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   }
   if (config.minHops !== undefined) {
     const raised = givenSeeds.filter((s) => s.hops < (config.minHops as number)).length;
-    log(`--min-hops ${config.minHops}: ${raised} of ${givenSeeds.length} answer seeds are asked for ${hopsText(config.minHops)} instead of fewer`);
+    log(
+      raised === 0
+        ? `--min-hops ${config.minHops}: no answer seed has fewer than ${hopsText(config.minHops)}`
+        : `--min-hops ${config.minHops}: ${raised} of ${givenSeeds.length} answer seeds are asked for ${hopsText(config.minHops)} instead of fewer`,
+    );
   }
 
   // Where to start: the newest checkpoint of a resumed run whose every file is whole and loads, else step 1.
