@@ -200,6 +200,16 @@ describe('runRollouts', () => {
     for (const r of [a, b, c]) expect(r?.responseIds.length).toBeLessThanOrEqual(100);
   });
 
+  it('a search that ends exactly at the budget gets no observation at all (nothing fits) and ends the rollout', async () => {
+    // room = 0 after the turn: the observation is cut to no tokens. The policy is asked to decode that empty
+    // span, which the real tokenizer must answer with '' (test/tokenizer.test.ts).
+    const gen = '<search>zed</search>';
+    const { policy, searcher, requests } = setup(byQuestion({ 'Q-D': [gen] }), ['Q-D']);
+    const [d] = await runRollouts(policy, searcher, requests, config({ maxTokensPerTurn: 40, maxResponseTokens: gen.length }));
+    expect([d?.outcome, d?.turns, d?.queries, d?.text]).toEqual(['budget', 1, ['zed'], gen]);
+    expect([d?.responseIds, d?.responseMask]).toEqual([codes(gen), ones(gen)]);
+  });
+
   it('the proposer stops at </question>, not at </answer>', async () => {
     const gen1 = 'Draft <answer>no</answer> then <question>Which city has Qux as its capital?</question>';
     const { policy, searcher, requests } = setup(byQuestion({ 'Q-P': ['<search>zed</search>', `${gen1} trailing`] }), ['Q-P']);

