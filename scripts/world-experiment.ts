@@ -15,7 +15,8 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { renderReport } from '../src/report/html.js';
-import { readEvalFolder, readRun } from '../src/report/run-data.js';
+import { halves, type Pooled, type PooledPHat, pooledPHat, pooledValid } from '../src/report/pooled.js';
+import { readEvalFolder, readRun, type StepRow } from '../src/report/run-data.js';
 import { writeFileAtomic, writeJsonAtomic } from '../src/util/atomic.js';
 import { loadPeftAdapter } from '../src/checkpoint/peft.js';
 import { ModelPolicy } from '../src/model/policy.js';
@@ -189,6 +190,32 @@ for (const mode of ['base', 'base-On', 'SSP', 'SESA-Off', 'SESA-On'] as const) {
     lines.push(`| ${mode} | ${world} | ${meanSd(rs.map((r) => r.accuracy))} | ${hop('1')} | ${hop('2')} | ${hop('3')} | ${rs.length} |`);
   }
 }
+// The loop of each run, first half of its steps → second half: the valid-question rate and the p̂ of the
+// valid questions (at 0, strictly between, at 1), read from the runs' metrics.jsonl, then pooled over seeds.
+const runDirs = [out, ...(values.merge?.split(',') ?? [])];
+const loopLines = ['', '| run | valid questions | p̂ = 0 | 0 < p̂ < 1 | p̂ = 1 |', '|---|---|---|---|---|'];
+const pct = (n: number, of: number): string => (of === 0 ? '—' : `${((100 * n) / of).toFixed(0)}%`);
+const validCell = (v: Pooled | undefined): string => (v === undefined ? '—' : `${pct(v.count, v.of)} (${v.count}/${v.of})`);
+const pHatCell = (p: PooledPHat | undefined, k: 'zero' | 'middle' | 'one'): string => (p === undefined ? '—' : `${pct(p[k], p.of)} (${p[k]}/${p.of})`);
+const loopRow = (label: string, [first, second]: [StepRow[], StepRow[]]): string => {
+  const [p1, p2] = [pooledPHat(first), pooledPHat(second)];
+  return `| ${label} | ${validCell(pooledValid(first))} → ${validCell(pooledValid(second))} | ${(['zero', 'middle', 'one'] as const).map((k) => `${pHatCell(p1, k)} → ${pHatCell(p2, k)}`).join(' | ')} |`;
+};
+for (const recipe of ['sesa', 'ssp'] as const) {
+  const pooledHalves: [StepRow[], StepRow[]] = [[], []];
+  let runsFound = 0;
+  for (const seed of [...new Set(rows.map((r) => r.seed))].sort((a, b) => a - b)) {
+    const dir = runDirs.map((d) => join(d, `${recipe}-seed${seed}`)).find((d) => existsSync(join(d, 'metrics.jsonl')));
+    if (dir === undefined) continue;
+    const split = halves(readRun(dir).steps);
+    loopLines.push(loopRow(`${recipe.toUpperCase()} seed ${seed}`, split));
+    pooledHalves[0].push(...split[0]);
+    pooledHalves[1].push(...split[1]);
+    runsFound++;
+  }
+  if (runsFound > 1) loopLines.push(loopRow(`${recipe.toUpperCase()}, ${runsFound} seeds pooled`, pooledHalves));
+}
+if (loopLines.length > 3) lines.push(...loopLines, '', 'first half of the steps → second half; p̂ of the valid questions, the solver group\'s success rate');
 const table = `${lines.join('\n')}\n`;
 writeFileAtomic(join(out, 'table.md'), table);
 const command = `npx tsx scripts/world-experiment.ts ${process.argv.slice(2).join(' ')}`.trim();

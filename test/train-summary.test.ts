@@ -3,12 +3,19 @@
 // summary gives each half of the run), and says nothing when there is nothing to pool.
 import { describe, expect, it } from 'vitest';
 import { pHatLine, solverAccuracyLine, validLine } from '../src/cli/train.js';
+import { pooledPHat } from '../src/report/pooled.js';
 
 describe('pHatLine', () => {
   it('pools the histograms of the given steps into {0, (0,1), 1} shares', () => {
     const steps: Array<{ pHatHistogram: Record<string, number> }> = [{ pHatHistogram: { '0.00': 3, '0.40': 1 } }, { pHatHistogram: { '0.20': 2, '1.00': 2, '0.00': 2 } }];
     // 10 questions: 5 at 0, 3 strictly between, 2 at 1.
     expect(pHatLine(steps)).toBe('{0: 50%, (0,1): 30%, 1: 20%} of 10');
+  });
+
+  it('pooledPHat counts the questions at 0, strictly between and at 1; a step without a histogram adds none', () => {
+    const steps: Array<{ pHatHistogram?: Record<string, number> }> = [{ pHatHistogram: { '0.00': 3, '0.25': 1, '0.75': 2 } }, {}, { pHatHistogram: { '1.00': 4, '0.00': 1 } }];
+    expect(pooledPHat(steps)).toEqual({ zero: 4, middle: 3, one: 4, of: 11 });
+    expect(pooledPHat([{}])).toBeUndefined();
   });
 
   it('says nothing without valid questions', () => {

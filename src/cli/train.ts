@@ -23,7 +23,7 @@ import type { StepMetrics } from '../selfplay/step.js';
 import { train, type TrainSummary } from '../selfplay/trainer.js';
 import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 import { join } from 'node:path';
-import { halves, pooledSolverAccuracy, pooledValid } from '../report/pooled.js';
+import { halves, pooledPHat, pooledSolverAccuracy, pooledValid } from '../report/pooled.js';
 import { renderReport } from '../report/html.js';
 import { readRun } from '../report/run-data.js';
 import { writeFileAtomic } from '../util/atomic.js';
@@ -85,19 +85,10 @@ function stepLine(m: StepMetrics): string {
 
 /** `{0: 40%, (0,1): 35%, 1: 25%} of 20` over the valid questions of `steps`; undefined when there were none. */
 export function pHatLine(steps: ReadonlyArray<Pick<StepMetrics, 'pHatHistogram'>>): string | undefined {
-  let zero = 0;
-  let one = 0;
-  let total = 0;
-  for (const m of steps) {
-    for (const [p, n] of Object.entries(m.pHatHistogram)) {
-      total += n;
-      if (Number(p) === 0) zero += n;
-      else if (Number(p) === 1) one += n;
-    }
-  }
-  if (total === 0) return undefined;
-  const pct = (n: number): string => `${((100 * n) / total).toFixed(0)}%`;
-  return `{0: ${pct(zero)}, (0,1): ${pct(total - zero - one)}, 1: ${pct(one)}} of ${total}`;
+  const p = pooledPHat(steps);
+  if (p === undefined) return undefined;
+  const pct = (n: number): string => `${((100 * n) / p.of).toFixed(0)}%`;
+  return `{0: ${pct(p.zero)}, (0,1): ${pct(p.middle)}, 1: ${pct(p.one)}} of ${p.of}`;
 }
 
 /** The run's HTML report (docs/report.md), written next to its metrics; returns its path. */

@@ -21,6 +21,28 @@ export function pooledSolverAccuracy(steps: ReadonlyArray<{ solverAccuracy?: num
   return of === 0 ? undefined : { rate: count / of, count, of };
 }
 
+/** Valid questions by their solver group's p̂: at 0, strictly between, at 1 (counts); undefined without any. */
+export interface PooledPHat {
+  zero: number;
+  middle: number;
+  one: number;
+  of: number;
+}
+
+export function pooledPHat(steps: ReadonlyArray<{ pHatHistogram?: Record<string, number> }>): PooledPHat | undefined {
+  let zero = 0;
+  let one = 0;
+  let of = 0;
+  for (const m of steps) {
+    for (const [p, n] of Object.entries(m.pHatHistogram ?? {})) {
+      of += n;
+      if (Number(p) === 0) zero += n;
+      else if (Number(p) === 1) one += n;
+    }
+  }
+  return of === 0 ? undefined : { zero, middle: of - zero - one, one, of };
+}
+
 /** The first and the second half of the steps (the first takes the middle step of an odd count). */
 export function halves<T>(steps: readonly T[]): [T[], T[]] {
   const half = Math.ceil(steps.length / 2);
