@@ -1,8 +1,9 @@
 // The comparison in the world (docs/world.md): base (the warm start, no adapter; base-On with a new primed
 // bank), SSP (a `--recipe ssp` run, evaluated without a bank), SESA-Off (a SESA run's solver without its bank)
 // and SESA-On (with its bank), over several run seeds, on the demo world's held-out set and on the fresh
-// world's. Writes table.md, results.json, one eval folder per mode (modes/) and report.html (the first SESA run
-// with the modes compared) in --out.
+// world's. Writes table.md (the accuracy table, then each run's loop: valid-question rate and p̂ of the valid
+// questions, first half of the steps → second half, per seed and pooled), results.json, one eval folder per
+// mode (modes/) and report.html (the first SESA run with the modes compared) in --out.
 //   npx tsx scripts/world-experiment.ts [--model demo] [--steps N (default: the world run's)] [--seeds 0,1,2] [--threads 2] [--out runs/world-experiment]
 //     [--max-hops N (default: the world run's)] [--recipes ssp,sesa] [--set '{"solverLr":0.0005}'] [--curve-every N]
 // --set overrides any setting of the runs (a JSON object of TrainConfig keys, as a config file holds them;
