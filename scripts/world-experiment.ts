@@ -195,7 +195,8 @@ for (const mode of ['base', 'base-On', 'SSP', 'SESA-Off', 'SESA-On'] as const) {
 // valid questions (at 0, strictly between, at 1), read from the runs' metrics.jsonl, then pooled over seeds.
 const runDirs = [out, ...(values.merge?.split(',') ?? [])];
 const loopLines = ['', '| run | valid questions | p̂ = 0 | 0 < p̂ < 1 | p̂ = 1 |', '|---|---|---|---|---|'];
-const pct = (n: number, of: number): string => (of === 0 ? '—' : `${((100 * n) / of).toFixed(0)}%`);
+// pooledValid and pooledPHat return undefined for an empty span, so `of` is never 0 here.
+const pct = (n: number, of: number): string => `${((100 * n) / of).toFixed(0)}%`;
 const validCell = (v: Pooled | undefined): string => (v === undefined ? '—' : `${pct(v.count, v.of)} (${v.count}/${v.of})`);
 const pHatCell = (p: PooledPHat | undefined, k: 'zero' | 'middle' | 'one'): string => (p === undefined ? '—' : `${pct(p[k], p.of)} (${p[k]}/${p.of})`);
 const loopRow = (label: string, [first, second]: [StepRow[], StepRow[]]): string => {

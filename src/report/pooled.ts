@@ -21,7 +21,7 @@ export function pooledSolverAccuracy(steps: ReadonlyArray<{ solverAccuracy?: num
   return of === 0 ? undefined : { rate: count / of, count, of };
 }
 
-/** Valid questions by their solver group's p̂: at 0, strictly between, at 1 (counts); undefined without any. */
+/** Valid questions by their solver group's p̂: at 0, strictly between, at 1 (counts). */
 export interface PooledPHat {
   zero: number;
   middle: number;
@@ -29,6 +29,7 @@ export interface PooledPHat {
   of: number;
 }
 
+/** The p̂ histograms of the steps, pooled into PooledPHat; undefined without any valid question. */
 export function pooledPHat(steps: ReadonlyArray<{ pHatHistogram?: Record<string, number> }>): PooledPHat | undefined {
   let zero = 0;
   let one = 0;
