@@ -231,7 +231,7 @@ describe('expert transcripts', () => {
   });
 
   it('a transcript set comes from training worlds only and never mentions the held-out set', async () => {
-    await expect(buildTranscripts({ worldSeeds: [DEMO_WORLD.seed], passages: 300, solverPerWorld: 1, proposerPerWorld: 1, hopMix: [1, 1, 1], rates: PERFECT, seed: 0, turnWindows: false, firstTurnsPerWorld: 0 })).rejects.toThrow(/demo or the fresh world/);
+    await expect(buildTranscripts({ worldSeeds: [DEMO_WORLD.seed], passages: 300, solverPerWorld: 1, proposerPerWorld: 1, hopMix: [1, 1, 1], rates: PERFECT, seed: 0, turnWindows: false, firstTurnsPerWorld: 0 })).rejects.toThrow(/the demo, the fresh or an evaluation world/);
     const set = await buildTranscripts({ worldSeeds: trainingWorldSeeds(2), passages: 300, solverPerWorld: 40, proposerPerWorld: 10, hopMix: [1, 1, 1], rates: DEFAULT_EXPERT_RATES, seed: 0, turnWindows: true, firstTurnsPerWorld: 30 });
     expect(set.stats.solver).toBe(80);
     expect(set.stats.proposer).toBe(20);
