@@ -136,6 +136,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   'eval-every': 5,
   'eval-data': 'demo',
   'eval-limit': 40,
+  'eval-batch-size': 16,
   'api-key-env': 'MY_KEY',
 };
 

@@ -2,11 +2,10 @@
 // the solver adapter as it is at a step, with the skill bank on and off, summarized as metrics rows
 // (`kind: "eval"`) that the run's metrics.jsonl and `sesa-train report` understand.
 import type { Policy } from '../model/policy.js';
-import type { Searcher } from '../search/types.js';
 import type { SkillBank } from '../skills/bank.js';
 import { type EvalQuestion, resolveDataset, sampleQuestions } from './dataset.js';
 import type { DatasetResult } from './results.js';
-import { evaluateSolver, type EvalSettings } from './runner.js';
+import { type EvalSet, type EvalSettings, evaluateSets, type PredictionRecord } from './runner.js';
 
 export interface HeldOutRow {
   kind: 'eval';
@@ -25,24 +24,33 @@ export function heldOutQuestions(data: string, limit: number, dataDir: string | 
   return sampleQuestions(resolveDataset(data, dataDir).questions, limit, 0);
 }
 
-/** Evaluates the solver with skills on (when there is a bank) and off; one row per mode. */
-export async function heldOutRows(step: number, solver: { policy: Policy; searcher: Searcher; bank?: SkillBank }, questions: readonly EvalQuestion[], settings: EvalSettings): Promise<HeldOutRow[]> {
+/** One mode's row and its per-question predictions. */
+export interface HeldOutEval {
+  row: HeldOutRow;
+  records: PredictionRecord[];
+}
+
+/** Evaluates the solver with skills on (when there is a bank) and off, over every set; one row per mode. */
+export async function heldOutRows(step: number, solver: { policy: Policy; bank?: SkillBank }, sets: readonly EvalSet[], settings: EvalSettings): Promise<HeldOutEval[]> {
   const modes: Array<{ skills: 'on' | 'off'; bank?: SkillBank }> = solver.bank ? [{ skills: 'on', bank: solver.bank }, { skills: 'off' }] : [{ skills: 'off' }];
-  const rows: HeldOutRow[] = [];
+  const out: HeldOutEval[] = [];
   for (const mode of modes) {
     const t0 = performance.now();
-    const { results } = await evaluateSolver({ policy: solver.policy, searcher: solver.searcher, ...(mode.bank ? { bank: mode.bank } : {}) }, questions, settings);
-    rows.push({
-      kind: 'eval',
-      step,
-      skills: mode.skills,
-      questions: results.average.questions,
-      em: results.average.em,
-      f1: results.average.f1,
-      judged: results.average.judged,
-      datasets: results.datasets,
-      seconds: (performance.now() - t0) / 1000,
+    const { records, results } = await evaluateSets({ policy: solver.policy, ...(mode.bank ? { bank: mode.bank } : {}) }, sets, settings);
+    out.push({
+      row: {
+        kind: 'eval',
+        step,
+        skills: mode.skills,
+        questions: results.average.questions,
+        em: results.average.em,
+        f1: results.average.f1,
+        judged: results.average.judged,
+        datasets: results.datasets,
+        seconds: (performance.now() - t0) / 1000,
+      },
+      records,
     });
   }
-  return rows;
+  return out;
 }

@@ -37,15 +37,14 @@ import { capHops, floorHops, readSeedsFile } from './seeds.js';
 import { buildSearch } from './search-setup.js';
 import { RunFolder } from './run-folder.js';
 import { type StepMetrics, sesaStep } from './step.js';
-import { advantageSettingsOf, grpoConfigOf, optimizerConfigOf, rolloutSettingsOf, stepSettingsOf } from './step-settings.js';
+import { advantageSettingsOf, evalSettingsOf, grpoConfigOf, optimizerConfigOf, rolloutSettingsOf, stepSettingsOf } from './step-settings.js';
 import { DataParallelPolicyUpdater } from './data-parallel-updater.js';
 import { type RolloutRunner, ShardedRolloutRunner } from './rollout-runner.js';
 import { ShardedJudging, type StepJudging } from './step-judging.js';
 import { STEP_WORKER_MODULE, type StepWorkerInit } from './step-worker.js';
 import { GrpoPolicyUpdater, type PolicyUpdater, type Role, type TrainedRole } from './updater.js';
-import { WORLD_CARD_BUDGET } from '../world/demo-model.js';
 import { TemplateDistiller, WorldRagReader } from '../world/scripted-roles.js';
-import { DEMO_MODEL_NAME, demoModelDir, WORLD_CORPUS, WORLD_EVAL_DATA, worldFor, worldHeldOut } from '../world/setup.js';
+import { DEMO_MODEL_NAME, demoModelDir, isWorldEvalData, WORLD_CORPUS, worldEvalSets, worldFor } from '../world/setup.js';
 
 export interface TrainHooks {
   log(line: string): void;
@@ -217,16 +216,18 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const backend = await initBackend(config.backend, config.threads !== undefined ? { threads: config.threads } : {});
   log(`backend: ${describeBackend(backend)}`);
   // Held-out questions are read before anything heavy loads, so a bad --eval-data fails at once.
-  // docs/world.md: `--corpus world` plays in a generated world, whose held-out set is `--eval-data world`.
+  // docs/world.md: `--corpus world` plays in a generated world; `--eval-data world` is its own held-out set and
+  // `--eval-data eval-worlds` the evaluation worlds', each searched in its own corpus.
   const world = config.corpus === WORLD_CORPUS && !config.retrieverUrl ? worldFor(config.worldSeed) : undefined;
-  if (config.evalData === WORLD_EVAL_DATA && !world) throw new Error('--eval-data world needs --corpus world (the held-out set of the world the run plays in)');
-  const heldOut =
-    config.evalEvery > 0
-      ? world && config.evalData === WORLD_EVAL_DATA
-        ? worldHeldOut(world, config.evalLimit)
-        : heldOutQuestions(config.evalData as string, config.evalLimit, defaultDataDir(undefined))
-      : undefined;
-  if (heldOut) log(`held-out eval: ${heldOut.length} questions from ${config.evalData} at step 0, every ${config.evalEvery} steps and at the end`);
+  const worldEval = isWorldEvalData(config.evalData);
+  if (worldEval && !world) throw new Error(`--eval-data ${config.evalData} needs --corpus world (a world's held-out questions are searched in that world's corpus)`);
+  const heldOutSets = config.evalEvery > 0 && worldEval ? await worldEvalSets(config.evalData as string, config.worldSeed, config.evalLimit) : undefined;
+  const heldOutFile = config.evalEvery > 0 && !worldEval ? heldOutQuestions(config.evalData as string, config.evalLimit, defaultDataDir(undefined)) : undefined;
+  const heldOutCount = (heldOutSets?.reduce((a, s) => a + s.questions.length, 0) ?? 0) + (heldOutFile?.length ?? 0);
+  if (config.evalEvery > 0) {
+    const where = heldOutSets && heldOutSets.length > 1 ? ` (${heldOutSets.length} worlds, each in its own corpus)` : '';
+    log(`held-out eval: ${heldOutCount} questions from ${config.evalData}${where} at step 0, every ${config.evalEvery} steps and at the end`);
+  }
   const modelDir = config.model === TINY_DEFAULT_NAME ? ensureTinyDefaultModel(log) : config.model === DEMO_MODEL_NAME ? demoModelDir() : (await resolveModel(config.model)).dir;
   const model = await CausalLM.load(modelDir);
   const tokenizer = await loadTokenizer(modelDir);
@@ -304,8 +305,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     maxSelected: config.consolidateMaxSelected,
     evictMinRetrieved: config.evictMinRetrieved,
     maxCards: config.maxCards,
-    // The world's small model reads a short prompt: its cards get the budget its warm start was trained with.
-    renderTokenBudget: world ? WORLD_CARD_BUDGET : config.renderTokenBudget,
+    renderTokenBudget: config.renderTokenBudget,
     distillEvidenceChars: config.distillEvidenceChars,
     distillConcurrency: config.distillConcurrency,
     distillMaxTokens: config.distillMaxTokens,
@@ -417,14 +417,16 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     log(`checkpoint: ${lastCheckpoint}`);
   };
 
-  // docs/evaluation.md: the same greedy evaluation as `sesa-train eval`, on the live solver adapter.
+  // docs/evaluation.md: the same greedy evaluation as `sesa-train eval`, on the live solver adapter; each mode's
+  // predictions go to eval/step-N-skills-M.jsonl (the paired intervals of the summary read them).
+  const heldOut = heldOutSets ?? (heldOutFile ? [{ dataset: String(config.evalData), questions: heldOutFile, searcher }] : undefined);
   const runHeldOut = async (step: number): Promise<void> => {
     if (!heldOut) return;
-    const evalSettings = { maxTurns: config.maxTurns, maxTokensPerTurn: config.maxNewTokens, maxResponseTokens: config.maxResponseTokens, batchSize: 8 };
-    const rows = await heldOutRows(step, { policy: deps.solver.policy, searcher, ...(bank ? { bank } : {}) }, heldOut, evalSettings);
-    for (const r of rows) {
-      run.appendMetrics(r);
-      log(`held-out eval at step ${step}, skills ${r.skills}: EM ${(100 * r.em).toFixed(1)}%, F1 ${(100 * r.f1).toFixed(1)}% on ${r.questions} questions (${r.seconds.toFixed(1)} s)`);
+    const evals = await heldOutRows(step, { policy: deps.solver.policy, ...(bank ? { bank } : {}) }, heldOut, evalSettingsOf(config));
+    for (const { row, records } of evals) {
+      run.writeEvalPredictions(step, row.skills, records);
+      run.appendMetrics(row);
+      log(`held-out eval at step ${step}, skills ${row.skills}: EM ${(100 * row.em).toFixed(1)}%, F1 ${(100 * row.f1).toFixed(1)}% on ${row.questions} questions (${row.seconds.toFixed(1)} s)`);
     }
   };
   const evalRowsSoFar = (): HeldOutRow[] => run.metrics().filter((m): m is HeldOutRow => (m as { kind?: unknown }).kind === 'eval');
