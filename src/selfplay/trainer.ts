@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic.js';
 import { loadOptimizerState, saveOptimizerState } from '../checkpoint/optimizer-state.js';
 import { loadPeftAdapter, savePeftAdapter } from '../checkpoint/peft.js';
+import { pairedBootstrap } from '../eval/bootstrap.js';
 import { defaultDataDir } from '../eval/dataset.js';
 import { type HeldOutRow, heldOutQuestions, heldOutRows } from '../eval/held-out.js';
 import type { TextGenerator } from '../llm/types.js';
@@ -79,13 +80,21 @@ export interface TrainSummary {
   /** Settings changed by flags given with --resume (written to config.json). */
   changed?: Array<{ key: string; from: unknown; to: unknown }>;
   /** The held-out eval's first and last rows per skills mode (with --eval-every). */
-  heldOut?: Array<{ skills: 'on' | 'off'; first: HeldOutPoint; last: HeldOutPoint }>;
+  heldOut?: Array<{ skills: 'on' | 'off'; first: HeldOutPoint; last: HeldOutPoint; gain?: HeldOutGain }>;
 }
 
 export interface HeldOutPoint {
   step: number;
   em: number;
   f1: number;
+}
+
+/** The held-out EM gain from the first eval to the last, with its paired bootstrap 95% interval over questions. */
+export interface HeldOutGain {
+  gain: number;
+  low: number;
+  high: number;
+  questions: number;
 }
 
 async function buildEmbedder(config: TrainConfig): Promise<Embedder> {
@@ -212,6 +221,29 @@ function loadCheckpointPayload(dir: string, config: TrainConfig, model: CausalLM
   }
 }
 
+/**
+ * The paired gain between two held-out evals' predictions (docs/evaluation.md, "Intervals"), question by
+ * question; undefined when a file is missing (an eval of a run made before they were written) or the two
+ * did not score the same questions.
+ */
+function pairedGainOf(firstFile: string, lastFile: string): HeldOutGain | undefined {
+  if (!existsSync(firstFile) || !existsSync(lastFile)) return undefined;
+  const read = (f: string): Map<string, number> =>
+    new Map(
+      readFileSync(f, 'utf8')
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map((l) => JSON.parse(l) as { dataset: string; id: string; em: number })
+        .map((r) => [`${r.dataset}\u0000${r.id}`, r.em]),
+    );
+  const a = read(firstFile);
+  const b = read(lastFile);
+  const keys = [...a.keys()];
+  if (keys.length === 0 || keys.length !== b.size || !keys.every((k) => b.has(k))) return undefined;
+  const g = pairedBootstrap([{ a: keys.map((k) => a.get(k) as number), b: keys.map((k) => b.get(k) as number) }]);
+  return { gain: g.gain, low: g.low, high: g.high, questions: g.questions };
+}
+
 async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks, log: (line: string) => void, progress: { started: boolean }, resumeDir?: string): Promise<TrainSummary> {
   const backend = await initBackend(config.backend, config.threads !== undefined ? { threads: config.threads } : {});
   log(`backend: ${describeBackend(backend)}`);
@@ -290,7 +322,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const distillerEndpoint = !(config.skills && config.distill)
     ? undefined
     : world && config.distillerUrl === undefined
-      ? new TemplateDistiller(world)
+      ? new TemplateDistiller()
       : endpoint('distiller');
   if (scriptedJudge && world) log(`judge: exact match with aliases; RAG check: ${new WorldRagReader(world).name}`);
   if (distillerEndpoint) log(`distiller: ${distillerEndpoint.name}`);
@@ -491,7 +523,9 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     const rows = evalRowsSoFar().filter((r) => r.skills === skills);
     const a = rows[0];
     const b = rows[rows.length - 1];
-    return a && b ? [{ skills, first: { step: a.step, em: a.em, f1: a.f1 }, last: { step: b.step, em: b.em, f1: b.f1 } }] : [];
+    if (!a || !b) return [];
+    const gain = a.step !== b.step ? pairedGainOf(run.evalPredictionsPath(a.step, skills), run.evalPredictionsPath(b.step, skills)) : undefined;
+    return [{ skills, first: { step: a.step, em: a.em, f1: a.f1 }, last: { step: b.step, em: b.em, f1: b.f1 }, ...(gain ? { gain } : {}) }];
   });
   return {
     runDir: run.dir,
