@@ -15,6 +15,7 @@ import { worldFor } from '../src/world/setup.js';
 const CLI = resolve(import.meta.dirname, '..', 'bin', 'sesa-train.mjs');
 let root: string;
 let runDir: string;
+let summary: Awaited<ReturnType<typeof train>>;
 
 function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [CLI, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -54,7 +55,7 @@ beforeAll(async () => {
     backend: 'wasm',
     out: runDir,
   } as TrainConfig;
-  await train(config, { log: () => undefined });
+  summary = await train(config, { log: () => undefined });
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
@@ -74,6 +75,18 @@ describe('sesa-train eval --run RUN_DIR', () => {
       expect(settings.renderTokenBudget).toBe(WORLD_DEFAULTS.renderTokenBudget);
       if (skills === 'on') expect(mine.some((m) => (m.skills as string[]).length > 0)).toBe(true);
       else expect(mine.every((m) => (m.skills as string[]).length === 0)).toBe(true);
+    }
+  });
+
+  it('the run’s summary gives the held-out gain from step 0 to the last step with its paired interval', () => {
+    for (const skills of ['on', 'off'] as const) {
+      const h = summary.heldOut?.find((x) => x.skills === skills);
+      const em = (step: number): number[] => lines(join(runDir, 'eval', `step-${step}-skills-${skills}.jsonl`)).map((r) => r.em as number);
+      const [first, last] = [em(0), em(1)];
+      expect(h?.gain?.questions).toBe(5);
+      expect(h?.gain?.gain).toBeCloseTo((last.reduce((a, b) => a + b, 0) - first.reduce((a, b) => a + b, 0)) / 5, 12);
+      expect(h?.gain?.low).toBeLessThanOrEqual(h?.gain?.gain as number);
+      expect(h?.gain?.high).toBeGreaterThanOrEqual(h?.gain?.gain as number);
     }
   });
 
