@@ -100,6 +100,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   'lora-targets': ['q_proj', 'v_proj'],
   skills: 'on',
   priming: false,
+  'seed-cards': false,
   'priming-cards': 'cards/priming.jsonl',
   distill: false,
   embedder: 'lexical',
