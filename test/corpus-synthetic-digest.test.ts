@@ -5,7 +5,8 @@
 // digests in the same commit and says so (runs and eval sets keyed by a world seed change with it).
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { generateSyntheticCorpus, type SyntheticCorpusOptions } from '../src/corpus/synthetic.js';
+import * as oldPath from '../src/corpus/synthetic.js';
+import { generateSyntheticCorpus, goldenAnswers, type SyntheticCorpusOptions } from '../src/corpus/synthetic/index.js';
 
 const digest = (opts: SyntheticCorpusOptions): string =>
   createHash('sha256').update(JSON.stringify(generateSyntheticCorpus(opts))).digest('hex');
@@ -30,5 +31,10 @@ describe('synthetic corpus digests', () => {
     if (!first) throw new Error('no facts');
     first.passageId = `${first.passageId}x`;
     expect(createHash('sha256').update(JSON.stringify(out)).digest('hex')).not.toBe(PINNED[0]?.[1]);
+  });
+
+  it('still answers on the old import path (a re-export for branches written before the split)', () => {
+    expect(oldPath.generateSyntheticCorpus).toBe(generateSyntheticCorpus);
+    expect(oldPath.goldenAnswers).toBe(goldenAnswers);
   });
 });

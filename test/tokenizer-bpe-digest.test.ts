@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { tinyTokenizerFiles } from '../src/checkpoint/make-tiny.js';
-import { generateSyntheticCorpus } from '../src/corpus/synthetic.js';
+import { generateSyntheticCorpus } from '../src/corpus/synthetic/index.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
 import { tokenizerConfigJson, tokenizerJson, trainBpe } from '../src/world/tokenizer.js';
 import { demoModelDir } from '../src/world/setup.js';
