@@ -19,7 +19,7 @@ export interface CheckResult {
 export interface DoctorOptions {
   /** `--model`: a folder, a registry name, 'demo' (models/demo, the CLI's default) or 'tiny' (the tiny random model: no folder to check; also when undefined). */
   model?: string;
-  backend: 'auto' | 'tensorflow' | 'wasm' | 'cpu';
+  backend: 'auto' | 'tensorflow' | 'webgpu' | 'wasm' | 'cpu';
   retrieverUrl?: string;
   embedder: 'e5' | 'lexical';
   e5Model?: string;
