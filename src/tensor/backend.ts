@@ -163,7 +163,11 @@ export async function initBackend(choice: BackendChoice = 'auto', options: Backe
     if (requested !== undefined && requested > 1) throw new Error(`--threads ${requested}: the cpu backend runs on one thread; use --backend wasm for more`);
     threads = 1;
   } else if (requested !== undefined) {
-    throw new Error(`--threads ${requested}: the ${info.name} backend sizes its own thread pool; leave --threads unset`);
+    throw new Error(
+      info.name === 'webgpu'
+        ? `--threads ${requested}: the webgpu backend computes on its adapter, not on CPU threads; leave --threads unset`
+        : `--threads ${requested}: the tensorflow backend sizes its own thread pool; leave --threads unset`,
+    );
   }
   await activate(info.name, threads);
   active = { ...info, threads };

@@ -104,8 +104,8 @@ function platformFolder(): string {
 }
 
 /** The package's folder by resolution from the project, then from the side folder; undefined when absent. */
-function packageDir(name: string): string | undefined {
-  const bases = [join(repoRoot(), 'package.json'), join(repoRoot(), WEBGPU_SIDE_DIR, 'node_modules', '')];
+function packageDir(name: string, root: string): string | undefined {
+  const bases = [join(root, 'package.json'), join(root, WEBGPU_SIDE_DIR, 'node_modules', '')];
   for (const base of bases) {
     try {
       return dirname(createRequire(base).resolve(`${name}/package.json`));
@@ -120,11 +120,11 @@ function packageVersion(dir: string): string {
   return (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version?: string }).version ?? '?';
 }
 
-/** The runtime, or why it is not installed (with the install command). */
-export function locateWebgpu(): { ok: true; runtime: Runtime; versions: string } | { ok: false; reason: string } {
+/** The runtime, or why it is not installed (with the install command). `root`: the project (tests vary it). */
+export function locateWebgpu(root = repoRoot()): { ok: true; runtime: Runtime; versions: string } | { ok: false; reason: string } {
   if (provided) return { ok: true, runtime: provided, versions: 'bundled' };
-  const dawnDir = packageDir(DAWN_PACKAGE.name);
-  const tfjsDir = packageDir(TFJS_WEBGPU_PACKAGE.name);
+  const dawnDir = packageDir(DAWN_PACKAGE.name, root);
+  const tfjsDir = packageDir(TFJS_WEBGPU_PACKAGE.name, root);
   const missing = [!dawnDir ? `${DAWN_PACKAGE.name}@${DAWN_PACKAGE.version}` : undefined, !tfjsDir ? `${TFJS_WEBGPU_PACKAGE.name}@${TFJS_WEBGPU_PACKAGE.version}` : undefined].filter((x) => x !== undefined);
   if (!dawnDir || !tfjsDir) return { ok: false, reason: `${missing.join(' and ')} ${missing.length === 1 ? 'is' : 'are'} not installed (optional peers); install them with \`${WEBGPU_INSTALL}\`` };
   const dawnNode = join(dawnDir, 'dist', platformFolder(), 'dawn.node');
@@ -200,8 +200,8 @@ const probes = new Map<string, WebgpuProbe>();
  * Whether Dawn finds an adapter here, and which (cached per process and options). Never throws: a missing
  * package or adapter is a reason.
  */
-export function probeWebgpu(env: NodeJS.ProcessEnv = process.env): WebgpuProbe {
-  const located = locateWebgpu();
+export function probeWebgpu(env: NodeJS.ProcessEnv = process.env, root = repoRoot()): WebgpuProbe {
+  const located = locateWebgpu(root);
   if (!located.ok) return { ok: false, reason: located.reason, installed: false };
   const flags = webgpuFlags(env);
   const featureLevel = featureLevelFor(flags);
