@@ -221,7 +221,7 @@ export function writeRandomCheckpoint(dir: string, shape: typeof QWEN3_0_6B_SHAP
 }
 
 /** GRPO update tokens/s and batch-8 decode tokens/s on a random model of `shape`. */
-async function largeModelRates(shape: typeof QWEN3_0_6B_SHAPE | typeof QUICK_SHAPE, quick: boolean, log: (l: string) => void): Promise<Record<string, number>> {
+async function largeModelRates(shape: typeof QWEN3_0_6B_SHAPE | typeof QUICK_SHAPE, quick: boolean, log: (l: string) => void, secondsLeft: () => number): Promise<Record<string, number>> {
   const dir = mkdtempSync(join(tmpdir(), 'sesa-gpu-check-'));
   try {
     let t0 = performance.now();
@@ -252,6 +252,12 @@ async function largeModelRates(shape: typeof QWEN3_0_6B_SHAPE | typeof QUICK_SHA
       const firstUpdateS = (performance.now() - t0) / 1000;
       const m = await grpoUpdate(model, adapter, optimizer, params, seqs, cfg);
       log(`  GRPO update (${B} × ${P + R} tokens, LoRA r16 on all projections, KL on): ${m.tokensPerSecond.toFixed(1)} tok/s (${m.seconds.toFixed(2)} s; the first update, with shader compilation, took ${firstUpdateS.toFixed(1)} s)`);
+      const rates: Record<string, number> = { parameters, writeSeconds: writeS, loadSeconds: loadS, grpoTokensPerSecond: m.tokensPerSecond, grpoSeconds: m.seconds, firstGrpoSeconds: firstUpdateS };
+      optimizer.dispose();
+      if (secondsLeft() < 20) {
+        log(`  decode: skipped, ${Math.max(0, secondsLeft()).toFixed(0)} s of the budget left`);
+        return rates;
+      }
       const prompts = Array.from({ length: 8 }, () => Array.from({ length: quick ? 4 : 16 }, () => rng.int(V)));
       const decodeTokens = quick ? 8 : 32;
       await generate(model, prompts, { maxNewTokens: 4, temperature: 1, seed: 1, stopTokenIds: [], adapter });
@@ -262,8 +268,7 @@ async function largeModelRates(shape: typeof QWEN3_0_6B_SHAPE | typeof QUICK_SHA
       const stepS = steps[Math.floor(steps.length / 2)] as number;
       const decode = 8 / stepS;
       log(`  decode, batch 8 (prompts of ${prompts[0]?.length} tokens, ${decodeTokens} new): ${decode.toFixed(1)} tok/s (median step ${(stepS * 1000).toFixed(1)} ms over ${steps.length} steps)`);
-      optimizer.dispose();
-      return { parameters, writeSeconds: writeS, loadSeconds: loadS, grpoTokensPerSecond: m.tokensPerSecond, grpoSeconds: m.seconds, firstGrpoSeconds: firstUpdateS, decodeTokensPerSecond: decode, decodeStepSeconds: stepS };
+      return { ...rates, decodeTokensPerSecond: decode, decodeStepSeconds: stepS };
     } finally {
       adapter.dispose();
       model.dispose();
@@ -281,6 +286,8 @@ export interface GpuCheckOptions {
   /** Stop starting new stages after this many seconds (the lease's run must end within 8 minutes). */
   budgetSeconds?: number;
   log?: (line: string) => void;
+  /** Called with the report after every stage (the command line writes it, so a killed run leaves what it had). */
+  onUpdate?: (report: GpuCheckReport) => void;
 }
 
 export interface GpuCheckReport {
@@ -318,6 +325,8 @@ export async function runGpuCheck(opts: GpuCheckOptions): Promise<GpuCheckReport
       report.failures.push(`${name}: ${msg}`);
       log(`${name}: FAILED: ${msg}`);
     }
+    report.seconds = elapsed();
+    opts.onUpdate?.(report);
   };
 
   log(`gpu-check ${report.date}, Node ${process.version}, ${process.platform}-${process.arch}`);
@@ -369,11 +378,12 @@ export async function runGpuCheck(opts: GpuCheckOptions): Promise<GpuCheckReport
       });
       await stage('qwen3-0.6b-shaped', opts.quick ? 30 : 150, async () => {
         log(`Qwen3-0.6B-shaped model on webgpu${opts.quick ? ' (--quick: a small model of the same family)' : ''}:`);
-        report.large = await largeModelRates(opts.quick ? QUICK_SHAPE : QWEN3_0_6B_SHAPE, opts.quick === true, log);
+        report.large = await largeModelRates(opts.quick ? QUICK_SHAPE : QWEN3_0_6B_SHAPE, opts.quick === true, log, () => budget - elapsed());
       });
     }
   }
   report.seconds = elapsed();
+  opts.onUpdate?.(report);
   log(`gpu-check done in ${report.seconds.toFixed(0)} s: ${report.failures.length} failed, ${report.skipped.length} skipped${report.noAdapter ? ', no adapter' : ''}`);
   return report;
 }
@@ -398,9 +408,13 @@ export async function main(argv: readonly string[]): Promise<number> {
   const peftDir = argValue(argv, '--peft-dir');
   if (peftDir === undefined) throw new Error('usage: gpu-check --peft-dir DIR [--json FILE] [--quick] [--budget SECONDS] | --write-fixture DIR');
   const budget = argValue(argv, '--budget');
-  const report = await runGpuCheck({ peftDir: resolve(peftDir), quick: argv.includes('--quick'), ...(budget !== undefined ? { budgetSeconds: Number(budget) } : {}) });
   const json = argValue(argv, '--json');
-  if (json !== undefined) writeJsonAtomic(resolve(json), report);
+  const report = await runGpuCheck({
+    peftDir: resolve(peftDir),
+    quick: argv.includes('--quick'),
+    ...(budget !== undefined ? { budgetSeconds: Number(budget) } : {}),
+    ...(json !== undefined ? { onUpdate: (r: GpuCheckReport) => writeJsonAtomic(resolve(json), r) } : {}),
+  });
   return report.failures.length > 0 ? 1 : report.noAdapter !== undefined ? 2 : 0;
 }
 
