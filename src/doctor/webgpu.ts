@@ -20,7 +20,7 @@ export function adapterLimits(a: WebgpuAdapterReport): string {
 export function checkWebgpu(probe: WebgpuProbe, options: Pick<DoctorOptions, 'backend'>): CheckResult {
   const wanted = options.backend === 'webgpu';
   if (!probe.ok && !probe.installed) {
-    return { check: 'webgpu', status: wanted ? 'fail' : 'info', detail: probe.reason, fix: `${WEBGPU_INSTALL} (about 54 MB download, 160 MB unpacked), or run on wasm` };
+    return { check: 'webgpu', status: wanted ? 'fail' : 'info', detail: probe.reason, fix: `${WEBGPU_INSTALL} (about 54 MB download, 166 MB unpacked), or run on wasm` };
   }
   if (!probe.ok) {
     return {
