@@ -120,35 +120,53 @@ export class TemplateDistiller implements TextGenerator {
   }
 }
 
-/** The card for a question's wording and what went wrong, naming no entity (./scripted-roles.ts header). */
+/** Words that cannot name the kind of the entity that follows them ("the opera [entity]": an opera). */
+const NOT_A_KIND = new Set(['the', 'a', 'an', 'of', 'by', 'in', 'on', 'at', 'to', 'from', 'into', 'that', 'which', 'who', 'whom', 'where', 'did', 'does', 'do', 'is', 'was', 'are', 'were', 'and', 'holds', 'spans', 'crosses', 'painted', 'wrote', 'founded', 'designed', 'composed', 'climbed']);
+
+/** What the card calls a link: the noun of "the <noun> of" / "the <noun> who …"; the question's own verb phrase ("who painted") is its answer. */
+function linkNoun(cue: string): string {
+  const m = /^the ((?:[a-z-]+ ){0,2}?[a-z-]+) (?:of|who|where|that|(?:on|in|at|by|into|under) (?:which|whom))$/.exec(cue);
+  return m ? (m[1] as string) : 'answer';
+}
+
+/**
+ * The card for a question's wording and what went wrong, naming no entity (./scripted-roles.ts header), in the
+ * wording of the cards the warm start's transcripts carry (cardFor below): the question asked "for the <link>
+ * of the <link> of [kind]", its links searched innermost first. The kind of the named entity is the word the
+ * question puts before its name ("the opera [entity]" → [opera]), else [entity].
+ */
 export function shapeCard(q: { shape: string; cues: string[]; links: number }, mode: FailureMode, searches: number): Record<string, unknown> {
-  const cueText = q.cues.length > 0 ? q.cues.join(', ') : 'its relation';
-  const triggers = [`questions like: ${q.shape}`, ...q.cues];
+  const before = /(\S+) \[entity\]/.exec(q.shape)?.[1];
+  const kind = before !== undefined && /^[a-z-]+$/.test(before) && !NOT_A_KIND.has(before) ? before : 'entity';
+  // Links innermost first; a question whose wording shows fewer links than it counts repeats none.
+  const nouns = (q.cues.length > 0 ? [...q.cues].reverse() : ['answer']).map(linkNoun);
+  const shape = `${[...nouns].reverse().map((n) => `the ${n} of`).join(' ')} [${kind}]`;
+  const steps = nouns.map((n, i) => (i === 0 ? `search [${kind}] and read its ${n}` : `search that entity and read its ${n}`)).join(', then ');
+  const triggers = [`questions of the shape: ${shape}`, `questions like: ${q.shape}`, ...[...new Set(nouns)].map((n) => `the ${n} of`)];
   if (mode === 'stopped-early') {
-    const steps = Array.from({ length: q.links }, (_, i) => (i === 0 ? 'search [entity] and read the first link' : 'search the entity found and read the next link')).join(', then ');
     return {
       category: 'decomposition',
-      description: `A question like "${q.shape}" chains ${q.links} link${q.links === 1 ? '' : 's'} (${cueText}): ${steps}; answer only after the last link, never with an entity found on the way${searches > 0 && searches < q.links ? ` (one search is not enough: ${searches} of ${q.links} were made)` : ''}.`,
+      description: `A question asking for ${shape} has ${nouns.length} link${nouns.length === 1 ? '' : 's'}: ${steps}; answer only after the last link, never with an entity found on the way.${searches > 0 && searches < nouns.length ? ` One search per link: ${searches} of ${nouns.length} were made.` : ''}`,
       triggers,
-      avoid: ['answering with an intermediate entity instead of following every link'],
-      queries: ['[entity]', '[entity found at the previous link]'],
+      avoid: [`answering with the ${nouns[0]} (an intermediate entity) instead of following every link`],
+      queries: [`[${kind}]`, '[entity found at the previous link]'],
     };
   }
   if (mode === 'wrong-entity') {
     return {
       category: 'relations',
-      description: `For a question like "${q.shape}", read each link (${cueText}) in the passage titled by the entity just searched, and answer with the name that passage gives for it, not another name in the results.`,
+      description: `For ${shape}, read each link in the passage titled by the entity just searched, and take the name that passage gives for the ${nouns[nouns.length - 1]}, not another name in the results.`,
       triggers,
       avoid: ['taking a name from a different passage of the results'],
-      queries: ['[entity]', '[entity] [relation]'],
+      queries: [`[${kind}]`, `[entity] ${nouns[nouns.length - 1]}`],
     };
   }
   return {
     category: 'search-strategy',
-    description: `For a question like "${q.shape}", search the entity the question names by its exact name and answer with a name copied from the passages, not with other words.`,
+    description: `For ${shape}, search the entity named in the question by its exact name and answer with a name copied from the passage, not with other words.`,
     triggers,
     avoid: ['an answer that is not a name from the passages'],
-    queries: ['[entity]'],
+    queries: [`[${kind}]`],
   };
 }
 
