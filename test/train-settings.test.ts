@@ -1,5 +1,5 @@
 // The declarative settings table: every setting round-trips from a YAML file through config.json, --help
-// shows each with its default and help, the README's option table is the generated one, recipes fix their
+// shows each with its default and help, docs/options.md holds the generated option table (README.md links to it), recipes fix their
 // values and refuse contradictions, nonsense combinations are refused with the reason, and a repeated flag
 // is an error naming it.
 import { spawnSync } from 'node:child_process';
@@ -26,7 +26,7 @@ import {
 } from '../src/selfplay/config.js';
 import { RunFolder } from '../src/selfplay/run-folder.js';
 import { optimizerConfigOf, rolloutSettingsOf } from '../src/selfplay/step-settings.js';
-import { README_END, README_START, readmeOptionsSection } from '../scripts/options-table.js';
+import { OPTIONS_END, OPTIONS_PAGE, OPTIONS_START, optionsSection } from '../scripts/options-table.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const CLI = join(ROOT, 'bin', 'sesa-train.mjs');
@@ -229,7 +229,7 @@ describe('the settings table', () => {
   });
 });
 
-describe('the settings on the command line and in the README', () => {
+describe('the settings on the command line and in docs/options.md', () => {
   it('train --help shows every setting with its default and help', () => {
     const r = spawnSync(process.execPath, [CLI, 'train', '--help'], { encoding: 'utf8', env: { ...process.env, COLUMNS: '400' } });
     expect(r.status, r.stderr).toBe(0);
@@ -241,13 +241,17 @@ describe('the settings on the command line and in the README', () => {
     }
   });
 
-  it("the README's option table is the one generated from the table", () => {
+  it('docs/options.md holds the option table generated from the table; README.md links to it and holds no copy', () => {
+    const page = readFileSync(join(ROOT, OPTIONS_PAGE), 'utf8');
+    const start = page.indexOf(OPTIONS_START);
+    const end = page.indexOf(OPTIONS_END);
+    expect(start, `${OPTIONS_PAGE} option-table start marker`).toBeGreaterThan(0);
+    expect(page.slice(start, end + OPTIONS_END.length)).toBe(optionsSection());
+    expect(optionsSection()).toContain(settingsMarkdown());
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const start = readme.indexOf(README_START);
-    const end = readme.indexOf(README_END);
-    expect(start, 'README option-table start marker').toBeGreaterThan(0);
-    expect(readme.slice(start, end + README_END.length)).toBe(readmeOptionsSection());
-    expect(readmeOptionsSection()).toContain(settingsMarkdown());
+    expect(readme).not.toContain(OPTIONS_START);
+    expect(readme).not.toContain('| flag | default');
+    expect(readme).toContain('](docs/options.md)');
   });
 
   it('a repeated single-value flag is an error naming it; list options may repeat', () => {

@@ -5,10 +5,10 @@
 // (`int`, `num`, `str`, `bool`, `onOff`, `choice`, `list`, `optionalStr`, `optionalNum`): key, default, the
 // tiny model's default if it differs (`tiny`), help text with the paper's symbol, check, and whether --resume may change it. The
 // TrainConfig type, the `train` flags and --help, config-file parsing (JSON/YAML, kebab-case or camelCase
-// keys), validation, the resume rules and the README option table (`npx tsx scripts/options-table.ts
+// keys), validation, the resume rules and the option table of docs/options.md (`npx tsx scripts/options-table.ts
 // --write`) all follow from that entry. A rule that ties two settings together goes into CROSS_CHECKS below.
 // Then read the value from the TrainConfig where it is used (src/selfplay/trainer.ts builds everything),
-// regenerate the README table, and give the setting a non-default value in test/train-settings.test.ts
+// regenerate that table, and give the setting a non-default value in test/train-settings.test.ts
 // (EVERY_SETTING: the round-trip test requires one per setting).
 import { EVAL_SETTINGS } from './config/eval.js';
 import { GRPO_SETTINGS } from './config/grpo.js';
@@ -24,7 +24,7 @@ import { defaultsOf, tinyDefaultsOf, flagName, flagValueOf, keyOf, settingProble
 
 export { flagName, keyOf, RECIPES, type RecipeName, showValue, workerCount };
 
-/** The groups in the order --help and the README show them. */
+/** The groups in the order --help and docs/options.md show them. */
 export const SETTING_GROUPS = {
   run: RUN_SETTINGS,
   rollout: ROLLOUT_SETTINGS,
@@ -230,7 +230,7 @@ export function yargsOption(key: SettingKey): ReturnType<typeof yargsOptionOf> {
   return yargsOptionOf(TABLE[key] as AnySetting);
 }
 
-/** The README's option table: one section per group, one row per setting. */
+/** The option table of docs/options.md: one section per group, one row per setting. */
 export function settingsMarkdown(): string {
   const cell = (s: string): string => s.replace(/\|/g, '\\|');
   const out: string[] = [];

@@ -17,7 +17,7 @@ export function keyOf(name: string): string {
   return name.replace(/-([a-z0-9])/g, (_, ch: string) => ch.toUpperCase());
 }
 
-/** A value as --help and the README show it. */
+/** A value as --help and docs/options.md show it. */
 export function showValue(v: unknown): string {
   if (v === undefined) return 'unset';
   if (Array.isArray(v)) return v.join(',');
