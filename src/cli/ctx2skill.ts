@@ -5,9 +5,9 @@ import type { Argv, CommandModule } from 'yargs';
 import type { TextGenerator } from '../llm/types.js';
 import { ModelPolicy } from '../model/policy.js';
 import { CausalLM } from '../model/qwen3.js';
-import { resolveModel } from '../model/resolve.js';
+import { resolveModelName } from '../model/model-name.js';
 import { PolicyTextGenerator } from '../model/text-generator.js';
-import { ensureTinyDefaultModel, TINY_DEFAULT_NAME } from '../model/tiny-default.js';
+import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 import { loadTokenizer } from '../model/tokenizer.js';
 import { CTX2SKILL_SETTINGS, type Ctx2SkillConfig, ctx2skillProblems } from '../recipes/ctx2skill/config.js';
 import { loadContext } from '../recipes/ctx2skill/context.js';
@@ -49,7 +49,7 @@ function endpointFlags(role: string, who: string): Record<string, { type: 'strin
 async function inProcessGenerators(args: Ctx2SkillArgs, seed: number, log: (l: string) => void): Promise<Record<Ctx2SkillRole, TextGenerator>> {
   const name = args.model as string;
   await initBackend(args.backend);
-  const dir = name === TINY_DEFAULT_NAME ? ensureTinyDefaultModel(log) : (await resolveModel(name, { download: args.download })).dir;
+  const dir = (await resolveModelName(name, { download: args.download, log })).dir;
   const model = await CausalLM.load(dir);
   const tokenizer = await loadTokenizer(dir);
   const policy = new ModelPolicy(name, model, tokenizer, undefined);

@@ -15,8 +15,8 @@ import { endpointArgs, endpointOptions, textGeneratorFor } from '../llm/from-arg
 import type { TextGenerator } from '../llm/types.js';
 import { ModelPolicy } from '../model/policy.js';
 import { CausalLM } from '../model/qwen3.js';
-import { resolveModel } from '../model/resolve.js';
-import { ensureTinyDefaultModel, TINY_DEFAULT_NAME } from '../model/tiny-default.js';
+import { resolveModelName } from '../model/model-name.js';
+import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 import { loadTokenizer } from '../model/tokenizer.js';
 import { readBankFile, type SkillBank } from '../skills/bank.js';
 import { type CommonArgs, emit, startBackend, withCommonOptions } from './common.js';
@@ -88,7 +88,7 @@ async function runEval(args: EvalArgs): Promise<void> {
 
   // 2. The model, its adapter (checked tensor by tensor against the base) and the bank with its embedder.
   await startBackend(args);
-  const modelDir = args.model === TINY_DEFAULT_NAME ? ensureTinyDefaultModel(log) : (await resolveModel(args.model, { download: args.download })).dir;
+  const modelDir = (await resolveModelName(args.model, { download: args.download, log })).dir;
   const model = await CausalLM.load(modelDir);
   let bank: SkillBank | undefined;
   try {

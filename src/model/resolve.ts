@@ -6,7 +6,8 @@ import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { lookupModel, registryNames } from '../../models/registry.js';
 
-export type ModelSource = 'folder' | 'hf-cache' | 'download';
+/** 'demo' and 'tiny' are the models that ship with sesa (./model-name.ts). */
+export type ModelSource = 'folder' | 'hf-cache' | 'download' | 'demo' | 'tiny';
 
 export interface ResolvedModel {
   /** A folder with config.json (and weights, tokenizer files). */
@@ -127,7 +128,7 @@ export async function resolveModel(nameOrDir: string, opts: ResolveOptions = {})
     throw new Error(
       looksLikePath
         ? `model folder not found: ${asPath}`
-        : `unknown model '${nameOrDir}': not a folder, a known name (${registryNames().join(', ')}) or a Hub repo id Org/Name`,
+        : `unknown model '${nameOrDir}': not a folder, a known name (${registryNames().join(', ')}; 'demo' and 'tiny' ship with sesa) or a Hub repo id Org/Name`,
     );
   }
   const cacheDir = hubCacheDir();

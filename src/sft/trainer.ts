@@ -20,7 +20,7 @@ import { loadOptimizerState, saveOptimizerState } from '../checkpoint/optimizer-
 import { loadPeftAdapter, savePeftAdapter } from '../checkpoint/peft.js';
 import { LoraAdapter } from '../model/lora.js';
 import { CausalLM } from '../model/qwen3.js';
-import { resolveModel } from '../model/resolve.js';
+import { resolveModelName } from '../model/model-name.js';
 import { loadTokenizer, type Tokenizer } from '../model/tokenizer.js';
 import { accumulateGradients, disposeGrads } from '../rl/accumulate.js';
 import { AdamW } from '../rl/optimizer.js';
@@ -284,7 +284,7 @@ export async function runSft(configIn: SftConfig | undefined, hooks: SftHooks, r
 
   const backend = await initBackend(config.backend, threads !== undefined ? { threads } : {});
   log(`backend: ${describeBackend(backend)}`);
-  const resolved = await resolveModel(config.model);
+  const resolved = await resolveModelName(config.model, { log });
   const modelDir = resolved.dir;
   const tokenizer = await loadTokenizer(modelDir);
   const padTokenId = tokenizer.padTokenId;

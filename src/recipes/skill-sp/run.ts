@@ -11,8 +11,8 @@ import { loadPeftAdapter, savePeftAdapter } from '../../checkpoint/peft.js';
 import { LoraAdapter } from '../../model/lora.js';
 import { ModelPolicy } from '../../model/policy.js';
 import { CausalLM } from '../../model/qwen3.js';
-import { resolveModel } from '../../model/resolve.js';
-import { ensureTinyDefaultModel, TINY_DEFAULT_NAME } from '../../model/tiny-default.js';
+import { resolveModelName } from '../../model/model-name.js';
+import { TINY_DEFAULT_NAME } from '../../model/tiny-default.js';
 import { loadTokenizer } from '../../model/tokenizer.js';
 import { AdamW } from '../../rl/optimizer.js';
 import { RunFolder } from '../../selfplay/run-folder.js';
@@ -71,7 +71,7 @@ export async function runSkillSp(config: SkillSpConfig, hooks: SkillSpHooks = {}
 
   const backend = await initBackend(config.backend as BackendChoice);
   log(`backend: ${backend.name} (${backend.provider}; ${backend.reason})`);
-  const modelDir = config.model === TINY_DEFAULT_NAME ? ensureTinyDefaultModel(log) : (await resolveModel(config.model)).dir;
+  const modelDir = (await resolveModelName(config.model, { log })).dir;
   const model = await CausalLM.load(modelDir);
   const tokenizer = await loadTokenizer(modelDir);
   log(`model: ${modelDir} (${(model.parameterCount() / 1e6).toFixed(1)}M parameters)`);
