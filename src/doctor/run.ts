@@ -5,7 +5,9 @@ import { DEMO_MODEL_NAME, demoModelPath } from '../model/model-name.js';
 import { execFile } from 'node:child_process';
 import { totalmem } from 'node:os';
 import { checkLlamaCpp } from './llama-cpp.js';
-import { checkE5, checkModelFolder, checkModelMemory, loraParamsPerRank, WASM_HEAP_BYTES } from './model.js';
+import { lookupModel } from '../../models/registry.js';
+import { memoryNeedOfConfig, memoryNeedOfEntry } from '../model/memory-need.js';
+import { checkE5, checkModelFolder, checkModelMemory, checkModelNeeds, loraParamsPerRank, WASM_HEAP_BYTES } from './model.js';
 import { checkRetriever } from './retriever.js';
 import { checkDisk, checkNode, checkpointBytes, freeBytesAt } from './system.js';
 import { checkTensorBackends, checkWasm, defaultLibraryDirs, listGpus } from './tensor-backends.js';
@@ -65,8 +67,12 @@ export async function runDoctor(options: DoctorOptions, probes: Probes = default
     // --model demo: the demo world's warm-start model shipped in models/demo.
     const model = await checkModelFolder(options.model === DEMO_MODEL_NAME ? demoModelPath() : options.model);
     results.push(...model.results);
+    // What the model needs on each backend, also before it is downloaded (a registry name gives its size).
+    const entry = lookupModel(options.model);
+    if (model.config) results.push(checkModelNeeds(memoryNeedOfConfig(model.config), 'config.json'));
+    else if (entry) results.push(checkModelNeeds(memoryNeedOfEntry(entry), `the registry's size of ${entry.name}`));
     if (model.config) {
-      results.push(checkModelMemory(model.config, limit, limitName));
+      results.push(checkModelMemory(model.config, limit, limitName, !gpuBackend && !cpuTensorflow && options.backend !== 'cpu'));
       oneCheckpoint = checkpointBytes(loraParamsPerRank(model.config), options.loraR);
     }
   }

@@ -5,6 +5,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { lookupModel, registryNames } from '../../models/registry.js';
+import { activeBackendName, backendRefusal, memoryNeedOfEntry, memoryNeedStatement } from './memory-need.js';
 
 /** 'demo' and 'tiny' are the models that ship with sesa (./model-name.ts). */
 export type ModelSource = 'folder' | 'hf-cache' | 'download' | 'demo' | 'tiny';
@@ -92,6 +93,13 @@ export function missingModelMessage(name: string, repoId: string, cacheDir: stri
     `  huggingface-cli download ${repoId}`,
     `or pass a local folder that holds config.json.`,
   ];
+  if (entry) {
+    // Before anyone downloads it: whether the backend of this run can hold it at all (./memory-need.ts).
+    const need = memoryNeedOfEntry(entry);
+    const refusal = backendRefusal(`--model ${name}`, need, activeBackendName());
+    if (refusal !== undefined) lines.unshift(refusal, '');
+    else lines.push(`What ${entry.name} needs: ${memoryNeedStatement(need)}.`);
+  }
   if (entry?.gated) {
     lines.push(
       `${repoId} is gated: accept its licence at https://huggingface.co/${repoId} and set HF_TOKEN before downloading.`,
