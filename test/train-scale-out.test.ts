@@ -370,9 +370,10 @@ describe('the step sharded over workers', () => {
 
 describe.skipIf(llamaCppMissing !== undefined)(llamaCppTitle('sesa-train --rollout-engine llama.cpp'), () => {
   it('trains the demo world end to end and checkpoints both adapters', async () => {
-    const r = await start(trainArgs('llama', ['--rollout-engine', 'llama.cpp'], 2)).done;
+    // --threads reaches llama.cpp's contexts too (it used to open them on all cores whatever was asked).
+    const r = await start(trainArgs('llama', ['--rollout-engine', 'llama.cpp', '--threads', '1'], 2)).done;
     expect(r.code, r.stderr).toBe(0);
-    expect(readFileSync(join(root, 'llama', 'train.log'), 'utf8')).toMatch(/rollouts: llama\.cpp \(cpu build\)/);
+    expect(readFileSync(join(root, 'llama', 'train.log'), 'utf8')).toMatch(/rollouts: llama\.cpp \(cpu build, 1 thread\)/);
     expect(metricsOf('llama')).toHaveLength(2);
     expect(existsSync(join(root, 'llama', 'checkpoints', 'step-2', 'solver', 'adapter_model.safetensors'))).toBe(true);
   }, 1_200_000);

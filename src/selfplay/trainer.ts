@@ -332,9 +332,9 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   // step count, so every update is exported and swapped in before the next rollout.
   const engine =
     (config.rolloutEngine ?? 'native') === 'llama.cpp'
-      ? await LlamaCppEngine.open({ modelDir, modelConfig: model.config, workDir: join(run.dir, 'llama-cpp') })
+      ? await LlamaCppEngine.open({ modelDir, modelConfig: model.config, workDir: join(run.dir, 'llama-cpp'), ...(config.threads !== undefined ? { threads: config.threads } : {}) })
       : undefined;
-  if (engine) log(`rollouts: llama.cpp (${engine.gpu} build); old log-probs recomputed with our forward`);
+  if (engine) log(`rollouts: llama.cpp (${engine.gpu} build, ${engine.threads} thread${engine.threads === 1 ? '' : 's'}); old log-probs recomputed with our forward`);
   const rolloutPolicy = (role: Role): Policy => {
     const native = new ModelPolicy(role, model, tokenizer, adapters[role], policyOptions);
     return engine ? new LlamaCppPolicy(native, engine, () => roles[role].optimizer.stepCount) : native;
