@@ -10,7 +10,7 @@ import { memoryNeedOfConfig, memoryNeedOfEntry } from '../model/memory-need.js';
 import { checkE5, checkModelFolder, checkModelMemory, checkModelNeeds, loraParamsPerRank, WASM_HEAP_BYTES } from './model.js';
 import { checkRetriever } from './retriever.js';
 import { checkDisk, checkNode, checkpointBytes, freeBytesAt } from './system.js';
-import { checkTensorBackends, checkWasm, defaultLibraryDirs, listGpus } from './tensor-backends.js';
+import { checkGpuWorkers, checkTensorBackends, checkWasm, defaultLibraryDirs, listGpus } from './tensor-backends.js';
 import type { CheckResult, CommandOutput, DoctorOptions, Probes } from './types.js';
 
 export function defaultProbes(): Probes {
@@ -48,6 +48,7 @@ export async function runDoctor(options: DoctorOptions, probes: Probes = default
   const tfLoads = (name: string): boolean => tensor.some((r) => r.check === name && r.status === 'ok');
   const gpuBackend = (options.backend === 'tensorflow' || options.backend === 'auto') && tfLoads('tfjs-node-gpu');
   const cpuTensorflow = !gpuBackend && (options.backend === 'tensorflow' || options.backend === 'auto') && tfLoads('tfjs-node');
+  if ((options.gpus ?? 1) > 1) results.push(await checkGpuWorkers(probes, options.gpus as number, gpuBackend));
   let limit = Math.min(WASM_HEAP_BYTES, probes.totalMemoryBytes);
   let limitName = 'the wasm heap (4 GiB cap)';
   if (gpuBackend) {

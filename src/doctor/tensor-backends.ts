@@ -102,6 +102,30 @@ export async function checkCuda(probes: Probes, required: boolean): Promise<Chec
   return results;
 }
 
+/**
+ * `--gpus N` (N > 1): one worker process on each of N GPUs, which needs the tensorflow GPU backend and N visible
+ * GPUs (CUDA_VISIBLE_DEVICES, when set, names them). Without a GPU backend it fails, naming --workers N, which
+ * runs N worker processes on the CPU: the trainer refuses --gpus there too rather than fall back to the CPU.
+ */
+export async function checkGpuWorkers(probes: Probes, gpus: number, gpuBackend: boolean, visible: string | undefined = process.env.CUDA_VISIBLE_DEVICES): Promise<CheckResult> {
+  const cpuWorkers = `--workers ${gpus} runs ${gpus} worker processes on the CPU (one wasm thread each)`;
+  if (!gpuBackend) {
+    return {
+      check: 'gpu-workers',
+      status: 'fail',
+      detail: `--gpus ${gpus} places one worker process on each of ${gpus} GPUs, which needs @tensorflow/tfjs-node-gpu to load, and it does not (see tfjs-node-gpu above)`,
+      fix: `${GPU_FIX.replace(', or run on wasm', '')}; or ${cpuWorkers}`,
+    };
+  }
+  const listed = await listGpus(probes);
+  if ('error' in listed) return { check: 'gpu-workers', status: 'fail', detail: `--gpus ${gpus}: ${listed.error}`, fix: `install the NVIDIA driver (nvidia-smi comes with it); or ${cpuWorkers}` };
+  const named = visible !== undefined && visible.trim() !== '' ? visible.split(',').map((d) => d.trim()).filter((d) => d !== '') : undefined;
+  const count = named ? Math.min(named.length, listed.gpus.length) : listed.gpus.length;
+  const where = named ? `CUDA_VISIBLE_DEVICES=${visible} names ${named.length} of the ${listed.gpus.length} GPUs nvidia-smi lists` : `nvidia-smi lists ${listed.gpus.length}`;
+  if (count < gpus) return { check: 'gpu-workers', status: 'fail', detail: `--gpus ${gpus} needs ${gpus} GPUs, one per worker process; ${where}`, fix: `--gpus ${count} (or fewer), or make more GPUs visible` };
+  return { check: 'gpu-workers', status: 'ok', detail: `--gpus ${gpus}: one worker process on each of ${gpus} GPUs (${where}); each holds the whole model and both adapters` };
+}
+
 /** tfjs-node-gpu, tfjs-node and wasm: which load, and why not. */
 export async function checkTensorBackends(probes: Probes, options: Pick<DoctorOptions, 'backend'>): Promise<CheckResult[]> {
   const results: CheckResult[] = [];

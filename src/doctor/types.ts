@@ -28,6 +28,8 @@ export interface DoctorOptions {
   out: string;
   /** LoRA rank, for the checkpoint size estimate. */
   loraR: number;
+  /** `--gpus N`: worker processes, one per GPU (1 or absent: no GPU is required). */
+  gpus?: number;
 }
 
 export interface CommandOutput {

@@ -216,6 +216,13 @@ function loadCheckpointPayload(dir: string, config: TrainConfig, model: CausalLM
 async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks, log: (line: string) => void, progress: { started: boolean }, resumeDir?: string): Promise<TrainSummary> {
   const backend = await initBackend(config.backend, config.threads !== undefined ? { threads: config.threads } : {});
   log(`backend: ${describeBackend(backend)}`);
+  // --gpus N means N GPUs: on another backend it would quietly become N CPU workers (--workers N says that).
+  if (config.gpus > 1 && backend.provider !== '@tensorflow/tfjs-node-gpu') {
+    throw new Error(
+      `--gpus ${config.gpus} places one worker process on each of ${config.gpus} GPUs, which needs the tensorflow GPU backend (@tensorflow/tfjs-node-gpu), but this run's backend is ${backend.name} (${backend.provider}): ` +
+        `--workers ${config.gpus} runs ${config.gpus} worker processes on the CPU instead; sesa-train doctor --gpus ${config.gpus} checks a GPU machine (docs/scale-out.md)`,
+    );
+  }
   // Held-out questions are read before anything heavy loads, so a bad --eval-data fails at once.
   // docs/world.md: `--corpus world` plays in a generated world, whose held-out set is `--eval-data world`.
   const world = config.corpus === WORLD_CORPUS && !config.retrieverUrl ? worldFor(config.worldSeed) : undefined;
