@@ -14,7 +14,7 @@ import { loadContext } from '../recipes/ctx2skill/context.js';
 import { buildRoles, type EndpointSetting, inProcessRoles } from '../recipes/ctx2skill/role-endpoints.js';
 import { CTX2SKILL_ROLES, Ctx2SkillRun, type Ctx2SkillRole, readHistory } from '../recipes/ctx2skill/run.js';
 import { flagsGiven, readSettingsFile, resolveSettings, yargsOptionsOf } from '../selfplay/config/table.js';
-import { BACKEND_CHOICES, type BackendChoice, initBackend } from '../tensor/backend.js';
+import { BACKEND_CHOICES, type BackendChoice, describeBackend, initBackend } from '../tensor/backend.js';
 import { refusedOnResume } from './recipe-resume.js';
 
 interface Ctx2SkillArgs {
@@ -26,6 +26,7 @@ interface Ctx2SkillArgs {
   model?: string;
   download: boolean;
   backend: BackendChoice;
+  threads?: number;
   json: boolean;
 }
 
@@ -48,7 +49,8 @@ function endpointFlags(role: string, who: string): Record<string, { type: 'strin
 /** The in-process model, one generator per role (each with its own sampling seed) over one loaded model. */
 async function inProcessGenerators(args: Ctx2SkillArgs, seed: number, log: (l: string) => void): Promise<Record<Ctx2SkillRole, TextGenerator>> {
   const name = args.model as string;
-  await initBackend(args.backend);
+  const backend = await initBackend(args.backend, args.threads !== undefined ? { threads: args.threads } : {});
+  log(`backend: ${describeBackend(backend)}`);
   const dir = (await resolveModelName(name, { download: args.download, log })).dir;
   const model = await CausalLM.load(dir);
   const tokenizer = await loadTokenizer(dir);
@@ -70,6 +72,7 @@ export const command: CommandModule<object, Ctx2SkillArgs> = {
       .option('model', { type: 'string', describe: `in-process model for the roles without a URL (a folder, a name such as qwen3-0.6b, or '${TINY_DEFAULT_NAME}')` })
       .option('download', { type: 'boolean', default: false, describe: 'fetch --model into the Hugging Face cache when missing' })
       .option('backend', { choices: BACKEND_CHOICES, default: 'auto' as BackendChoice, describe: 'tensor backend of the in-process model' })
+      .option('threads', { type: 'number', describe: 'compute threads of the wasm backend for the in-process model (default: all cores)' })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON summary at the end' });
     for (const [flag, o] of Object.entries(yargsOptionsOf(CTX2SKILL_SETTINGS))) b = b.option(flag, o);
     for (const [flag, o] of Object.entries(endpointFlags('llm', 'every role'))) b = b.option(flag, o);

@@ -17,7 +17,7 @@ import { loadTokenizer } from '../../model/tokenizer.js';
 import { AdamW } from '../../rl/optimizer.js';
 import { RunFolder } from '../../selfplay/run-folder.js';
 import { GrpoPolicyUpdater, type TrainedRole } from '../../selfplay/updater.js';
-import { type BackendChoice, initBackend } from '../../tensor/backend.js';
+import { type BackendChoice, describeBackend, initBackend } from '../../tensor/backend.js';
 import { Rng, type RngState } from '../../util/rng.js';
 import { type SkillSpConfig, skillSpProblems } from './config.js';
 import { type IterationMetrics, skillSpIteration } from './iteration.js';
@@ -69,8 +69,8 @@ export async function runSkillSp(config: SkillSpConfig, hooks: SkillSpHooks = {}
   } else writeFileAtomic(folder.metricsPath, '');
   writeJsonAtomic(configPath, config);
 
-  const backend = await initBackend(config.backend as BackendChoice);
-  log(`backend: ${backend.name} (${backend.provider}; ${backend.reason})`);
+  const backend = await initBackend(config.backend as BackendChoice, config.threads !== undefined ? { threads: config.threads } : {});
+  log(`backend: ${describeBackend(backend)}`);
   const modelDir = (await resolveModelName(config.model, { log })).dir;
   const model = await CausalLM.load(modelDir);
   const tokenizer = await loadTokenizer(modelDir);
