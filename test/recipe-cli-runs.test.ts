@@ -1,5 +1,6 @@
 // Both recipe commands run as a newcomer runs them, without --json: they take --threads as every command does
-// (skill-sp refused it, ctx2skill had no such option), and say which thread count the backend runs.
+// (skill-sp refused it, ctx2skill had no such option), and say which thread count the backend runs; each
+// iteration's line is printed once (it was printed as the iteration ended and again in the summary).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,19 +24,27 @@ const SKILL_SP = ['--recipe', 'skill-sp', '--model', 'tiny', '--backend', 'wasm'
 const CTX2SKILL = ['ctx2skill', '--context', 'docs/report.md', '--model', 'tiny', '--backend', 'wasm', '--iterations', '1', '--tasks', '1', '--challenger-tokens', '16', '--reasoner-tokens', '16', '--judge-tokens', '16', '--proposer-tokens', '16', '--generator-tokens', '16'];
 
 describe('skill-sp, run as a newcomer runs it', () => {
-  it('takes --threads and says the backend runs on that many', () => {
+  it('takes --threads, says the backend runs on that many, and prints each iteration line once', () => {
     const out = join(root, 'skill-sp');
     const r = cli([...SKILL_SP, '--threads', '1', '--iterations', '1', '--out', out]);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/backend: wasm \(.*; 1 thread\)/);
+    // Each iteration's line once: as it ends (stderr), not again in the summary (stdout).
+    expect(`${r.stderr}\n${r.stdout}`.match(/^iteration 1: /gm), r.stdout).toHaveLength(1);
+    expect(r.stdout).toContain(`run folder: ${out}`);
   }, 300_000);
 });
 
 describe('ctx2skill, run as a newcomer runs it', () => {
-  it('takes --threads for its in-process model and says the backend runs on that many', () => {
+  it('takes --threads for its in-process model, says the backend runs on that many, and prints each iteration line once', () => {
     const out = join(root, 'ctx2skill');
     const r = cli([...CTX2SKILL, '--threads', '1', '--out', out]);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/backend: wasm \(.*; 1 thread\)/);
+    // The iteration's line and the replay's once each: as they end, not again in the summary.
+    const all = `${r.stderr}\n${r.stdout}`;
+    expect(all.match(/^iteration 1: solved/gm), all).toHaveLength(1);
+    expect(all.match(/^replay: /gm), all).toHaveLength(1);
+    expect(r.stdout).toContain(`skills: ${out}/skills.md`);
   }, 300_000);
 });

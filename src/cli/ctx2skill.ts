@@ -130,6 +130,9 @@ export const command: CommandModule<object, Ctx2SkillArgs> = {
     try {
       const run = args.resume ? Ctx2SkillRun.resume(outDir, context, roles, events) : Ctx2SkillRun.start(outDir, config, context, roles, events);
       const h = await run.run();
+      // Without a terminal the run's log printed every iteration's line and the replay's as they ended: the
+      // summary does not repeat them.
+      const shown = bar === undefined;
       bar?.stop();
       bar = undefined;
       const rp = h.replay;
@@ -148,8 +151,8 @@ export const command: CommandModule<object, Ctx2SkillArgs> = {
       };
       if (args.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
       else {
-        const lines = summary.iterations.map((it) => `iteration ${it.iteration}: solved ${it.solved}/${it.tasks}${it.judgeErrors ? ` (${it.judgeErrors} unparsed judgements)` : ''}; skills: Reasoner ${it.reasonerSkills}, Challenger ${it.challengerSkills}`);
-        if (summary.replay) lines.push(`replay: selected the Reasoner skills of iteration ${summary.replay.selected} (${summary.replay.hard} hard, ${summary.replay.easy} easy probes)`);
+        const lines = shown ? [] : summary.iterations.map((it) => `iteration ${it.iteration}: solved ${it.solved}/${it.tasks}${it.judgeErrors ? ` (${it.judgeErrors} unparsed judgements)` : ''}; skills: Reasoner ${it.reasonerSkills}, Challenger ${it.challengerSkills}`);
+        if (summary.replay && !shown) lines.push(`replay: selected the Reasoner skills of iteration ${summary.replay.selected} (${summary.replay.hard} hard, ${summary.replay.easy} easy probes)`);
         lines.push(`skills: ${outDir}/skills.md, ${outDir}/skills.json; history: ${outDir}/history.json`);
         process.stdout.write(`${lines.join('\n')}\n`);
       }
