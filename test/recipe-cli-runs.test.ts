@@ -2,7 +2,7 @@
 // (skill-sp refused it, ctx2skill had no such option), and say which thread count the backend runs; each
 // iteration's line is printed once (it was printed as the iteration ended and again in the summary).
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -46,5 +46,11 @@ describe('ctx2skill, run as a newcomer runs it', () => {
     expect(all.match(/^iteration 1: solved/gm), all).toHaveLength(1);
     expect(all.match(/^replay: /gm), all).toHaveLength(1);
     expect(r.stdout).toContain(`skills: ${out}/skills.md`);
+    // The random model wrote no usable task, so there was nothing to replay and no skill: skills.md says so
+    // instead of scoring the empty set "ρ_hard 1.000 · ρ_easy 1.000 = 1.000".
+    const md = readFileSync(join(out, 'skills.md'), 'utf8');
+    expect(md).not.toContain('ρ_hard 1.000');
+    expect(md).toContain('the Reasoner skill set of iteration 1 of 1, which is empty; no replay probes (no task was judged solved or failed), so every candidate scores 1 by Laplace smoothing');
+    expect(md).toContain('(The selected skill set is empty.)');
   }, 300_000);
 });
