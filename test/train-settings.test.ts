@@ -12,6 +12,7 @@ import { repeatedScalarFlags } from '../src/cli/common.js';
 import { resolveTrainConfig } from '../src/cli/train.js';
 import {
   configProblems,
+  defaultsText,
   flagName,
   parseSavedConfig,
   RECIPE_PRESETS,
@@ -230,15 +231,19 @@ describe('the settings table', () => {
 });
 
 describe('the settings on the command line and in docs/options.md', () => {
-  it('train --help shows every setting with its default and help', () => {
+  it('train --help shows every setting with its help and the defaults that apply, each labelled where they differ', () => {
     const r = spawnSync(process.execPath, [CLI, 'train', '--help'], { encoding: 'utf8', env: { ...process.env, COLUMNS: '400' } });
     expect(r.status, r.stderr).toBe(0);
     const help = r.stdout.replace(/\s+/g, ' ');
     for (const key of SETTING_KEYS) {
       const s = SETTINGS[key] as { help: string; default: unknown };
       expect(help, key).toContain(`--${flagName(key)}`);
-      expect(help, key).toContain(`${s.help.replace(/\s+/g, ' ')} [default ${showValue(s.default)}`);
+      expect(help, key).toContain(`${s.help.replace(/\s+/g, ' ')} [${defaultsText(key)}]`);
     }
+    // A plain `npx sesa-train` runs 8 steps with the lexical embedder, not the general 200 and e5: both shown, labelled.
+    expect(help).toContain('training steps (on --resume: a larger value extends the run) [no arguments (--model demo): 8; --model M: 200; --model tiny: 3]');
+    expect(help).toContain('[no arguments (--model demo): lexical; --model M: e5; --model tiny: lexical]');
+    expect(help).toContain(`[default ${showValue(TRAIN_DEFAULTS.seed)}]`);
   });
 
   it('docs/options.md holds the option table generated from the table; README.md links to it and holds no copy', () => {

@@ -168,7 +168,11 @@ export const command: CommandModule<object, TrainArgs> = {
   command: ['train', '$0'],
   describe: 'SESA self-play training (the default command; with no arguments: SESA in the demo world from its warm start; --model tiny: the tiny random model)',
   builder: (y: Argv) => {
-    let b = y.usage('$0 [train] [options]\n\nSESA self-play training. Every setting below can also be given in a --config file (JSON or YAML, same names).');
+    let b = y.usage(
+      '$0 [train] [options]\n\nSESA self-play training. Every setting below can also be given in a --config file (JSON or YAML, same names).\n' +
+        'Defaults: with no arguments (npx sesa-train = --model demo, the demo world) the demo world\'s apply; with --model M (a real model) the general ones; with --model tiny the tiny model\'s. ' +
+        'Where they differ, each setting lists all three (docs/options.md).',
+    );
     for (const key of SETTING_KEYS) b = b.option(flagName(key), { ...yargsOption(key), group: `${groupTitleOf(key)}:` });
     return b
       .option('resume', { type: 'string', describe: 'continue the run in this folder from its last checkpoint (flags given with it change its config.json, or are refused where unsound)' })

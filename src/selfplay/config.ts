@@ -225,9 +225,24 @@ export function flagValue(key: SettingKey, v: unknown): unknown {
   return flagValueOf(key, TABLE[key] as AnySetting, v);
 }
 
-/** The yargs option of a setting: its type, choices and a help line that shows the defaults. */
+/**
+ * The defaults of a setting as `train --help` shows them: one value when the three starts agree, else each one
+ * labelled, the plain `npx sesa-train` (the demo world) first, since that is what runs with no arguments.
+ */
+export function defaultsText(key: SettingKey): string {
+  const s = TABLE[key] as AnySetting;
+  const real = showValue(s.default);
+  if (key === 'model') return `default ${real}`;
+  const world = (WORLD_DEFAULTS as Record<string, unknown>)[key];
+  const demo = world !== undefined ? showValue(world) : real;
+  const tiny = s.tiny !== undefined ? showValue(s.tiny) : real;
+  if (demo === real && tiny === real) return `default ${real}`;
+  return `no arguments (--model demo): ${demo}; --model M: ${real}; --model tiny: ${tiny}`;
+}
+
+/** The yargs option of a setting: its type, choices and a help line that shows the defaults that apply. */
 export function yargsOption(key: SettingKey): ReturnType<typeof yargsOptionOf> {
-  return yargsOptionOf(TABLE[key] as AnySetting);
+  return yargsOptionOf(TABLE[key] as AnySetting, defaultsText(key));
 }
 
 /** The option table of docs/options.md: one section per group, one row per setting. */

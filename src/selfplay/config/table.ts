@@ -118,8 +118,9 @@ export function flagValueOf(key: string, s: AnySetting, v: unknown): unknown {
 }
 
 /** The yargs option of a setting: its type, choices and a help line that shows the defaults. */
-export function yargsOptionOf(s: AnySetting): { type: 'number' | 'string' | 'boolean'; choices?: string[]; describe: string } {
-  const defaults = s.tiny !== undefined ? `default ${showValue(s.default)}; tiny ${showValue(s.tiny)}` : `default ${showValue(s.default)}`;
+/** `defaults`: the help's bracket, when the caller knows more starts than the default and the tiny model's. */
+export function yargsOptionOf(s: AnySetting, defaultsText?: string): { type: 'number' | 'string' | 'boolean'; choices?: string[]; describe: string } {
+  const defaults = defaultsText ?? (s.tiny !== undefined ? `default ${showValue(s.default)}; tiny ${showValue(s.tiny)}` : `default ${showValue(s.default)}`);
   const describe = `${s.help} [${defaults}]`;
   switch (s.kind) {
     case 'int':
