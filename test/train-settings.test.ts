@@ -244,6 +244,8 @@ describe('the settings on the command line and in docs/options.md', () => {
     expect(help).toContain('training steps (on --resume: a larger value extends the run) [no arguments (--model demo): 8; --model M: 200; --model tiny: 3]');
     expect(help).toContain('[no arguments (--model demo): lexical; --model M: e5; --model tiny: lexical]');
     expect(help).toContain(`[default ${showValue(TRAIN_DEFAULTS.seed)}]`);
+    // --recipe lists the recipe its help names (handed to its own command before train parses).
+    expect(help).toMatch(/--recipe .*\[choices: "sesa", "ssp", "skill-sp"\]/);
   });
 
   it('docs/options.md holds the option table generated from the table; README.md links to it and holds no copy', () => {

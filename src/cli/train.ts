@@ -173,7 +173,11 @@ export const command: CommandModule<object, TrainArgs> = {
         'Defaults: with no arguments (npx sesa-train = --model demo, the demo world) the demo world\'s apply; with --model M (a real model) the general ones; with --model tiny the tiny model\'s. ' +
         'Where they differ, each setting lists all three (docs/options.md).',
     );
-    for (const key of SETTING_KEYS) b = b.option(flagName(key), { ...yargsOption(key), group: `${groupTitleOf(key)}:` });
+    for (const key of SETTING_KEYS) {
+      const option = yargsOption(key);
+      // --recipe skill-sp is handed to its own command before this one parses (./recipe-dispatch.ts).
+      b = b.option(flagName(key), { ...option, ...(key === 'recipe' ? { choices: [...(option.choices ?? []), SKILL_SP_RECIPE] } : {}), group: `${groupTitleOf(key)}:` });
+    }
     return b
       .option('resume', { type: 'string', describe: 'continue the run in this folder from its last checkpoint (flags given with it change its config.json, or are refused where unsound)' })
       .option('config', { type: 'string', describe: 'settings file (JSON or YAML); flags override it' })
