@@ -25,7 +25,7 @@ import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 import { join } from 'node:path';
 import { halves, pooledPHat, pooledSolverAccuracy, pooledValid } from '../report/pooled.js';
 import { renderReport } from '../report/html.js';
-import { readRun } from '../report/run-data.js';
+import { readRun, type StepRow } from '../report/run-data.js';
 import { writeFileAtomic } from '../util/atomic.js';
 import { SKILL_SP_RECIPE } from './recipe-dispatch.js';
 import { DEMO_MODEL_NAME } from '../world/setup.js';
@@ -84,7 +84,7 @@ function stepLine(m: StepMetrics): string {
 }
 
 /** `{0: 40%, (0,1): 35%, 1: 25%} of 20` over the valid questions of `steps`; undefined when there were none. */
-export function pHatLine(steps: ReadonlyArray<Pick<StepMetrics, 'pHatHistogram'>>): string | undefined {
+export function pHatLine(steps: ReadonlyArray<Partial<Pick<StepMetrics, 'pHatHistogram'>>>): string | undefined {
   const p = pooledPHat(steps);
   if (p === undefined) return undefined;
   const pct = (n: number): string => `${((100 * n) / p.of).toFixed(0)}%`;
@@ -99,19 +99,22 @@ function writeRunReport(runDir: string): string {
 }
 
 /** Valid questions of the given steps, pooled: "14% (26 of 192)"; undefined without proposals. */
-export function validLine(steps: ReadonlyArray<Pick<StepMetrics, 'validQuestions' | 'proposals'>>): string | undefined {
+export function validLine(steps: ReadonlyArray<Partial<Pick<StepMetrics, 'validQuestions' | 'proposals'>>>): string | undefined {
   const p = pooledValid(steps);
   return p === undefined ? undefined : `${(100 * p.rate).toFixed(0)}% (${p.count} of ${p.of})`;
 }
 
 /** The solver's training accuracy over the given steps' rollouts, pooled: "17% of 104 rollouts". */
-export function solverAccuracyLine(steps: ReadonlyArray<Pick<StepMetrics, 'solverAccuracy' | 'solverRollouts'>>): string | undefined {
+export function solverAccuracyLine(steps: ReadonlyArray<Partial<Pick<StepMetrics, 'solverAccuracy' | 'solverRollouts'>>>): string | undefined {
   const p = pooledSolverAccuracy(steps);
   return p === undefined ? undefined : `${(100 * p.rate).toFixed(0)}% of ${p.of} rollouts`;
 }
 
+/** What the run-level lines pool: a step's row as metrics.jsonl holds it (this process's or an earlier one's). */
+type SummaryStep = Pick<StepRow, 'step' | 'validQuestions' | 'proposals' | 'solverAccuracy' | 'solverRollouts' | 'pHatHistogram'>;
+
 /** "label: a → b" over the first and second half of the steps, or "label: a" for one step or one empty half. */
-function halvesLine(label: string, steps: readonly StepMetrics[], line: (steps: readonly StepMetrics[]) => string | undefined): string | undefined {
+function halvesLine<T>(label: string, steps: readonly T[], line: (steps: readonly T[]) => string | undefined): string | undefined {
   const [first, second] = halves(steps);
   const early = line(first);
   const late = line(second);
@@ -120,7 +123,11 @@ function halvesLine(label: string, steps: readonly StepMetrics[], line: (steps: 
   return all === undefined ? undefined : `${label}: ${all}`;
 }
 
-function summaryText(s: TrainSummary, tiny: boolean): string {
+/**
+ * The closing summary. `runSteps`: every step row of the run (metrics.jsonl), so that a resumed run's summary
+ * covers the whole run and says which steps came from before the resume; absent, this process's steps.
+ */
+export function summaryText(s: TrainSummary, tiny: boolean, runSteps?: readonly SummaryStep[]): string {
   if (s.finished) {
     return [
       '',
@@ -129,12 +136,16 @@ function summaryText(s: TrainSummary, tiny: boolean): string {
       `to train further: --resume ${s.runDir} --steps N with N > ${s.lastStep}`,
     ].join('\n');
   }
-  const lines = [
-    '',
-    `run folder: ${s.runDir}`,
-    `steps ${s.firstStep}–${s.lastStep}${s.resumedFrom !== undefined ? ` (resumed from step ${s.resumedFrom})` : ''}${s.stoppedEarly ? ' (stopped early)' : ''}`,
-  ];
-  for (const line of [halvesLine('valid questions', s.metrics, validLine), halvesLine("solver accuracy on the proposer's questions", s.metrics, solverAccuracyLine)]) {
+  const steps: readonly SummaryStep[] = runSteps && runSteps.length > 0 ? runSteps : s.metrics;
+  const first = steps[0]?.step ?? s.firstStep;
+  const resumed =
+    s.resumedFrom === undefined
+      ? ''
+      : s.resumedFrom >= first
+        ? ` (steps ${first}–${s.resumedFrom} before the resume from checkpoint step ${s.resumedFrom}, ${s.firstStep}–${s.lastStep} trained now)`
+        : ` (resumed from step ${s.resumedFrom})`;
+  const lines = ['', `run folder: ${s.runDir}`, `steps ${first}–${s.lastStep}${resumed}${s.stoppedEarly ? ' (stopped early)' : ''}`];
+  for (const line of [halvesLine('valid questions', steps, validLine), halvesLine("solver accuracy on the proposer's questions", steps, solverAccuracyLine)]) {
     if (line !== undefined) lines.push(line);
   }
   for (const h of s.heldOut ?? []) {
@@ -143,11 +154,11 @@ function summaryText(s: TrainSummary, tiny: boolean): string {
         `F1 ${(100 * h.first.f1).toFixed(1)}% → ${(100 * h.last.f1).toFixed(1)}%`,
     );
   }
-  const pHat = halvesLine('p̂ of valid questions', s.metrics, pHatLine);
+  const pHat = halvesLine('p̂ of valid questions', steps, pHatLine);
   if (pHat !== undefined) lines.push(pHat);
   if (s.bank) {
     lines.push(
-      `skill bank: ${s.bank.cardsAtStart} → ${s.bank.cardsAtEnd} cards (version ${s.bank.versionAtEnd}); ${s.bank.admitted} distilled card${s.bank.admitted === 1 ? '' : 's'} admitted; ` +
+      `skill bank${s.resumedFrom !== undefined ? ` since the resume (step ${s.resumedFrom})` : ''}: ${s.bank.cardsAtStart} → ${s.bank.cardsAtEnd} cards (version ${s.bank.versionAtEnd}); ${s.bank.admitted} distilled card${s.bank.admitted === 1 ? '' : 's'} admitted; ` +
         `${s.bank.cardsWithEvidence} card${s.bank.cardsWithEvidence === 1 ? '' : 's'} with utility evidence from retrievals`,
     );
   }
@@ -232,7 +243,11 @@ export const command: CommandModule<object, TrainArgs> = {
       bar?.stop();
       const report = summary.finished ? undefined : writeRunReport(summary.runDir);
       if (args.json) process.stdout.write(`${JSON.stringify({ ...summary, ...(report ? { report } : {}) })}\n`);
-      else process.stdout.write(`${summaryText(summary, summary.model === TINY_DEFAULT_NAME)}${report ? `\nreport: ${report}` : ''}\n`);
+      else {
+        // A resumed run's summary covers the steps before the resume too (metrics.jsonl holds every step).
+        const runSteps = summary.resumedFrom !== undefined && !summary.finished ? readRun(summary.runDir).steps : undefined;
+        process.stdout.write(`${summaryText(summary, summary.model === TINY_DEFAULT_NAME, runSteps)}${report ? `\nreport: ${report}` : ''}\n`);
+      }
     } finally {
       bar?.stop();
       process.off('SIGINT', onSigint);
