@@ -53,6 +53,12 @@ describe('the summary of a resumed run', () => {
     expect(text).toContain('valid questions, first half → second half of the steps: 13% (4 of 32) → 25% (8 of 32)');
   });
 
+  it("the tiny model's closing hint names a real model with a backend that holds it", () => {
+    const text = summaryText({ ...summary, resumedFrom: undefined, firstStep: 1 }, true);
+    expect(text).toContain('npx sesa-train --model qwen3-0.6b --backend tensorflow');
+    expect(text).toContain("does not fit the wasm backend's 4 GiB heap (docs/models.md)");
+  });
+
   it('without the run folder rows it still says it was resumed', () => {
     expect(summaryText(summary, false)).toContain('steps 5–8 (resumed from step 4)');
   });

@@ -169,7 +169,8 @@ export function summaryText(s: TrainSummary, tiny: boolean, runSteps?: readonly 
       '',
       'This was the tiny model with random weights, which learns nothing meaningful (its',
       'questions and answers are noise). It shows the whole loop running. Train a real model with',
-      '  npx sesa-train --model qwen3-0.6b   (or any Hugging Face Qwen3 folder; --corpus FILE.jsonl for your own passages)',
+      '  npx sesa-train --model qwen3-0.6b --backend tensorflow   (or any Hugging Face Qwen3 folder; --corpus FILE.jsonl for your own passages)',
+      "with @tensorflow/tfjs-node or tfjs-node-gpu installed: a 0.6B model does not fit the wasm backend's 4 GiB heap (docs/models.md).",
     );
   }
   return lines.join('\n');
