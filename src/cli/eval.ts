@@ -20,6 +20,7 @@ import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 import { loadTokenizer } from '../model/tokenizer.js';
 import { readBankFile, type SkillBank } from '../skills/bank.js';
 import { type CommonArgs, emit, startBackend, withCommonOptions } from './common.js';
+import { etaText, formatSeconds } from './progress.js';
 
 interface EvalArgs extends CommonArgs {
   [key: string]: unknown;
@@ -57,6 +58,7 @@ async function scoreOnly(args: EvalArgs): Promise<void> {
 }
 
 async function runEval(args: EvalArgs): Promise<void> {
+  const setupStarted = Date.now();
   const human = !args.json;
   const log = (line: string): void => {
     if (human) process.stderr.write(`${line}\n`);
@@ -103,11 +105,12 @@ async function runEval(args: EvalArgs): Promise<void> {
     const already = questions.length - pending.length;
     log(
       `eval: ${questions.length} questions from ${datasets.map((d) => d.name).join(', ')}; skills ${bankPath ?? 'off'}; ` +
-        `${already > 0 ? `${already} already scored in ${args.out}, ` : ''}${pending.length} to go`,
+        `${already > 0 ? `${already} already scored in ${args.out}, ` : ''}${pending.length} to go (the model, search and bank took ${formatSeconds((Date.now() - setupStarted) / 1000)} to set up)`,
     );
     const tty = human && process.stderr.isTTY === true;
-    const bar = tty ? new SingleBar({ format: 'eval [{bar}] {value}/{total} | {percentage}% | ETA {eta_formatted} | EM {em}', hideCursor: true, etaBuffer: 20 }) : undefined;
-    bar?.start(questions.length, already, { em: '–' });
+    // The ETA is the time per question so far (src/cli/progress.ts), said with what it rests on, on a terminal too.
+    const bar = tty ? new SingleBar({ format: 'eval [{bar}] {value}/{total} | {percentage}% | EM {em} | {left}', hideCursor: true }) : undefined;
+    bar?.start(questions.length, already, { em: '–', left: `${pending.length} to go` });
     let stop = false;
     const onSigint = (): void => {
       if (stop) process.exit(130);
@@ -123,11 +126,9 @@ async function runEval(args: EvalArgs): Promise<void> {
           folder.append(records);
           done += records.length;
           const em = folder.records.reduce((a, r) => a + r.em, 0) / Math.max(1, folder.records.length);
-          if (bar) bar.update(already + done, { em: pct(em) });
-          else if (human) {
-            const perQ = (Date.now() - started) / 1000 / done;
-            log(`eval: ${already + done}/${questions.length} (EM so far ${pct(em)}; ETA ${Math.round(perQ * (pending.length - done))} s)`);
-          }
+          const eta = etaText((Date.now() - started) / 1000, done, pending.length - done, 'question');
+          if (bar) bar.update(already + done, { em: pct(em), left: eta });
+          else if (human) log(`eval: ${already + done}/${questions.length} (EM so far ${pct(em)}); ${eta}`);
         },
         shouldStop: () => stop,
       });
