@@ -27,6 +27,7 @@ import { halves, pooledPHat, pooledSolverAccuracy, pooledValid } from '../report
 import { renderReport } from '../report/html.js';
 import { readRun, type StepRow } from '../report/run-data.js';
 import { writeFileAtomic } from '../util/atomic.js';
+import { TrainProgressText } from './progress.js';
 import { SKILL_SP_RECIPE } from './recipe-dispatch.js';
 import { DEMO_MODEL_NAME } from '../world/setup.js';
 
@@ -204,10 +205,12 @@ export const command: CommandModule<object, TrainArgs> = {
     const human = !args.json;
     const tty = human && process.stderr.isTTY === true;
     let bar: SingleBar | undefined;
+    // A line per step, per eval batch and per phase that took long (./progress.ts); on a terminal, the bar.
+    let progress: TrainProgressText | undefined;
     const log = (line: string): void => {
       if (!human) return;
       // Warnings are printed in full even under the progress bar, which redraws itself on its next update.
-      if (bar && !line.startsWith('warning:')) bar.update({ msg: line.slice(0, 60) });
+      if (bar && !line.startsWith('warning:')) bar.update({ activity: line.slice(0, 80) });
       else process.stderr.write(`${bar ? '\n' : ''}${line}\n`);
     };
     let stopRequested = false;
@@ -227,14 +230,25 @@ export const command: CommandModule<object, TrainArgs> = {
             process.stderr.write(
               `training ${info.runDir}: steps ${info.firstStep}–${info.lastStep} on ${info.backend.name}${info.resumedFrom !== undefined ? ` (resumed from step ${info.resumedFrom})` : ''}\n`,
             );
+            progress = new TrainProgressText(info.firstStep, info.lastStep, info.heldOutSteps);
             if (tty) {
-              bar = new SingleBar({ format: 'step {value}/{total} [{bar}] {percentage}% | ETA {eta_formatted} | {last}', hideCursor: true, etaBuffer: 5 });
-              bar.start(info.lastStep, info.firstStep - 1, { last: 'starting…', msg: '' });
+              bar = new SingleBar({ format: 'step {value}/{total} [{bar}] {percentage}% | {left} | {activity}', hideCursor: true });
+              bar.start(info.lastStep, info.firstStep - 1, { left: progress.eta(), activity: 'starting…' });
             }
           },
+          onProgress: (e) => {
+            if (!progress) return;
+            const line = progress.line(e);
+            const activity = progress.activity(e);
+            if (bar) {
+              if (activity !== undefined) bar.update({ activity });
+            } else if (line !== undefined) process.stderr.write(`${line}\n`);
+          },
           onStepEnd: (m) => {
-            if (bar) bar.update(m.step, { last: stepLine(m) });
-            else if (human) process.stderr.write(`step ${m.step}: ${stepLine(m)}\n`);
+            if (!progress) return;
+            const eta = progress.stepEnd(m.step);
+            if (bar) bar.update(m.step, { left: progress.eta(), activity: `step ${m.step}: ${stepLine(m)}` });
+            else process.stderr.write(`${progress.stamp()} step ${m.step}/${progress.lastStep}: ${stepLine(m)} | ${eta}\n`);
           },
           shouldStop: () => stopRequested,
         },

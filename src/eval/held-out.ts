@@ -25,13 +25,25 @@ export function heldOutQuestions(data: string, limit: number, dataDir: string | 
   return sampleQuestions(resolveDataset(data, dataDir).questions, limit, 0);
 }
 
-/** Evaluates the solver with skills on (when there is a bank) and off; one row per mode. */
-export async function heldOutRows(step: number, solver: { policy: Policy; searcher: Searcher; bank?: SkillBank }, questions: readonly EvalQuestion[], settings: EvalSettings): Promise<HeldOutRow[]> {
+/**
+ * Evaluates the solver with skills on (when there is a bank) and off; one row per mode. `onBatch` is told the
+ * questions done of each mode, 0 at its start and then after every batch (progress lines).
+ */
+export async function heldOutRows(
+  step: number,
+  solver: { policy: Policy; searcher: Searcher; bank?: SkillBank },
+  questions: readonly EvalQuestion[],
+  settings: EvalSettings,
+  onBatch?: (skills: 'on' | 'off', done: number, total: number) => void,
+): Promise<HeldOutRow[]> {
   const modes: Array<{ skills: 'on' | 'off'; bank?: SkillBank }> = solver.bank ? [{ skills: 'on', bank: solver.bank }, { skills: 'off' }] : [{ skills: 'off' }];
   const rows: HeldOutRow[] = [];
   for (const mode of modes) {
     const t0 = performance.now();
-    const { results } = await evaluateSolver({ policy: solver.policy, searcher: solver.searcher, ...(mode.bank ? { bank: mode.bank } : {}) }, questions, settings);
+    let done = 0;
+    onBatch?.(mode.skills, 0, questions.length);
+    const hooks = onBatch ? { onBatch: (records: readonly unknown[]) => onBatch(mode.skills, (done += records.length), questions.length) } : {};
+    const { results } = await evaluateSolver({ policy: solver.policy, searcher: solver.searcher, ...(mode.bank ? { bank: mode.bank } : {}) }, questions, settings, hooks);
     rows.push({
       kind: 'eval',
       step,

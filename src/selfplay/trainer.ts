@@ -36,7 +36,7 @@ import { ProposerRole, SolverRole } from './roles.js';
 import { capHops, floorHops, readSeedsFile } from './seeds.js';
 import { buildSearch } from './search-setup.js';
 import { RunFolder } from './run-folder.js';
-import { type StepMetrics, sesaStep } from './step.js';
+import { type StepMetrics, type StepPhase, sesaStep } from './step.js';
 import { advantageSettingsOf, grpoConfigOf, optimizerConfigOf, rolloutSettingsOf, stepSettingsOf } from './step-settings.js';
 import { DataParallelPolicyUpdater } from './data-parallel-updater.js';
 import { type RolloutRunner, ShardedRolloutRunner } from './rollout-runner.js';
@@ -50,11 +50,17 @@ import { DEMO_MODEL_NAME, WORLD_CORPUS, WORLD_EVAL_DATA, worldFor, worldHeldOut 
 export interface TrainHooks {
   log(line: string): void;
   /** Called once everything is loaded, before the first step. */
-  onStart?(info: { runDir: string; firstStep: number; lastStep: number; backend: BackendInfo; modelDir: string; resumedFrom?: number }): void;
+  onStart?(info: { runDir: string; firstStep: number; lastStep: number; backend: BackendInfo; modelDir: string; resumedFrom?: number; heldOutSteps: number[] }): void;
   onStepEnd?(metrics: StepMetrics): void;
   /** Polled after every step: true stops the run at this step boundary (after a checkpoint). */
   shouldStop?(): boolean;
+  /** Progress inside a step (each phase's start and end) and a held-out eval (each batch), for progress lines. */
+  onProgress?(event: TrainProgressEvent): void;
 }
+
+export type TrainProgressEvent =
+  | { kind: 'phase'; step: number; phase: StepPhase; state: 'start' | 'end'; seconds?: number }
+  | { kind: 'eval-batch'; step: number; skills: 'on' | 'off'; done: number; total: number };
 
 export interface TrainSummary {
   runDir: string;
@@ -405,10 +411,14 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     updater,
     ...(distiller ? { distiller } : {}),
     ...(judging ? { judging } : {}),
+    onPhase: (step: number, phase: StepPhase, state: 'start' | 'end', seconds?: number) => hooks.onProgress?.({ kind: 'phase', step, phase, state, ...(seconds !== undefined ? { seconds } : {}) }),
   };
   const settings = stepSettingsOf(config);
 
-  hooks.onStart?.({ runDir: run.dir, firstStep, lastStep: config.steps, backend, modelDir, ...(ckpt ? { resumedFrom: ckpt.step } : {}) });
+  // The steps whose held-out eval is still to run (0: before step 1), for the progress lines' ETA.
+  const evalAtZeroDone = run.metrics().some((m) => (m as { kind?: unknown; step?: unknown }).kind === 'eval' && (m as { step?: unknown }).step === 0);
+  const heldOutSteps = !heldOut ? [] : [...(evalAtZeroDone ? [] : [0]), ...Array.from({ length: config.steps - firstStep + 1 }, (_, i) => firstStep + i).filter((s) => s % config.evalEvery === 0 || s === config.steps)];
+  hooks.onStart?.({ runDir: run.dir, firstStep, lastStep: config.steps, backend, modelDir, heldOutSteps, ...(ckpt ? { resumedFrom: ckpt.step } : {}) });
   const metrics: StepMetrics[] = [];
   let lastCheckpoint: string | undefined;
   let stoppedEarly = false;
@@ -428,7 +438,9 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const runHeldOut = async (step: number): Promise<void> => {
     if (!heldOut) return;
     const evalSettings = { maxTurns: config.maxTurns, maxTokensPerTurn: config.maxNewTokens, maxResponseTokens: config.maxResponseTokens, batchSize: 8 };
-    const rows = await heldOutRows(step, { policy: deps.solver.policy, searcher, ...(bank ? { bank } : {}) }, heldOut, evalSettings);
+    const rows = await heldOutRows(step, { policy: deps.solver.policy, searcher, ...(bank ? { bank } : {}) }, heldOut, evalSettings, (skills, done, total) =>
+      hooks.onProgress?.({ kind: 'eval-batch', step, skills, done, total }),
+    );
     for (const r of rows) {
       run.appendMetrics(r);
       log(`held-out eval at step ${step}, skills ${r.skills}: EM ${(100 * r.em).toFixed(1)}%, F1 ${(100 * r.f1).toFixed(1)}% on ${r.questions} questions (${r.seconds.toFixed(1)} s)`);
