@@ -1,13 +1,15 @@
 // One resolver of --model names for every command (src/model/model-name.ts): 'demo' (the shipped warm start),
 // 'tiny' (made on first use), folders and registry names. `export`, `eval` and `--recipe skill-sp` used to
-// answer "unknown model 'demo'" for the name `train` takes by default.
+// answer "unknown model 'demo'" for the name `train` takes by default. An adapter names its base by the Hub id
+// (the trainer wrote the registry short name, which PEFT cannot find), else by its absolute folder.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { demoModelPath, resolveModelName } from '../src/model/model-name.js';
+import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
+import { demoModelPath, peftBaseModel, resolveModelName } from '../src/model/model-name.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 let root: string;
@@ -67,4 +69,54 @@ describe("--model demo in every command that takes a model", () => {
     expect(r.status, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout.trim().split('\n').pop() as string)).toMatchObject({ out });
   });
+});
+
+describe("an adapter's base_model_name_or_path", () => {
+  /** A tiny checkpoint stored where the Hugging Face cache keeps Qwen/Qwen3-0.6B. */
+  function fakeCache(): { cache: string; snapshot: string } {
+    const cache = join(root, 'hub');
+    const repo = join(cache, 'models--Qwen--Qwen3-0.6B');
+    const snapshot = join(repo, 'snapshots', 'c1899de289a04d12100db370d81485cdf75e47ca');
+    if (!existsSync(snapshot)) {
+      makeTinyCheckpoint({ out: snapshot, arch: 'qwen3', vocab: 400, hidden: 32, heads: 4, kvHeads: 2, headDim: 16, intermediate: 64, seed: 3 });
+      mkdirSync(join(repo, 'refs'), { recursive: true });
+      writeFileSync(join(repo, 'refs', 'main'), 'c1899de289a04d12100db370d81485cdf75e47ca');
+    }
+    return { cache, snapshot };
+  }
+
+  it('is the Hub repo id for a model that has one, else the absolute folder', async () => {
+    const { cache, snapshot } = fakeCache();
+    const saved = process.env.HF_HUB_CACHE;
+    process.env.HF_HUB_CACHE = cache;
+    try {
+      expect(peftBaseModel(await resolveModelName('qwen3-0.6b'))).toBe('Qwen/Qwen3-0.6B');
+      expect(peftBaseModel(await resolveModelName('Qwen/Qwen3-0.6B'))).toBe('Qwen/Qwen3-0.6B');
+      // A snapshot folder given as a path knows its repo too.
+      expect(peftBaseModel(await resolveModelName(snapshot))).toBe('Qwen/Qwen3-0.6B');
+    } finally {
+      if (saved === undefined) delete process.env.HF_HUB_CACHE;
+      else process.env.HF_HUB_CACHE = saved;
+    }
+    expect(peftBaseModel(await resolveModelName('demo'))).toBe(demoModelPath());
+    const plain = makeTinyCheckpoint({ out: join(root, 'plain-model'), arch: 'qwen3', vocab: 400, hidden: 32, heads: 4, kvHeads: 2, headDim: 16, intermediate: 64, seed: 3 }).dir;
+    expect(peftBaseModel(await resolveModelName(plain))).toBe(plain);
+  });
+
+  it('train --model qwen3-0.6b writes Qwen/Qwen3-0.6B into its checkpoints, not the short name', () => {
+    const { cache } = fakeCache();
+    const out = join(root, 'run-06b');
+    const r = cli(
+      [
+        'train', '--model', 'qwen3-0.6b', '--corpus', 'demo', '--steps', '1', '--seeds-per-step', '1', '--proposals-per-seed', '2', '--group-size', '2', '--max-turns', '2',
+        '--max-new-tokens', '12', '--max-response-tokens', '48', '--embedder', 'lexical', '--micro-batch-size', '8', '--backend', 'wasm', '--threads', '1', '--out', out, '--json',
+      ],
+      { HF_HUB_CACHE: cache },
+    );
+    expect(r.status, r.stderr).toBe(0);
+    for (const role of ['proposer', 'solver']) {
+      const cfg = JSON.parse(readFileSync(join(out, 'checkpoints', 'step-1', role, 'adapter_config.json'), 'utf8')) as { base_model_name_or_path: string };
+      expect(cfg.base_model_name_or_path, role).toBe('Qwen/Qwen3-0.6B');
+    }
+  }, 300_000);
 });

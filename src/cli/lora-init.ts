@@ -4,7 +4,7 @@ import { savePeftAdapter } from '../checkpoint/peft.js';
 import { loadModelConfig } from '../model/config.js';
 import { LORA_DEFAULTS, LoraAdapter } from '../model/lora.js';
 import { PROJECTIONS, type ProjectionName } from '../model/qwen3.js';
-import { resolveModelName } from '../model/model-name.js';
+import { peftBaseModel, resolveModelName } from '../model/model-name.js';
 import { type CommonArgs, emit, startBackend, withCommonOptions } from './common.js';
 
 interface LoraInitArgs extends CommonArgs {
@@ -41,7 +41,7 @@ export const command: CommandModule<object, LoraInitArgs> = {
       { r: args.r, alpha: args.alpha, dropout: args.dropout, targets: args.targets as ProjectionName[] },
       { seed: args.seed, randomB: args['random-b'] },
     );
-    await savePeftAdapter(adapter, args.out, { baseModel: resolved.repoId ?? resolved.dir });
+    await savePeftAdapter(adapter, args.out, { baseModel: peftBaseModel(resolved) });
     const params = adapter.parameterCount();
     adapter.dispose();
     emit(

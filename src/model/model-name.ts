@@ -36,6 +36,17 @@ export interface ModelNameOptions extends ResolveOptions {
 }
 
 /**
+ * What an adapter's `base_model_name_or_path` names (docs/models.md, "Adapters and their base model"): the Hub
+ * repo id for a model that has one (a registry name, a repo id, or a folder in the Hugging Face cache), which
+ * PEFT and vLLM fetch or find in their cache; else the model's absolute folder, which PEFT loads on this machine
+ * (the demo and tiny models and other local folders are on no Hub). Never a registry short name such as
+ * 'qwen3-0.6b', which PEFT would look up as a Hub repo that does not exist.
+ */
+export function peftBaseModel(resolved: ResolvedModel): string {
+  return resolved.repoId ?? resolved.dir;
+}
+
+/**
  * Resolves a `--model` value to a folder: 'demo', 'tiny', a folder, a registry name or a Hub repo id (from the
  * Hugging Face cache, or downloaded with `download`). `repoId` is set only for a model that has one on the Hub.
  */

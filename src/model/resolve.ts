@@ -120,7 +120,12 @@ export async function resolveModel(nameOrDir: string, opts: ResolveOptions = {})
   const asPath = resolve(expandHome(nameOrDir));
   // An existing folder wins, even when its relative path also looks like `Org/Name`.
   if (isDir(asPath)) {
-    if (existsSync(join(asPath, 'config.json'))) return { dir: asPath, source: 'folder' };
+    if (existsSync(join(asPath, 'config.json'))) {
+      // A snapshot folder of the Hugging Face cache (…/models--Org--Name/snapshots/<hash>) knows its repo id.
+      const snapshot = /[\\/]models--([^\\/]+)[\\/]snapshots[\\/][^\\/]+$/.exec(asPath);
+      const repoId = snapshot?.[1]?.split('--').join('/');
+      return { dir: asPath, ...(repoId !== undefined && REPO_ID_RE.test(repoId) ? { repoId } : {}), source: 'folder' };
+    }
     // A cache repo folder (models--Org--Name) given directly.
     if (isDir(join(asPath, 'snapshots'))) {
       const m = /^models--(.+)$/.exec(asPath.split(/[\\/]/).pop() ?? '');

@@ -15,9 +15,8 @@ import type { Policy } from '../model/policy.js';
 import { LoraAdapter } from '../model/lora.js';
 import { ModelPolicy } from '../model/policy.js';
 import { CausalLM } from '../model/qwen3.js';
-import { resolveModelName } from '../model/model-name.js';
+import { peftBaseModel, resolveModelName } from '../model/model-name.js';
 import { PolicyTextGenerator } from '../model/text-generator.js';
-import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 import { loadTokenizer } from '../model/tokenizer.js';
 import { AdamW } from '../rl/optimizer.js';
 import { DataParallelPool } from '../parallel/coordinator.js';
@@ -45,7 +44,7 @@ import { STEP_WORKER_MODULE, type StepWorkerInit } from './step-worker.js';
 import { GrpoPolicyUpdater, type PolicyUpdater, type Role, type TrainedRole } from './updater.js';
 import { WORLD_CARD_BUDGET } from '../world/demo-model.js';
 import { TemplateDistiller, WorldRagReader } from '../world/scripted-roles.js';
-import { DEMO_MODEL_NAME, WORLD_CORPUS, WORLD_EVAL_DATA, worldFor, worldHeldOut } from '../world/setup.js';
+import { WORLD_CORPUS, WORLD_EVAL_DATA, worldFor, worldHeldOut } from '../world/setup.js';
 
 export interface TrainHooks {
   log(line: string): void;
@@ -240,7 +239,8 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
         : heldOutQuestions(config.evalData as string, config.evalLimit, defaultDataDir(undefined))
       : undefined;
   if (heldOut) log(`held-out eval: ${heldOut.length} questions from ${config.evalData} at step 0, every ${config.evalEvery} steps and at the end`);
-  const modelDir = (await resolveModelName(config.model, { log })).dir;
+  const resolvedModel = await resolveModelName(config.model, { log });
+  const modelDir = resolvedModel.dir;
   const model = await CausalLM.load(modelDir);
   const tokenizer = await loadTokenizer(modelDir);
   log(`model: ${modelDir} (${model.config.architecture}, ${(model.parameterCount() / 1e6).toFixed(1)}M parameters)`);
@@ -426,7 +426,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const saveCheckpoint = async (step: number): Promise<void> => {
     lastCheckpoint = await run.writeCheckpoint(step, { step, seed: config.seed, ...(bank ? { bankVersion: bank.version } : {}), savedAt: new Date().toISOString() }, async (dir) => {
       for (const r of ['proposer', 'solver'] as const) {
-        await savePeftAdapter(roles[r].adapter, join(dir, r), { baseModel: config.model === TINY_DEFAULT_NAME || config.model === DEMO_MODEL_NAME ? modelDir : config.model });
+        await savePeftAdapter(roles[r].adapter, join(dir, r), { baseModel: peftBaseModel(resolvedModel) });
         saveOptimizerState(join(dir, r), roles[r].optimizer.exportState());
       }
       if (bank) bank.writeSnapshot(join(dir, 'skills.json'));

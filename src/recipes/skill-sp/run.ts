@@ -11,8 +11,7 @@ import { loadPeftAdapter, savePeftAdapter } from '../../checkpoint/peft.js';
 import { LoraAdapter } from '../../model/lora.js';
 import { ModelPolicy } from '../../model/policy.js';
 import { CausalLM } from '../../model/qwen3.js';
-import { resolveModelName } from '../../model/model-name.js';
-import { TINY_DEFAULT_NAME } from '../../model/tiny-default.js';
+import { peftBaseModel, resolveModelName } from '../../model/model-name.js';
 import { loadTokenizer } from '../../model/tokenizer.js';
 import { AdamW } from '../../rl/optimizer.js';
 import { RunFolder } from '../../selfplay/run-folder.js';
@@ -71,7 +70,8 @@ export async function runSkillSp(config: SkillSpConfig, hooks: SkillSpHooks = {}
 
   const backend = await initBackend(config.backend as BackendChoice, config.threads !== undefined ? { threads: config.threads } : {});
   log(`backend: ${describeBackend(backend)}`);
-  const modelDir = (await resolveModelName(config.model, { log })).dir;
+  const resolvedModel = await resolveModelName(config.model, { log });
+  const modelDir = resolvedModel.dir;
   const model = await CausalLM.load(modelDir);
   const tokenizer = await loadTokenizer(modelDir);
   log(`model: ${modelDir} (${(model.parameterCount() / 1e6).toFixed(1)}M parameters)`);
@@ -93,7 +93,7 @@ export async function runSkillSp(config: SkillSpConfig, hooks: SkillSpHooks = {}
     ...(config.update ? { updater: new GrpoPolicyUpdater(model, roles, { microBatchSize: config.microBatchSize, klCoef: config.klCoef, padTokenId: tokenizer.padTokenId }) } : {}),
   };
   const rng = ckpt ? new Rng(JSON.parse(readFileSync(join(ckpt.dir, 'rng.json'), 'utf8')) as RngState) : new Rng(config.seed);
-  const baseModel = config.model === TINY_DEFAULT_NAME ? modelDir : config.model;
+  const baseModel = peftBaseModel(resolvedModel);
   const metrics: IterationMetrics[] = [];
   try {
     for (let it = (ckpt?.step ?? 0) + 1; it <= config.iterations; it++) {
