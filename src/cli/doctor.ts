@@ -18,6 +18,7 @@ interface DoctorArgs {
   out?: string;
   'lora-r': number;
   gpus: number;
+  threads?: number;
   json: boolean;
 }
 
@@ -35,7 +36,10 @@ export const command: CommandModule<object, DoctorArgs> = {
       .option('out', { type: 'string', describe: `run folder (its disk gets the checkpoints; default as in train: ${WORLD_DEFAULTS.out} with --model demo, ${TINY_DEFAULTS.out} with --model tiny, else ${TRAIN_DEFAULTS.out})` })
       .option('lora-r', { type: 'number', default: 16, describe: 'LoRA rank (checkpoint size estimate)' })
       .option('gpus', { type: 'number', default: 1, describe: 'worker processes of the run, one per GPU (as train --gpus): checks the GPU backend and that many visible GPUs' })
+      .option('threads', { type: 'number', describe: 'wasm compute threads of the run (as train --threads; default: all cores): checks that the backend starts with that many' })
       .check((a) => {
+        const th = a.threads as number | undefined;
+        if (th !== undefined && (!Number.isInteger(th) || th < 1)) throw new Error(`--threads must be a positive integer, got ${th}`);
         const g = a.gpus as number;
         if (!Number.isInteger(g) || g < 1) throw new Error(`--gpus must be a positive integer, got ${g}`);
         return true;
@@ -55,6 +59,7 @@ export const command: CommandModule<object, DoctorArgs> = {
       out: args.out ?? defaults.out,
       loraR: args['lora-r'],
       gpus: args.gpus,
+      ...(args.threads !== undefined ? { threads: args.threads } : {}),
     });
     process.stdout.write(args.json ? `${JSON.stringify(report)}\n` : `${formatReport(report)}\n`);
     process.exitCode = report.ready ? 0 : 1;

@@ -162,14 +162,14 @@ export async function checkTensorBackends(probes: Probes, options: Pick<DoctorOp
  * stock single-threaded build on a one-core machine. The stock build's own multithread flag is off in Node
  * whatever the trainer runs, so it is not what this reports.
  */
-export async function checkWasm(options: Pick<DoctorOptions, 'backend'>): Promise<CheckResult> {
+export async function checkWasm(options: Pick<DoctorOptions, 'backend' | 'threads'>): Promise<CheckResult> {
   const needed = options.backend === 'wasm' || options.backend === 'auto';
   try {
     const { tf, initBackend } = await import('../tensor/backend.js');
     const { releaseThreadedWasm, threadedWasmThreads } = await import('../tensor/wasm-threads.js');
     await import('@tensorflow/tfjs-backend-wasm');
     const simd = (await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT')) === true;
-    const info = await initBackend('wasm');
+    const info = await initBackend('wasm', options.threads !== undefined ? { threads: options.threads } : {});
     if (tf.getBackend() !== 'wasm') throw new Error(`active backend is '${tf.getBackend()}'`);
     const running = threadedWasmThreads() ?? 1;
     if (running !== info.threads) throw new Error(`asked for ${info.threads} threads, the backend runs ${running}`);
@@ -177,7 +177,7 @@ export async function checkWasm(options: Pick<DoctorOptions, 'backend'>): Promis
     return {
       check: 'wasm',
       status: simd ? 'ok' : 'warn',
-      detail: `@tensorflow/tfjs-backend-wasm initialises as training starts it; SIMD ${simd ? 'on' : 'off'}, ${running} thread${running === 1 ? '' : 's'} (${running > 1 ? "the threaded-SIMD build; training's --threads N changes it" : 'one core'})`,
+      detail: `@tensorflow/tfjs-backend-wasm initialises as training starts it; SIMD ${simd ? 'on' : 'off'}, ${running} thread${running === 1 ? '' : 's'} (${running > 1 ? `the threaded-SIMD build; ${options.threads !== undefined ? 'as --threads asks' : "training's --threads N changes it"}` : options.threads !== undefined ? 'the single-threaded build, as --threads 1 asks' : 'one core'})`,
       ...(simd ? {} : { fix: 'use Node ≥ 20.19 (SIMD is on by default there)' }),
     };
   } catch (err) {
