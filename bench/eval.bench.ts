@@ -26,8 +26,8 @@ interface Case {
 }
 
 const CASES: Case[] = [
-  { key: 'tiny', make: { arch: 'qwen3', layers: 2, hidden: 64, heads: 4, kvHeads: 2, headDim: 16, intermediate: 128, vocab: 2000, seed: 1 }, questions: 16, settings: { maxTurns: 3, maxTokensPerTurn: 32, maxResponseTokens: 512, batchSize: 8 } },
-  { key: '100m', make: { arch: 'qwen3', layers: 12, hidden: 768, heads: 12, kvHeads: 4, headDim: 64, intermediate: 2048, vocab: 32000, seed: 2 }, questions: 2, settings: { maxTurns: 2, maxTokensPerTurn: 8, maxResponseTokens: 96, batchSize: 2 } },
+  { key: 'tiny', make: { arch: 'qwen3', layers: 2, hidden: 64, heads: 4, kvHeads: 2, headDim: 16, intermediate: 128, vocab: 2000, seed: 1 }, questions: 16, settings: { maxTurns: 3, maxTokensPerTurn: 32, maxResponseTokens: 512, batchSize: 8, passagesPerQuery: 3 } },
+  { key: '100m', make: { arch: 'qwen3', layers: 12, hidden: 768, heads: 12, kvHeads: 4, headDim: 64, intermediate: 2048, vocab: 32000, seed: 2 }, questions: 2, settings: { maxTurns: 2, maxTokensPerTurn: 8, maxResponseTokens: 96, batchSize: 2, passagesPerQuery: 3 } },
 ];
 
 export const suite: BenchSuite = {

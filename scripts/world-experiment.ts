@@ -1,21 +1,34 @@
-// The comparison in the world (docs/world.md): base (the warm start, no adapter; base-On with a new primed
-// bank), SSP (a `--recipe ssp` run, evaluated without a bank), SESA-Off (a SESA run's solver without its bank)
-// and SESA-On (with its bank), over several run seeds, on the demo world's held-out set and on the fresh
-// world's. Writes table.md (the accuracy table, then each run's loop: valid-question rate and p̂ of the valid
-// questions, first half of the steps → second half, per seed and pooled), results.json, one eval folder per
-// mode (modes/) and report.html (the first SESA run with the modes compared) in --out.
-//   npx tsx scripts/world-experiment.ts [--model demo] [--steps N (default: the world run's)] [--seeds 0,1,2] [--threads 2] [--out runs/world-experiment]
-//     [--max-hops N (default: the world run's)] [--recipes ssp,sesa] [--set '{"solverLr":0.0005}'] [--curve-every N]
-// --set overrides any setting of the runs (a JSON object of TrainConfig keys, as a config file holds them;
-// the world run asks every seed for two hops, so one hop is --max-hops 1 --set '{"minHops":1}');
-// --curve-every N also saves a checkpoint every N steps and evaluates the SESA solver there (off and on, the
-// demo world only) into curve.json, to see where in a run the held-out accuracy moves.
-// Seeds can run as separate processes (one wasm thread each on a 2-core machine), and their tables merged:
+// The comparison in the world and the paper's ablations at small scale (docs/world.md, "The evaluation
+// worlds" and "Ablations"): every variant trains in the self-play world (seed 0) from the shipped warm start,
+// and every mode is evaluated, greedily, on the evaluation worlds' held-out questions (342 questions in six
+// worlds no training touched, each searched in its own corpus) and, for reference, on the self-play world's own
+// 57 (in-world: their facts are reachable by training questions).
+//
+// Variants (--variants, or --ablations for all of them):
+//   sesa         SESA as `npx sesa-train` runs it        → modes SESA-Off (its solver, no bank) and SESA-On (with its bank)
+//   ssp          the Search Self-Play baseline            → SSP (no bank; one proposal a seed: 4 questions a step)
+//   ssp-supply   SSP with as many proposals a step as SESA makes (32 seeds × 1)  → SSP, same supply
+//   no-priming   SESA with an empty bank at the start     → SESA-On, no priming
+//   no-frontier  SESA with the proposer reward 1 − p̂      → SESA-On, no frontier
+//   no-distill   SESA without failure distillation        → SESA-On, no distillation
+// plus base (the warm start, no adapter) and base-On (the warm start with a new primed bank).
+//
+// Writes to --out: table.md (per mode: mean ± sd over run seeds, the gain over the warm start with its paired
+// bootstrap 95% interval over questions, per hop count, in-world; then the bank's own effect, SESA-On − SESA-Off;
+// then each run's loop), results.json (every mode's per-question scores, so runs merge and intervals are exact),
+// one eval folder per mode (modes/) and report.html (the first SESA run, the modes compared and the table).
+//   npx tsx scripts/world-experiment.ts [--seeds 0,1,2] [--threads 1] [--variants sesa,ssp | --ablations] [--out runs/world-experiment]
+//     [--steps N] [--max-hops N] [--set '{"solverLr":0.0005}'] [--curve-every N] [--model demo] [--eval-limit N (a quick check)]
+// --set overrides any setting of every run (TrainConfig keys, as a config file holds them); --curve-every N
+// also evaluates the SESA solver (off and on) at every N-th step's checkpoint on the in-world questions.
+// Run seeds as separate processes (one wasm thread each on a 2-core machine), then merge their tables:
 //   npx tsx scripts/world-experiment.ts --merge runs/x0,runs/x1,runs/x2 --out runs/world-experiment
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { renderReport } from '../src/report/html.js';
+import { gainText, type PairedGain, pairedBootstrap } from '../src/eval/bootstrap.js';
+import { evaluateSets, type EvalSet, type PredictionRecord } from '../src/eval/runner.js';
+import { renderReport, type ReportTable } from '../src/report/html.js';
 import { halves, type Pooled, type PooledPHat, pooledPHat, pooledValid } from '../src/report/pooled.js';
 import { readEvalFolder, readRun, type StepRow } from '../src/report/run-data.js';
 import { writeFileAtomic, writeJsonAtomic } from '../src/util/atomic.js';
@@ -25,27 +38,52 @@ import { CausalLM } from '../src/model/qwen3.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
 import { parseConfigObject, RECIPE_PRESETS, TRAIN_DEFAULTS, type TrainConfig, validateConfig, WORLD_DEFAULTS } from '../src/selfplay/config.js';
 import { primedBankOptions } from '../src/selfplay/priming.js';
+import { evalSettingsOf } from '../src/selfplay/step-settings.js';
 import { train } from '../src/selfplay/trainer.js';
 import { SkillBank } from '../src/skills/bank.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
 import { initBackend } from '../src/tensor/backend.js';
-import { WORLD_CARD_BUDGET } from '../src/world/demo-model.js';
-import { evalWorld, type WorldEvalResult } from '../src/world/eval.js';
-import { DEMO_MODEL_NAME, demoModelDir } from '../src/world/setup.js';
-import { DEMO_WORLD, FRESH_WORLD, World } from '../src/world/world.js';
+import { EVAL_WORLDS_DATA } from '../src/world/eval-worlds.js';
+import { DEMO_MODEL_NAME, demoModelDir, WORLD_EVAL_DATA, worldEvalSets } from '../src/world/setup.js';
+import { DEMO_WORLD } from '../src/world/world.js';
 
+interface Variant {
+  recipe: 'sesa' | 'ssp';
+  /** Settings of this variant over the world run's (and under --set). */
+  set: Partial<TrainConfig>;
+  /** The modes evaluated from its final checkpoint: the solver alone (off) and/or with its bank (on). */
+  modes: Array<{ mode: string; skills: 'off' | 'on' }>;
+}
+
+const WORLD = { ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS } as TrainConfig;
+const VARIANTS: Record<string, Variant> = {
+  sesa: { recipe: 'sesa', set: {}, modes: [{ mode: 'SESA-Off', skills: 'off' }, { mode: 'SESA-On', skills: 'on' }] },
+  ssp: { recipe: 'ssp', set: {}, modes: [{ mode: 'SSP', skills: 'off' }] },
+  // SESA's question supply: its seeds × proposals a step, as one proposal for each of that many seeds.
+  'ssp-supply': { recipe: 'ssp', set: { seedsPerStep: WORLD.seedsPerStep * WORLD.proposalsPerSeed }, modes: [{ mode: 'SSP, same supply', skills: 'off' }] },
+  'no-priming': { recipe: 'sesa', set: { priming: false }, modes: [{ mode: 'SESA-On, no priming', skills: 'on' }] },
+  'no-frontier': { recipe: 'sesa', set: { frontier: false }, modes: [{ mode: 'SESA-On, no frontier', skills: 'on' }] },
+  'no-distill': { recipe: 'sesa', set: { distill: false }, modes: [{ mode: 'SESA-On, no distillation', skills: 'on' }] },
+};
+const MODE_ORDER = ['base', 'base-On', 'SSP', 'SSP, same supply', 'SESA-Off', 'SESA-On', 'SESA-On, no priming', 'SESA-On, no frontier', 'SESA-On, no distillation'];
+
+const started = Date.now();
 const { values } = parseArgs({
   options: {
     model: { type: 'string', default: DEMO_MODEL_NAME },
-    steps: { type: 'string', default: String(WORLD_DEFAULTS.steps) },
+    steps: { type: 'string', default: String(WORLD.steps) },
     seeds: { type: 'string', default: '0,1,2' },
-    threads: { type: 'string', default: '2' },
-    // Overrides of the world run's settings, for trying other settings with the same comparison.
-    'max-hops': { type: 'string', default: String(WORLD_DEFAULTS.maxHops) },
-    recipes: { type: 'string', default: 'ssp,sesa' },
+    threads: { type: 'string', default: '1' },
+    'max-hops': { type: 'string', default: String(WORLD.maxHops) },
+    variants: { type: 'string' },
+    // The earlier name of --variants (it took ssp and sesa).
+    recipes: { type: 'string' },
+    ablations: { type: 'boolean', default: false },
     set: { type: 'string', default: '{}' },
     'curve-every': { type: 'string', default: '0' },
     merge: { type: 'string' },
+    // Questions per world (a quick check of the script; every reported table uses all of them).
+    'eval-limit': { type: 'string' },
     out: { type: 'string', default: 'runs/world-experiment' },
   },
 });
@@ -57,8 +95,10 @@ if (!seeds.every(Number.isInteger) || !Number.isInteger(steps) || steps < 1) thr
 if (!Number.isInteger(threads) || threads < 1) throw new Error(`--threads must be a positive integer, got ${values.threads}`);
 const maxHops = Number(values['max-hops']);
 if (!Number.isInteger(maxHops) || maxHops < 1) throw new Error(`--max-hops must be a positive integer, got ${values['max-hops']}`);
-const recipes = (values.recipes as string).split(',');
-if (recipes.length === 0 || !recipes.every((r) => r === 'ssp' || r === 'sesa')) throw new Error(`--recipes must list ssp and/or sesa (ssp,sesa), got ${values.recipes}`);
+if (values.ablations && (values.variants !== undefined || values.recipes !== undefined)) throw new Error('--ablations runs every variant: give it or --variants, not both');
+const variantNames = values.ablations ? Object.keys(VARIANTS) : (values.variants ?? values.recipes ?? 'ssp,sesa').split(',');
+const unknown = variantNames.filter((v) => !(v in VARIANTS));
+if (unknown.length > 0 || variantNames.length === 0) throw new Error(`--variants: unknown ${unknown.join(', ')} (known: ${Object.keys(VARIANTS).join(', ')})`);
 let overrides: Partial<TrainConfig>;
 try {
   overrides = parseConfigObject(JSON.parse(values.set as string), '--set');
@@ -70,40 +110,8 @@ if (!Number.isInteger(curveEvery) || curveEvery < 0) throw new Error(`--curve-ev
 mkdirSync(out, { recursive: true });
 const modelDir = values.model === DEMO_MODEL_NAME ? demoModelDir() : (values.model as string);
 const log = (l: string): void => {
-  process.stdout.write(`${l}\n`);
+  process.stdout.write(`${new Date().toISOString().slice(11, 19)} ${l}\n`);
 };
-
-// base-On: the warm start with a new bank primed as a SESA run's starts (seed cards and priming cards):
-// SESA-On's step-0 accuracy, what its bank after training is compared with.
-type Mode = 'base' | 'base-On' | 'SSP' | 'SESA-Off' | 'SESA-On';
-const rows: Array<{ mode: Mode; seed: number; world: 'demo' | 'fresh'; result: WorldEvalResult }> = [];
-const evalSettings = { maxTurns: WORLD_DEFAULTS.maxTurns ?? 4, maxTokensPerTurn: WORLD_DEFAULTS.maxNewTokens ?? 64, maxResponseTokens: WORLD_DEFAULTS.maxResponseTokens ?? 768, passagesPerQuery: 3 };
-const worlds = { demo: new World(DEMO_WORLD), fresh: new World(FRESH_WORLD) };
-
-async function evaluate(mode: Mode, seed: number, adapterDir: string | undefined, bankPath: string | undefined, names: ReadonlyArray<'demo' | 'fresh'> = ['demo', 'fresh']): Promise<Array<{ world: 'demo' | 'fresh'; result: WorldEvalResult }>> {
-  await initBackend('wasm', { threads });
-  const model = await CausalLM.load(modelDir);
-  const tokenizer = await loadTokenizer(modelDir);
-  const adapter = adapterDir ? loadPeftAdapter(adapterDir, 'solver', model.config) : undefined;
-  const policy = new ModelPolicy('solver', model, tokenizer, adapter, { enableThinking: false });
-  const results: Array<{ world: 'demo' | 'fresh'; result: WorldEvalResult }> = [];
-  for (const name of names) {
-    // The bank learned in the demo world is used as is in the fresh world too (cards name no entity).
-    const bank = bankPath ? await SkillBank.open(bankPath, { embedder: new LexicalEmbedder(), create: false, config: { renderTokenBudget: WORLD_CARD_BUDGET } }) : undefined;
-    const result = await evalWorld(policy, await worlds[name].searcher(), worlds[name].heldOut, { settings: evalSettings, ...(bank ? { bank } : {}) });
-    await bank?.dispose();
-    results.push({ world: name, result });
-    log(`${mode} seed ${seed} ${name} world${adapterDir ? ` (${adapterDir})` : ''}: ${(100 * result.accuracy).toFixed(1)}% ${JSON.stringify(result.byHops)}`);
-  }
-  adapter?.dispose();
-  model.dispose();
-  return results;
-}
-async function evaluateRow(mode: Mode, seed: number, adapterDir: string | undefined, bankPath: string | undefined): Promise<void> {
-  for (const r of await evaluate(mode, seed, adapterDir, bankPath)) rows.push({ mode, seed, ...r });
-}
-// --curve-every: the held-out accuracy of the SESA solver at its intermediate checkpoints (demo world).
-const curve: Array<{ seed: number; step: number; mode: Mode; accuracy: number; byHops: WorldEvalResult['byHops'] }> = [];
 
 // The settings this script sets itself per run (its own flags name the others): --set may not name them.
 const fixedSettings = (seed: number, recipe: 'sesa' | 'ssp', dir: string): Partial<TrainConfig> => ({
@@ -120,153 +128,259 @@ const fixedSettings = (seed: number, recipe: 'sesa' | 'ssp', dir: string): Parti
   threads,
 });
 const clashes = Object.keys(overrides).filter((k) => k in fixedSettings(0, 'sesa', out));
-if (clashes.length > 0) throw new Error(`--set: ${clashes.join(', ')} set by the script itself (use its flags: --steps, --max-hops, --seeds, --out, --threads, --curve-every, --recipes, --model)`);
-const runConfig = (seed: number, recipe: 'sesa' | 'ssp', dir: string): TrainConfig =>
-  validateConfig({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, ...RECIPE_PRESETS[recipe], ...overrides, ...fixedSettings(seed, recipe, dir) } as TrainConfig);
+if (clashes.length > 0) throw new Error(`--set: ${clashes.join(', ')} set by the script itself (use its flags: --steps, --max-hops, --seeds, --out, --threads, --curve-every, --variants, --model)`);
+const runConfig = (seed: number, variant: Variant, dir: string): TrainConfig =>
+  validateConfig({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, ...RECIPE_PRESETS[variant.recipe], ...variant.set, ...overrides, ...fixedSettings(seed, variant.recipe, dir) } as TrainConfig);
+
+/** One mode of one run seed on one question set: the per-question scores, in the set's fixed order. */
+interface Row {
+  mode: string;
+  seed: number;
+  set: 'eval' | 'in-world';
+  ids: string[];
+  em: number[];
+  hops: number[];
+  answered: number;
+  meanTurns: number;
+}
+const rows: Row[] = [];
+// The same settings for every mode, those of the world run (the eval of `sesa-train eval --run`).
+const evalSettings = evalSettingsOf(runConfig(0, VARIANTS.sesa as Variant, out));
+const evalLimit = values['eval-limit'] !== undefined ? Number(values['eval-limit']) : undefined;
+if (evalLimit !== undefined && (!Number.isInteger(evalLimit) || evalLimit < 1)) throw new Error(`--eval-limit must be a positive integer, got ${values['eval-limit']}`);
+const sets = { eval: await worldEvalSets(EVAL_WORLDS_DATA, DEMO_WORLD.seed, evalLimit), 'in-world': await worldEvalSets(WORLD_EVAL_DATA, DEMO_WORLD.seed, evalLimit) };
+
+function rowOf(mode: string, seed: number, set: Row['set'], records: readonly PredictionRecord[]): Row {
+  return {
+    mode,
+    seed,
+    set,
+    ids: records.map((r) => `${r.dataset}/${r.id}`),
+    em: records.map((r) => r.em),
+    hops: records.map((r) => r.hops ?? 0),
+    answered: records.filter((r) => r.prediction !== null).length / Math.max(1, records.length),
+    meanTurns: records.reduce((a, r) => a + r.turns, 0) / Math.max(1, records.length),
+  };
+}
+
+async function evaluate(mode: string, seed: number, adapterDir: string | undefined, bankPath: string | undefined, which: ReadonlyArray<Row['set']> = ['eval', 'in-world']): Promise<Row[]> {
+  await initBackend('wasm', { threads });
+  const model = await CausalLM.load(modelDir);
+  const tokenizer = await loadTokenizer(modelDir);
+  const adapter = adapterDir ? loadPeftAdapter(adapterDir, 'solver', model.config) : undefined;
+  const policy = new ModelPolicy('solver', model, tokenizer, adapter, { enableThinking: false });
+  const result: Row[] = [];
+  try {
+    for (const set of which) {
+      // The bank learned in the self-play world is used as is in every other world (its cards name no entity).
+      const bank = bankPath ? await SkillBank.open(bankPath, { embedder: new LexicalEmbedder(), create: false, config: { renderTokenBudget: WORLD.renderTokenBudget } }) : undefined;
+      const t0 = Date.now();
+      const { records } = await evaluateSets({ policy, ...(bank ? { bank } : {}) }, sets[set] as EvalSet[], evalSettings);
+      await bank?.dispose();
+      const row = rowOf(mode, seed, set, records);
+      result.push(row);
+      log(`${mode} seed ${seed} ${set}: ${(100 * mean(row.em)).toFixed(1)}% of ${row.em.length} (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+    }
+  } finally {
+    adapter?.dispose();
+    model.dispose();
+  }
+  return result;
+}
+
+const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+const curve: Array<{ seed: number; step: number; mode: string; accuracy: number }> = [];
 
 interface Results {
   command: string;
   steps: number;
   seeds: number[];
-  rows: typeof rows;
+  variants: string[];
+  seconds: number;
+  rows: Row[];
 }
 const merged: Results[] = [];
 if (values.merge !== undefined) {
-  // Rows of earlier runs of this script (each its results.json); base is kept once.
+  // Rows of earlier runs of this script (each its results.json); base and base-On are kept once.
   for (const dir of values.merge.split(',')) {
     const file = join(dir, 'results.json');
     if (!existsSync(file)) throw new Error(`--merge: ${file} does not exist (run the script with --out ${dir} first)`);
     const r = JSON.parse(readFileSync(file, 'utf8')) as Results;
-    if (!Array.isArray(r.rows) || typeof r.steps !== 'number') throw new Error(`--merge: ${file} has no rows/steps: not a results.json of this script`);
+    if (!Array.isArray(r.rows) || typeof r.steps !== 'number' || !r.rows.every((x) => Array.isArray(x.em))) throw new Error(`--merge: ${file} has no per-question rows: not a results.json of this version of the script`);
     if (merged.length > 0 && r.steps !== merged[0]?.steps) throw new Error(`--merge: ${file} ran ${r.steps} steps, ${merged[0]?.steps} in the first folder: the table would mix runs`);
     merged.push(r);
-    rows.push(...r.rows.filter((row) => (row.mode !== 'base' && row.mode !== 'base-On') || !rows.some((x) => x.mode === row.mode && x.world === row.world)));
+    for (const row of r.rows) {
+      const once = row.mode === 'base' || row.mode === 'base-On';
+      if (rows.some((x) => x.mode === row.mode && x.set === row.set && (once || x.seed === row.seed))) continue;
+      rows.push(row);
+    }
   }
 } else {
-  await evaluateRow('base', 0, undefined, undefined);
-  if (recipes.includes('sesa')) {
-    const config = runConfig(0, 'sesa', out);
+  rows.push(...(await evaluate('base', 0, undefined, undefined)));
+  if (variantNames.some((v) => VARIANTS[v]?.recipe === 'sesa' && VARIANTS[v]?.set.priming !== false)) {
+    const config = runConfig(0, VARIANTS.sesa as Variant, out);
     const bankPath = join(out, 'base-bank.json');
     rmSync(bankPath, { force: true });
-    await (await SkillBank.open(bankPath, { embedder: new LexicalEmbedder(), ...primedBankOptions(config, modelDir, log), config: { renderTokenBudget: WORLD_CARD_BUDGET } })).dispose();
-    await evaluateRow('base-On', 0, undefined, bankPath);
+    await (await SkillBank.open(bankPath, { embedder: new LexicalEmbedder(), ...primedBankOptions(config, modelDir, log), config: { renderTokenBudget: WORLD.renderTokenBudget } })).dispose();
+    rows.push(...(await evaluate('base-On', 0, undefined, bankPath)));
   }
 }
 for (const seed of values.merge !== undefined ? [] : seeds) {
-  for (const recipe of recipes as Array<'ssp' | 'sesa'>) {
-    const skills = recipe === 'sesa';
-    const dir = join(out, `${recipe}-seed${seed}`);
-    const summary = await train(runConfig(seed, recipe, dir), { log: () => undefined });
-    log(`trained ${dir} (${summary.lastStep} steps)`);
+  for (const name of variantNames) {
+    const variant = VARIANTS[name] as Variant;
+    const dir = join(out, `${name}-seed${seed}`);
+    const t0 = Date.now();
+    const summary = await train(runConfig(seed, variant, dir), { log: () => undefined });
+    log(`trained ${dir} (${summary.lastStep} steps, ${((Date.now() - t0) / 60000).toFixed(1)} min)`);
     const ckpt = join(dir, 'checkpoints', `step-${summary.lastStep}`);
-    if (skills) {
+    if (name === 'sesa') {
       for (let step = curveEvery; curveEvery > 0 && step < summary.lastStep; step += curveEvery) {
         const at = join(dir, 'checkpoints', `step-${step}`);
         for (const [mode, bank] of [['SESA-Off', undefined], ['SESA-On', join(at, 'skills.json')]] as const) {
-          for (const { result } of await evaluate(mode, seed, join(at, 'solver'), bank, ['demo'])) curve.push({ seed, step, mode, accuracy: result.accuracy, byHops: result.byHops });
+          for (const r of await evaluate(mode, seed, join(at, 'solver'), bank, ['in-world'])) curve.push({ seed, step, mode, accuracy: mean(r.em) });
         }
         writeJsonAtomic(join(out, 'curve.json'), curve);
       }
-      await evaluateRow('SESA-Off', seed, join(ckpt, 'solver'), undefined);
-      await evaluateRow('SESA-On', seed, join(ckpt, 'solver'), join(ckpt, 'skills.json'));
-    } else {
-      await evaluateRow('SSP', seed, join(ckpt, 'solver'), undefined);
     }
+    for (const m of variant.modes) rows.push(...(await evaluate(m.mode, seed, join(ckpt, 'solver'), m.skills === 'on' ? join(ckpt, 'skills.json') : undefined)));
+    // Written after every run, so a killed experiment keeps what it finished.
+    writeJsonAtomic(join(out, 'results.json'), { command: commandLine(), steps, seeds, variants: variantNames, seconds: (Date.now() - started) / 1000, rows } satisfies Results);
   }
 }
 
-// Table: mean ± sd over seeds, per mode, per world, overall and per hop count.
-const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
-const meanSd = (xs: number[]): string => {
+function commandLine(): string {
+  return `npx tsx scripts/world-experiment.ts ${process.argv.slice(2).join(' ')}`.trim();
+}
+
+// ---- the table
+const pct = (x: number): string => (100 * x).toFixed(1);
+const meanSd = (xs: readonly number[]): string => {
   const m = mean(xs);
   const sd = xs.length > 1 ? Math.sqrt(xs.reduce((a, b) => a + (b - m) ** 2, 0) / (xs.length - 1)) : 0;
-  return `${(100 * m).toFixed(1)} ± ${(100 * sd).toFixed(1)}`;
+  return xs.length > 1 ? `${pct(m)} ± ${pct(sd)}` : pct(m);
 };
-const lines = ['| mode | world | all | 1-hop | 2-hop | 3-hop | runs |', '|---|---|---|---|---|---|---|'];
-for (const mode of ['base', 'base-On', 'SSP', 'SESA-Off', 'SESA-On'] as const) {
-  for (const world of ['demo', 'fresh'] as const) {
-    const rs = rows.filter((r) => r.mode === mode && r.world === world).map((r) => r.result);
-    if (rs.length === 0) continue;
-    const hop = (h: string): string => meanSd(rs.map((r) => r.byHops[h]?.accuracy ?? 0));
-    lines.push(`| ${mode} | ${world} | ${meanSd(rs.map((r) => r.accuracy))} | ${hop('1')} | ${hop('2')} | ${hop('3')} | ${rs.length} |`);
-  }
+const rowsOf = (mode: string, set: Row['set']): Row[] => rows.filter((r) => r.mode === mode && r.set === set).sort((a, b) => a.seed - b.seed);
+const hopAcc = (r: Row, h: number): number => mean(r.em.filter((_, i) => r.hops[i] === h));
+/** The paired gain of `mode` over `baseline` on a set: per run seed against that seed's baseline, or the one baseline row. */
+function gainOver(mode: string, baseline: string, set: Row['set']): PairedGain | undefined {
+  const bs = rowsOf(baseline, set);
+  const ms = rowsOf(mode, set);
+  if (bs.length === 0 || ms.length === 0) return undefined;
+  const pairs = ms.map((m) => {
+    const b = bs.length === 1 ? (bs[0] as Row) : bs.find((x) => x.seed === m.seed);
+    if (!b) throw new Error(`${baseline} has no row for run seed ${m.seed}`);
+    if (b.ids.join('\n') !== m.ids.join('\n')) throw new Error(`${mode} and ${baseline} were scored on different questions`);
+    return { a: b.em, b: m.em };
+  });
+  return pairedBootstrap(pairs, { seed: 1 });
 }
+const evalN = rowsOf('base', 'eval')[0]?.em.length ?? 0;
+const inWorldN = rowsOf('base', 'in-world')[0]?.em.length ?? 0;
+const header = ['mode', `eval worlds (${evalN} q)`, 'gain over the warm start [95% CI]', '1-hop', '2-hop', '3-hop', `in-world (${inWorldN} q)`, 'runs'];
+const tableRows: string[][] = [];
+for (const mode of MODE_ORDER) {
+  const ev = rowsOf(mode, 'eval');
+  if (ev.length === 0) continue;
+  const iw = rowsOf(mode, 'in-world');
+  const g = mode === 'base' ? undefined : gainOver(mode, 'base', 'eval');
+  tableRows.push([
+    mode,
+    meanSd(ev.map((r) => mean(r.em))),
+    g ? `${gainText(g)}${g.runs > 1 ? ` (sd ${pct(g.sd)})` : ''}` : '—',
+    ...[1, 2, 3].map((h) => meanSd(ev.map((r) => hopAcc(r, h)))),
+    iw.length > 0 ? meanSd(iw.map((r) => mean(r.em))) : '—',
+    String(ev.length),
+  ]);
+}
+const md = (h: string[], rs: string[][]): string[] => [`| ${h.join(' | ')} |`, `|${h.map(() => '---').join('|')}|`, ...rs.map((r) => `| ${r.join(' | ')} |`)];
+const lines = md(header, tableRows);
+lines.push(
+  '',
+  `EM in %, mean ± sd over run seeds; the gain is the mean over run seeds of each trained mode minus the warm start (base), with a paired bootstrap 95% interval over the ${evalN} questions (10,000 resamples, the same questions for every seed; docs/evaluation.md), and the sd of the per-seed gains.`,
+);
+// The bank's own effect: SESA-On against SESA-Off (the same solver), and against the warm start with the same primed bank.
+const bankRows: string[][] = [];
+for (const [mode, baseline] of [['SESA-On', 'SESA-Off'], ['SESA-On', 'base-On'], ['base-On', 'base']] as const) {
+  const g = gainOver(mode, baseline, 'eval');
+  if (g) bankRows.push([`${mode} − ${baseline}`, gainText(g), g.perRun.map((x) => pct(x)).join(', '), String(g.runs)]);
+}
+const bankHeader = ['difference (eval worlds)', 'points [95% CI]', 'per run seed', 'runs'];
+if (bankRows.length > 0) lines.push('', ...md(bankHeader, bankRows));
+
 // The loop of each run, first half of its steps → second half: the valid-question rate and the p̂ of the
 // valid questions (at 0, strictly between, at 1), read from the runs' metrics.jsonl, then pooled over seeds.
 const runDirs = [out, ...(values.merge?.split(',') ?? [])];
 const loopLines = ['', '| run | valid questions | p̂ = 0 | 0 < p̂ < 1 | p̂ = 1 |', '|---|---|---|---|---|'];
-// pooledValid and pooledPHat return undefined for an empty span, so `of` is never 0 here.
-const pct = (n: number, of: number): string => `${((100 * n) / of).toFixed(0)}%`;
-const validCell = (v: Pooled | undefined): string => (v === undefined ? '—' : `${pct(v.count, v.of)} (${v.count}/${v.of})`);
-const pHatCell = (p: PooledPHat | undefined, k: 'zero' | 'middle' | 'one'): string => (p === undefined ? '—' : `${pct(p[k], p.of)} (${p[k]}/${p.of})`);
+const share = (n: number, of: number): string => `${((100 * n) / of).toFixed(0)}%`;
+const validCell = (v: Pooled | undefined): string => (v === undefined ? '—' : `${share(v.count, v.of)} (${v.count}/${v.of})`);
+const pHatCell = (p: PooledPHat | undefined, k: 'zero' | 'middle' | 'one'): string => (p === undefined ? '—' : `${share(p[k], p.of)} (${p[k]}/${p.of})`);
 const loopRow = (label: string, [first, second]: [StepRow[], StepRow[]]): string => {
   const [p1, p2] = [pooledPHat(first), pooledPHat(second)];
   return `| ${label} | ${validCell(pooledValid(first))} → ${validCell(pooledValid(second))} | ${(['zero', 'middle', 'one'] as const).map((k) => `${pHatCell(p1, k)} → ${pHatCell(p2, k)}`).join(' | ')} |`;
 };
-for (const recipe of ['sesa', 'ssp'] as const) {
-  const pooledHalves: [StepRow[], StepRow[]] = [[], []];
-  let runsFound = 0;
-  for (const seed of [...new Set(rows.map((r) => r.seed))].sort((a, b) => a - b)) {
-    const dir = runDirs.map((d) => join(d, `${recipe}-seed${seed}`)).find((d) => existsSync(join(d, 'metrics.jsonl')));
+const allVariants = [...new Set([...variantNames, ...merged.flatMap((m) => m.variants ?? [])])];
+const runSeeds = [...new Set(rows.filter((r) => r.mode !== 'base' && r.mode !== 'base-On').map((r) => r.seed))].sort((a, b) => a - b);
+for (const name of allVariants) {
+  const pooled: [StepRow[], StepRow[]] = [[], []];
+  let found = 0;
+  for (const seed of runSeeds) {
+    const dir = runDirs.map((d) => join(d, `${name}-seed${seed}`)).find((d) => existsSync(join(d, 'metrics.jsonl')));
     if (dir === undefined) continue;
     const split = halves(readRun(dir).steps);
-    loopLines.push(loopRow(`${recipe.toUpperCase()} seed ${seed}`, split));
-    pooledHalves[0].push(...split[0]);
-    pooledHalves[1].push(...split[1]);
-    runsFound++;
+    loopLines.push(loopRow(`${name} seed ${seed}`, split));
+    pooled[0].push(...split[0]);
+    pooled[1].push(...split[1]);
+    found++;
   }
-  if (runsFound > 1) loopLines.push(loopRow(`${recipe.toUpperCase()}, ${runsFound} seeds pooled`, pooledHalves));
+  if (found > 1) loopLines.push(loopRow(`${name}, ${found} seeds pooled`, pooled));
 }
-if (loopLines.length > 3) lines.push(...loopLines, '', 'first half of the steps → second half; p̂ of the valid questions, the solver group\'s success rate');
+if (loopLines.length > 3) lines.push(...loopLines, '', "first half of the steps → second half; p̂ of the valid questions, the solver group's success rate");
+const seconds = (Date.now() - started) / 1000 + merged.reduce((a, m) => a + (m.seconds ?? 0), 0);
+lines.push('', `Command: \`${commandLine()}\`${merged.length > 0 ? ` (merging ${merged.map((m) => `\`${m.command}\``).join(', ')})` : ''}; wall time ${(seconds / 60).toFixed(0)} min of compute in all.`);
 const table = `${lines.join('\n')}\n`;
 writeFileAtomic(join(out, 'table.md'), table);
-const command = `npx tsx scripts/world-experiment.ts ${process.argv.slice(2).join(' ')}`.trim();
-writeJsonAtomic(
-  join(out, 'results.json'),
-  merged.length > 0
-    ? { command, merged: merged.map((r) => r.command), steps: merged[0]?.steps, seeds: merged.flatMap((r) => r.seeds), rows }
-    : { command, steps, seeds, rows },
-);
-log(table);
+writeJsonAtomic(join(out, 'results.json'), {
+  command: commandLine(),
+  ...(merged.length > 0 ? { merged: merged.map((r) => r.command) } : {}),
+  steps: merged[0]?.steps ?? steps,
+  seeds: merged.length > 0 ? merged.flatMap((r) => r.seeds) : seeds,
+  variants: allVariants,
+  seconds,
+  rows,
+});
+log(`\n${table}`);
 
-// The report's comparison page: one eval folder per mode (the mean over run seeds of each world's exact match
-// and token F1, as `sesa-train eval` writes them), and the HTML report of the first SESA run with them.
+// The report's comparison page: one eval folder per mode (each world's exact match averaged over run seeds, as
+// `sesa-train eval` writes results), and the HTML report of the first SESA run with them and the tables.
 const modeDirs: string[] = [];
-for (const mode of ['base', 'base-On', 'SSP', 'SESA-Off', 'SESA-On'] as const) {
+for (const mode of MODE_ORDER) {
   const mine = rows.filter((r) => r.mode === mode);
   if (mine.length === 0) continue;
-  const datasets = (['demo', 'fresh'] as const).map((world) => {
-    const rs = mine.filter((r) => r.world === world).map((r) => r.result);
-    return {
-      dataset: `${world} world`,
-      questions: rs[0]?.questions ?? 0,
-      em: mean(rs.map((r) => r.accuracy)),
-      // Rows of runs made before the eval scored F1 have none: the page then shows EM only.
-      f1: rs.every((r) => typeof r.f1 === 'number') ? mean(rs.map((r) => r.f1)) : null,
-      judged: null,
-      answered: mean(rs.map((r) => r.answeredRate)),
-      meanTurns: mean(rs.map((r) => r.meanTurns)),
-      meanQueries: null,
-    };
+  const byDataset = new Map<string, number[][]>();
+  for (const r of mine) {
+    r.ids.forEach((id, i) => {
+      const ds = `${r.set === 'in-world' ? 'in-world ' : ''}${id.split('/')[0] as string}`;
+      const perSeed = byDataset.get(ds) ?? [];
+      byDataset.set(ds, perSeed);
+      (perSeed[r.seed] ??= []).push(r.em[i] as number);
+    });
+  }
+  const datasets = [...byDataset.entries()].map(([dataset, perSeed]) => {
+    const runs = perSeed.filter((x) => x !== undefined);
+    return { dataset, questions: runs[0]?.length ?? 0, em: mean(runs.map(mean)), f1: null, judged: null, answered: null, meanTurns: null, meanQueries: null };
   });
-  const dir = join(out, 'modes', mode);
+  const dir = join(out, 'modes', mode.replace(/[^A-Za-z0-9-]+/g, '_'));
   mkdirSync(dir, { recursive: true });
-  const runSeeds = [...new Set(mine.map((r) => r.seed))];
-  writeJsonAtomic(join(dir, 'results.json'), {
-    datasets,
-    average: { em: mean(datasets.map((d) => d.em)), f1: datasets.every((d) => d.f1 !== null) ? mean(datasets.map((d) => d.f1 as number)) : null, judged: null, datasets: datasets.length, questions: datasets.reduce((a, d) => a + d.questions, 0) },
-  });
-  writeJsonAtomic(join(dir, 'settings.json'), {
-    model: modelDir,
-    adapter: mode === 'base' || mode === 'base-On' ? null : `the ${mode === 'SSP' ? 'ssp' : 'sesa'} runs' solvers (mean over run seeds ${runSeeds.join(', ')})`,
-    skills: mode === 'SESA-On' ? "the run's skills.json" : mode === 'base-On' ? 'a new primed bank (seed and priming cards)' : 'off',
-    runSeeds,
-  });
+  const evalOnly = datasets.filter((d) => !d.dataset.startsWith('in-world'));
+  writeJsonAtomic(join(dir, 'results.json'), { datasets, average: { em: mean(evalOnly.map((d) => d.em)), f1: null, judged: null, datasets: evalOnly.length, questions: evalOnly.reduce((a, d) => a + d.questions, 0) } });
+  writeJsonAtomic(join(dir, 'settings.json'), { mode, model: modelDir, runSeeds: [...new Set(mine.map((r) => r.seed))], note: 'average: the evaluation worlds only' });
   modeDirs.push(dir);
 }
-const sesaRun = [out, ...(values.merge?.split(',') ?? [])].map((d) => join(d, `sesa-seed${rows.find((r) => r.mode === 'SESA-Off')?.seed ?? 0}`)).find((d) => existsSync(join(d, 'metrics.jsonl')));
+const sesaRun = runDirs.map((d) => join(d, `sesa-seed${runSeeds[0] ?? 0}`)).find((d) => existsSync(join(d, 'metrics.jsonl')));
 if (sesaRun) {
-  const { html } = renderReport({ run: readRun(sesaRun), evals: modeDirs.map(readEvalFolder), generatedAt: new Date().toISOString() });
+  const tables: ReportTable[] = [{ id: 'ablations', title: 'Modes and ablations on the evaluation worlds', header, rows: tableRows, caption: 'EM in %, mean ± sd over run seeds; gain: paired bootstrap 95% interval over questions.' }];
+  if (bankRows.length > 0) tables.push({ id: 'bank-effect', title: "The bank's own effect", header: bankHeader, rows: bankRows });
+  const { html } = renderReport({ run: readRun(sesaRun), evals: modeDirs.map(readEvalFolder), generatedAt: new Date().toISOString(), tables });
   writeFileAtomic(join(out, 'report.html'), html);
-  log(`report: ${join(out, 'report.html')} (the run ${sesaRun} and the comparison of ${modeDirs.length} modes)`);
+  log(`report: ${join(out, 'report.html')} (the run ${sesaRun}, ${modeDirs.length} modes compared)`);
 }

@@ -46,7 +46,7 @@ function script(): ScriptedPolicy {
   });
 }
 
-const SETTINGS = { maxTurns: 4, maxTokensPerTurn: 200, maxResponseTokens: 2000, batchSize: 2 };
+const SETTINGS = { maxTurns: 4, maxTokensPerTurn: 200, maxResponseTokens: 2000, batchSize: 2, passagesPerQuery: 3 };
 
 describe('evaluateSolver', () => {
   it('runs one greedy rollout per question with the training prompt and scores it', async () => {
@@ -118,7 +118,7 @@ describe('evaluateSolver on a real tiny model', () => {
     const dir = makeTinyCheckpoint({ out: join(root, 'tiny'), arch: 'qwen3', vocab: 400, hidden: 32, heads: 4, kvHeads: 2, headDim: 16, intermediate: 64, seed: 5 }).dir;
     const model = await CausalLM.load(dir);
     const policy = new ModelPolicy('solver', model, await loadTokenizer(dir), undefined);
-    const settings = { maxTurns: 2, maxTokensPerTurn: 6, maxResponseTokens: 40, batchSize: 2 };
+    const settings = { maxTurns: 2, maxTokensPerTurn: 6, maxResponseTokens: 40, batchSize: 2, passagesPerQuery: 3 };
     const first = await evaluateSolver({ policy, searcher: new FakeSearcher(PASSAGES) }, QUESTIONS, settings);
     const before = tf.memory().numTensors;
     const second = await evaluateSolver({ policy, searcher: new FakeSearcher(PASSAGES) }, QUESTIONS, settings);

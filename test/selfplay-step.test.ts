@@ -458,6 +458,8 @@ describe('sesaStep: rewards, skill utility, failure queue, GRPO groups', () => {
         evidence: `${answer}: ${answer} is a hamlet in the Tarn valley, recorded in the ledger.`,
         prediction: WRONG,
         retrievedSkillIds: skillsOf(answer),
+        // The failed rollout's searches, for the distiller.
+        queries: [`${answer} origin`],
         count,
         firstStep: 1,
         lastStep: 1,

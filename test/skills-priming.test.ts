@@ -62,8 +62,13 @@ describe('memory priming', () => {
     expect(lines.pop()).toBe(`memory priming: the seed cards and 2 cards from ${other}`);
     expect(() => loadPrimingCards(join(modelDir, 'missing.jsonl'), modelDir, log)).toThrow(`--priming-cards ${join(modelDir, 'missing.jsonl')}: no such file`);
     // The run's bank options: --no-priming reads no file and starts empty; --priming takes the folder's cards.
-    expect(primedBankOptions({ priming: false }, modelDir, log)).toEqual({ seeds: false, primingCards: [] });
-    expect(primedBankOptions({ priming: true }, modelDir, log).primingCards.map((c) => c.id)).toEqual(shapes.map((c) => c.id));
+    expect(primedBankOptions({ priming: false, seedCards: true }, modelDir, log)).toEqual({ seeds: false, primingCards: [] });
+    expect(primedBankOptions({ priming: true, seedCards: true }, modelDir, log).primingCards.map((c) => c.id)).toEqual(shapes.map((c) => c.id));
+    // --no-seed-cards: the priming cards alone, and the log says so.
+    const alone = primedBankOptions({ priming: true, seedCards: false }, modelDir, log);
+    expect(alone.seeds).toBe(false);
+    expect(alone.primingCards.map((c) => c.id)).toEqual(shapes.map((c) => c.id));
+    expect(lines.pop()).toBe(`memory priming: 4 cards from ${join(modelDir, MODEL_PRIMING_FILE)} (the model folder's own)`);
     const bad = join(tempDir(), 'bad.jsonl');
     writeFileSync(bad, `${JSON.stringify(shapes[0])}\n{"id": 3}\n`);
     expect(() => loadPrimingCards(bad, modelDir, log)).toThrow(`${bad}:2`);

@@ -9,6 +9,7 @@ import { configProblems, TINY_DEFAULTS, TRAIN_DEFAULTS, validateConfig, WORLD_DE
 import { deviceOf } from '../src/selfplay/trainer.js';
 import { capHops, floorHops, readSeedsFile, seedsFromPassages } from '../src/selfplay/seeds.js';
 import { worldSeeds } from '../src/world/setup.js';
+import { WORLD_CARD_BUDGET } from '../src/world/demo-model.js';
 import { DEMO_WORLD, World } from '../src/world/world.js';
 
 let root: string;
@@ -18,11 +19,11 @@ beforeAll(() => {
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe('resolveTrainConfig', () => {
-  it('no arguments: the embedded default, the demo world from its warm-start model (lexical embedder, held-out eval of the world)', () => {
+  it('no arguments: the embedded default, the demo world from its warm-start model (lexical embedder, held-out eval on the evaluation worlds, the card budget of its warm start)', () => {
     const { config } = resolveTrainConfig({ json: false }, new Set());
     expect(config).toEqual({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS });
     expect(configProblems(config)).toEqual([]);
-    expect(config).toMatchObject({ model: 'demo', corpus: 'world', worldSeed: 0, embedder: 'lexical', evalData: 'world' });
+    expect(config).toMatchObject({ model: 'demo', corpus: 'world', worldSeed: 0, embedder: 'lexical', evalData: 'eval-worlds', renderTokenBudget: WORLD_CARD_BUDGET });
     // --model demo is the same run.
     expect(resolveTrainConfig({ json: false, model: 'demo' }, new Set(['model'])).config).toEqual(config);
   });

@@ -101,6 +101,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   'lora-targets': ['q_proj', 'v_proj'],
   skills: 'on',
   priming: false,
+  'seed-cards': false,
   'priming-cards': 'cards/priming.jsonl',
   distill: false,
   embedder: 'lexical',
@@ -137,6 +138,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   'eval-every': 5,
   'eval-data': 'demo',
   'eval-limit': 40,
+  'eval-batch-size': 16,
   'api-key-env': 'MY_KEY',
 };
 

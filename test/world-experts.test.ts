@@ -22,7 +22,7 @@ import { evalWorld } from '../src/world/eval.js';
 import { ScriptedPolicy } from './helpers/scripted-policy.js';
 import { DEFAULT_EXPERT_RATES, expertPropose, expertSolve, imitatorAccuracy, RELATION_NOUN, type Transcript } from '../src/world/experts.js';
 import { READING_DRILL_PROMPT, readingDrills } from '../src/world/exercises.js';
-import { TemplateDistiller, WorldRagReader } from '../src/world/scripted-roles.js';
+import { questionShape, TemplateDistiller, WorldRagReader } from '../src/world/scripted-roles.js';
 import { buildTranscripts, heldOutStrings, randomChain } from '../src/world/transcripts.js';
 import { DEMO_WORLD, trainingWorldSeeds, World } from '../src/world/world.js';
 
@@ -231,7 +231,7 @@ describe('expert transcripts', () => {
   });
 
   it('a transcript set comes from training worlds only and never mentions the held-out set', async () => {
-    await expect(buildTranscripts({ worldSeeds: [DEMO_WORLD.seed], passages: 300, solverPerWorld: 1, proposerPerWorld: 1, hopMix: [1, 1, 1], rates: PERFECT, seed: 0, turnWindows: false, firstTurnsPerWorld: 0 })).rejects.toThrow(/demo or the fresh world/);
+    await expect(buildTranscripts({ worldSeeds: [DEMO_WORLD.seed], passages: 300, solverPerWorld: 1, proposerPerWorld: 1, hopMix: [1, 1, 1], rates: PERFECT, seed: 0, turnWindows: false, firstTurnsPerWorld: 0 })).rejects.toThrow(/the demo, the fresh or an evaluation world/);
     const set = await buildTranscripts({ worldSeeds: trainingWorldSeeds(2), passages: 300, solverPerWorld: 40, proposerPerWorld: 10, hopMix: [1, 1, 1], rates: DEFAULT_EXPERT_RATES, seed: 0, turnWindows: true, firstTurnsPerWorld: 30 });
     expect(set.stats.solver).toBe(80);
     expect(set.stats.proposer).toBe(20);
@@ -350,24 +350,55 @@ describe('LLM-free roles', () => {
     expect(renderResults([])).toBe('');
   });
 
-  it('the template distiller writes a valid card by question shape and failure mode, naming no entity', async () => {
-    const distiller = new TemplateDistiller(world);
+  it('the template distiller reads only the failure record: a card by the wording and the failure mode its passages show, naming no entity', async () => {
+    const distiller = new TemplateDistiller();
     expect(distiller.name).toMatch(/scripted, no LLM/);
     const q = world.heldOut.find((x) => x.hops === 3) as (typeof world.heldOut)[number];
     const cfg = resolveConfig();
-    const record = (prediction: string) => ({ question: q.question, target: q.golden_answers[0] as string, evidence: '', prediction, retrievedSkillIds: [], key: 'k', count: 1, firstStep: 1, lastStep: 1 });
+    const text = (ids: readonly string[]): string =>
+      ids
+        .map((id) => world.passage(id))
+        .filter((p) => p !== undefined)
+        .map((p) => `${p.title}: ${p.text}`)
+        .join('\n');
+    const record = (prediction: string, evidence: string, queries: string[]) => ({ question: q.question, target: q.golden_answers[0] as string, evidence, prediction, retrievedSkillIds: [], queries, key: 'k', count: 1, firstStep: 1, lastStep: 1 });
     const bridge = world.entity(q.chain[1] as string).name;
+    // Stopped early: the passage it read names its answer (the first link's object), not the correct one.
+    const first = text(q.supporting_ids.slice(0, 1));
+    // Misread: every supporting passage, so the correct answer is in front of it.
+    const all = text(q.supporting_ids);
     const offChain = world.synth.entities.find((e) => !q.chain.includes(e.id) && e.kind === 'person')?.name as string;
-    const cases: Array<[string, string]> = [[bridge, 'decomposition'], [offChain, 'relations'], ['blue', 'search-strategy']];
-    for (const [prediction, category] of cases) {
-      const reply = await distiller.complete(distillationPrompt(record(prediction), [], cfg));
+    const cases: Array<[string, string, string[], string]> = [
+      [bridge, first, ['one search'], 'decomposition'],
+      [offChain, all, ['a', 'b', 'c'], 'relations'],
+      ['blue', first, ['one search'], 'search-strategy'],
+    ];
+    for (const [prediction, evidence, queries, category] of cases) {
+      const reply = await distiller.complete(distillationPrompt(record(prediction, evidence, queries), [], cfg));
       const parsed = parseDistilledCard(reply);
       expect(parsed.ok, reply).toBe(true);
       if (!parsed.ok) continue;
       expect(parsed.content.category).toBe(category);
-      const text = JSON.stringify(parsed.content).toLowerCase();
-      for (const id of q.chain) for (const name of world.golden(id)) expect(text.includes(name.toLowerCase()), name).toBe(false);
+      const cardText = JSON.stringify(parsed.content).toLowerCase();
+      for (const id of q.chain) for (const name of world.golden(id)) expect(cardText.includes(name.toLowerCase()), name).toBe(false);
+      if (category === 'decomposition') expect(parsed.content.description).toMatch(/chains 3 links/);
     }
+    // It knows nothing of the world: the same record of another world's question gives a card of the same kind.
+    const other = new World({ seed: 5, passages: 300 });
+    const q5 = other.heldOut.find((x) => x.hops === 2) as (typeof other.heldOut)[number];
+    const ev5 = other.passage(q5.supporting_ids[0] as string);
+    const reply = await distiller.complete(distillationPrompt({ ...record(other.entity(q5.chain[1] as string).name, `${ev5?.title}: ${ev5?.text}`, ['x']), question: q5.question, target: q5.golden_answers[0] as string }, [], cfg));
+    expect(parseDistilledCard(reply)).toMatchObject({ ok: true, content: { category: 'decomposition' } });
+  });
+
+  it('questionShape counts the links of a question from its wording', () => {
+    expect(questionShape('Who was the spouse of the person who composed the opera Ysten?')).toMatchObject({ links: 2, shape: 'who was the spouse of the person who composed the opera [entity]?' });
+    expect(questionShape('Who painted the painting The Restless Lighthouse?')).toMatchObject({ links: 1, shape: 'who painted the painting [entity]?' });
+    let right = 0;
+    let n = 0;
+    for (const seed of [1, 2, 3]) for (const x of new World({ seed, passages: 300 }).heldOut) (n++, questionShape(x.question).links === x.hops && right++);
+    // A reader of the wording alone gets most chains right (the world's grammar would get them all).
+    expect(right / n).toBeGreaterThan(0.85);
   });
 
   it("with the world run's consolidation schedule, one frontier failure becomes an admitted distilled card in the seed-primed bank", async () => {
@@ -383,10 +414,11 @@ describe('LLM-free roles', () => {
       expect(seeded).toBeGreaterThan(0);
       const q = world.heldOut.find((x) => x.hops === 2) as (typeof world.heldOut)[number];
       const bridge = world.entity(q.chain[1] as string).name;
-      bank.enqueueFailure({ question: q.question, target: q.golden_answers[0] as string, evidence: '', prediction: bridge, retrievedSkillIds: [] }, 1);
+      const read = world.passage(q.supporting_ids[0] as string);
+      bank.enqueueFailure({ question: q.question, target: q.golden_answers[0] as string, evidence: `${read?.title}: ${read?.text}`, prediction: bridge, retrievedSkillIds: [], queries: [bridge] }, 1);
       // Step 1 is off the schedule; step 2 is on it.
-      expect(bank.startConsolidation(1, new TemplateDistiller(world))).toBeNull();
-      const job = bank.startConsolidation(2, new TemplateDistiller(world));
+      expect(bank.startConsolidation(1, new TemplateDistiller())).toBeNull();
+      const job = bank.startConsolidation(2, new TemplateDistiller());
       expect(job?.selected).toBe(1);
       await job?.done;
       const report = bank.commit(2, bank.readyChange());

@@ -1,16 +1,15 @@
 // `sesa-train eval`: the paper's evaluation protocol (docs/evaluation.md) — greedy, one rollout per question,
 // the solver's training prompt and tool protocol, skills from a bank or off — into an output folder that a
 // killed run continues; and `eval --score FILE.jsonl` for predictions made elsewhere.
-import { resolve } from 'node:path';
 import { SingleBar } from 'cli-progress';
 import type { Argv, CommandModule } from 'yargs';
 import { loadPeftAdapter } from '../checkpoint/peft.js';
-import { defaultDataDir, type EvalQuestion, resolveDatasets, sampleQuestions } from '../eval/dataset.js';
+import type { EvalQuestion } from '../eval/dataset.js';
 import { EvalFolder, questionKey } from '../eval/eval-folder.js';
 import { aggregateResults, type EvalResults, resultsMarkdown } from '../eval/results.js';
-import { evaluateSolver, type EvalSettings } from '../eval/runner.js';
+import { evaluateSets } from '../eval/runner.js';
 import { scorePredictionsFile } from '../eval/score-file.js';
-import { buildEvalSearcher, openEvalBank } from '../eval/setup.js';
+import { openEvalBank } from '../eval/setup.js';
 import { endpointArgs, endpointOptions, textGeneratorFor } from '../llm/from-args.js';
 import type { TextGenerator } from '../llm/types.js';
 import { ModelPolicy } from '../model/policy.js';
@@ -19,29 +18,17 @@ import { resolveModelName } from '../model/model-name.js';
 import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 import { loadTokenizer } from '../model/tokenizer.js';
 import { readBankFile, type SkillBank } from '../skills/bank.js';
+import { TRAIN_DEFAULTS, WORLD_DEFAULTS } from '../selfplay/config.js';
+import { DEMO_MODEL_NAME } from '../world/setup.js';
 import { type CommonArgs, emit, startBackend, withCommonOptions } from './common.js';
+import { type EvalPlanArgs, evalSetsOf, planEval } from './eval-plan.js';
 import { etaText, formatSeconds } from './progress.js';
 
-interface EvalArgs extends CommonArgs {
+interface EvalArgs extends CommonArgs, EvalPlanArgs {
   [key: string]: unknown;
-  model?: string;
   download: boolean;
-  adapter?: string;
-  skills: string;
   embedder?: 'e5' | 'lexical';
   e5Model?: string;
-  data?: string[];
-  dataDir?: string;
-  corpus?: string;
-  retrieverUrl?: string;
-  limit?: number;
-  sampleSeed: number;
-  maxTurns: number;
-  maxNewTokens: number;
-  maxResponseTokens: number;
-  batchSize: number;
-  enableThinking: boolean;
-  out: string;
   score?: string;
 }
 
@@ -63,54 +50,58 @@ async function runEval(args: EvalArgs): Promise<void> {
   const log = (line: string): void => {
     if (human) process.stderr.write(`${line}\n`);
   };
-  if (args.model === undefined) throw new Error('--model is required (or --score FILE.jsonl to score predictions made elsewhere)');
-  // 1. Everything that can be checked without a model: datasets, the bank file, the output folder, search.
-  const datasets = resolveDatasets(args.data ?? [], defaultDataDir(args.dataDir));
-  const questions: EvalQuestion[] = datasets.flatMap((d) => sampleQuestions(d.questions, args.limit, args.sampleSeed));
-  const bankPath = args.skills === 'off' ? undefined : resolve(args.skills);
-  if (bankPath !== undefined) readBankFile(bankPath);
-  const settings: EvalSettings = { maxTurns: args.maxTurns, maxTokensPerTurn: args.maxNewTokens, maxResponseTokens: args.maxResponseTokens, batchSize: args.batchSize };
+  // 1. Everything that can be checked without a model: the run folder, datasets, the bank file, the output
+  //    folder, search.
+  const plan = planEval(args);
+  if (plan.run) log(`eval of ${plan.run.dir} at checkpoint step ${plan.run.step}: its model, solver, ${plan.bankPath ? 'bank' : 'no bank'} and settings`);
+  if (plan.bankPath !== undefined) readBankFile(plan.bankPath);
+  const { sets, sources } = await evalSetsOf(plan, args, log);
+  const questions: EvalQuestion[] = sets.flatMap((s) => s.questions);
   const judgeArgs = endpointArgs('judge', args);
   const identity = {
-    model: args.model,
-    adapter: args.adapter !== undefined ? resolve(args.adapter) : null,
-    skills: bankPath ?? 'off',
-    data: datasets.map((d) => d.source),
-    limit: args.limit ?? null,
+    model: plan.model,
+    adapter: plan.adapter ?? null,
+    skills: plan.bankPath ?? 'off',
+    data: sources,
+    limit: plan.limit ?? null,
     sampleSeed: args.sampleSeed,
-    maxTurns: args.maxTurns,
-    maxNewTokens: args.maxNewTokens,
-    maxResponseTokens: args.maxResponseTokens,
-    enableThinking: args.enableThinking,
+    maxTurns: plan.settings.maxTurns,
+    maxNewTokens: plan.settings.maxTokensPerTurn,
+    maxResponseTokens: plan.settings.maxResponseTokens,
+    passagesPerQuery: plan.settings.passagesPerQuery,
+    renderTokenBudget: plan.renderTokenBudget,
+    enableThinking: plan.enableThinking,
     judge: judgeArgs.url ?? null,
   };
-  const folder = EvalFolder.open(args.out, identity);
-  const corpus = args.corpus ?? (args.retrieverUrl === undefined && datasets.every((d) => d.name === 'demo') ? 'demo' : undefined);
-  const searcher = await buildEvalSearcher({ ...(corpus !== undefined ? { corpus } : {}), ...(args.retrieverUrl !== undefined ? { retrieverUrl: args.retrieverUrl } : {}) }, log);
+  const folder = EvalFolder.open(plan.out, identity);
 
   // 2. The model, its adapter (checked tensor by tensor against the base) and the bank with its embedder.
   await startBackend(args);
-  const modelDir = (await resolveModelName(args.model, { download: args.download, log })).dir;
+  const modelDir = (await resolveModelName(plan.model, { download: args.download, log })).dir;
   const model = await CausalLM.load(modelDir);
   let bank: SkillBank | undefined;
   try {
     const tokenizer = await loadTokenizer(modelDir);
-    const adapter = args.adapter !== undefined ? loadPeftAdapter(args.adapter, 'solver', model.config) : undefined;
-    bank = bankPath !== undefined ? await openEvalBank({ path: bankPath, ...(args.embedder ? { embedder: args.embedder } : {}), ...(args.e5Model ? { e5Model: args.e5Model } : {}) }) : undefined;
+    const adapter = plan.adapter !== undefined ? loadPeftAdapter(plan.adapter, 'solver', model.config) : undefined;
+    bank =
+      plan.bankPath !== undefined
+        ? await openEvalBank({ path: plan.bankPath, renderTokenBudget: plan.renderTokenBudget, ...(args.embedder ? { embedder: args.embedder } : {}), ...(args.e5Model ? { e5Model: args.e5Model } : {}) })
+        : undefined;
     const judge: TextGenerator | undefined = judgeArgs.url !== undefined ? textGeneratorFor('judge', judgeArgs) : undefined;
-    const policy = new ModelPolicy('solver', model, tokenizer, adapter, { enableThinking: args.enableThinking });
+    const policy = new ModelPolicy('solver', model, tokenizer, adapter, { enableThinking: plan.enableThinking });
 
-    // 3. The questions not scored yet.
-    const pending = folder.pending(questions);
-    const already = questions.length - pending.length;
+    // 3. The questions not scored yet, each set against its own search tool.
+    const pendingSets = sets.map((s) => ({ ...s, questions: folder.pending(s.questions) }));
+    const pendingCount = pendingSets.reduce((a, s) => a + s.questions.length, 0);
+    const already = questions.length - pendingCount;
     log(
-      `eval: ${questions.length} questions from ${datasets.map((d) => d.name).join(', ')}; skills ${bankPath ?? 'off'}; ` +
-        `${already > 0 ? `${already} already scored in ${args.out}, ` : ''}${pending.length} to go (the model, search and bank took ${formatSeconds((Date.now() - setupStarted) / 1000)} to set up)`,
+      `eval: ${questions.length} questions from ${sets.map((s) => s.dataset).join(', ')}; skills ${plan.bankPath ?? 'off'}; ` +
+        `${already > 0 ? `${already} already scored in ${plan.out}, ` : ''}${pendingCount} to go (the model, search and bank took ${formatSeconds((Date.now() - setupStarted) / 1000)} to set up)`,
     );
     const tty = human && process.stderr.isTTY === true;
     // The ETA is the time per question so far (src/cli/progress.ts), said with what it rests on, on a terminal too.
     const bar = tty ? new SingleBar({ format: 'eval [{bar}] {value}/{total} | {percentage}% | EM {em} | {left}', hideCursor: true }) : undefined;
-    bar?.start(questions.length, already, { em: '–', left: `${pending.length} to go` });
+    bar?.start(questions.length, already, { em: '–', left: `${pendingCount} to go` });
     let stop = false;
     const onSigint = (): void => {
       if (stop) process.exit(130);
@@ -121,12 +112,12 @@ async function runEval(args: EvalArgs): Promise<void> {
     const started = Date.now();
     let done = 0;
     try {
-      await evaluateSolver({ policy, searcher, ...(bank ? { bank } : {}), ...(judge ? { judge } : {}) }, pending, settings, {
+      await evaluateSets({ policy, ...(bank ? { bank } : {}), ...(judge ? { judge } : {}) }, pendingSets, plan.settings, {
         onBatch: (records) => {
           folder.append(records);
           done += records.length;
           const em = folder.records.reduce((a, r) => a + r.em, 0) / Math.max(1, folder.records.length);
-          const eta = etaText((Date.now() - started) / 1000, done, pending.length - done, 'question');
+          const eta = etaText((Date.now() - started) / 1000, done, pendingCount - done, 'question');
           if (bar) bar.update(already + done, { em: pct(em), left: eta });
           else if (human) log(`eval: ${already + done}/${questions.length} (EM so far ${pct(em)}); ${eta}`);
         },
@@ -141,8 +132,8 @@ async function runEval(args: EvalArgs): Promise<void> {
     const wanted = new Set(questions.map(questionKey));
     const results = aggregateResults(folder.records.filter((r) => wanted.has(questionKey(r))));
     const complete = folder.records.filter((r) => wanted.has(questionKey(r))).length === questions.length;
-    folder.writeResults(results, `Evaluation of ${args.model}${args.adapter ? ` + ${args.adapter}` : ''} (skills ${bankPath ?? 'off'})`, { complete, settings: identity });
-    emit(args, { out: args.out, complete, ...results }, `${resultsMarkdown(results, `results (${args.out})`)}\n${resultsLine(results)}${complete ? '' : '\n(incomplete: rerun the same command to continue)'}`);
+    folder.writeResults(results, `Evaluation of ${plan.model}${plan.adapter ? ` + ${plan.adapter}` : ''} (skills ${plan.bankPath ?? 'off'})`, { complete, settings: identity });
+    emit(args, { out: plan.out, complete, ...results }, `${resultsMarkdown(results, `results (${plan.out})`)}\n${resultsLine(results)}${complete ? '' : '\n(incomplete: rerun the same command to continue)'}`);
   } finally {
     await bank?.dispose();
     model.dispose();
@@ -154,37 +145,46 @@ export const command: CommandModule<object, EvalArgs> = {
   describe: 'evaluate a solver (greedy, one rollout per question) on QA datasets, or score a predictions file (--score)',
   builder: (y: Argv) =>
     withCommonOptions(y)
-      .option('model', { type: 'string', describe: `model folder or name (qwen3-4b, ...; '${TINY_DEFAULT_NAME}' = the embedded tiny model)` })
+      .option('model', { type: 'string', describe: `model folder or name (qwen3-4b, ...; '${DEMO_MODEL_NAME}' = the demo world's warm start, '${TINY_DEFAULT_NAME}' = the embedded tiny model); with --run, the run's` })
+      .option('run', { type: 'string', describe: "a training run folder: evaluate its checkpoint's solver (and its bank, unless --skills off) with the run's model, --eval-data and settings" })
+      .option('step', { type: 'number', describe: 'with --run: the checkpoint step to evaluate (default: the newest complete one)' })
       .option('download', { type: 'boolean', default: false, describe: 'fetch the model into the Hugging Face cache when missing' })
-      .option('adapter', { type: 'string', describe: "the solver's LoRA adapter folder (PEFT); none = the base model" })
-      .option('skills', { type: 'string', default: 'off', describe: 'a skill bank file (a run\'s skills.json) for skills on, or off' })
+      .option('adapter', { type: 'string', describe: "the solver's LoRA adapter folder (PEFT); none = the base model (with --run: the checkpoint's solver)" })
+      .option('skills', { type: 'string', describe: "a skill bank file (a run's skills.json) for skills on, or off (default off; with --run, the checkpoint's bank)" })
       .option('embedder', { choices: ['e5', 'lexical'] as const, describe: 'skill embedder (default: the one the bank records)' })
       .option('e5-model', { type: 'string', describe: 'E5 model folder or name (default: the one the bank records)' })
-      .option('data', { type: 'string', array: true, describe: 'FlashRAG JSONL files, benchmark names (nq triviaqa popqa hotpotqa 2wikimultihopqa musique bamboogle) or demo' })
+      .option('data', {
+        type: 'string',
+        array: true,
+        describe: "FlashRAG JSONL files, benchmark names (nq triviaqa popqa hotpotqa 2wikimultihopqa musique bamboogle), demo, world (the held-out questions of world --world-seed) or eval-worlds (the evaluation worlds'; docs/world.md); with --run, the run's --eval-data",
+      })
+      .option('world-seed', { type: 'number', describe: 'with --data world: the world (default 0, the demo world; with --run, the run\'s)' })
       .option('data-dir', { type: 'string', describe: 'folder holding the benchmark files (default $SESA_DATA)' })
-      .option('corpus', { type: 'string', describe: "JSONL corpus for a local BM25 index, or 'demo' (default for --data demo)" })
+      .option('corpus', { type: 'string', describe: "JSONL corpus for a local BM25 index, or 'demo' (default for --data demo); world data search their own worlds" })
       .option('retriever-url', { type: 'string', describe: 'Search-R1-compatible retrieval server' })
-      .option('limit', { type: 'number', describe: 'questions per dataset, a seeded sample (the paper: 500)' })
+      .option('limit', { type: 'number', describe: 'questions per dataset, a seeded sample (the paper: 500); per world the first N' })
       .option('sample-seed', { type: 'number', default: 0, describe: 'seed of the --limit sample' })
-      .option('max-turns', { type: 'number', default: 10, describe: 'turns per rollout' })
-      .option('max-new-tokens', { type: 'number', default: 512, describe: 'new tokens per turn' })
-      .option('max-response-tokens', { type: 'number', default: 4096, describe: 'tokens per rollout incl. tool output' })
-      .option('batch-size', { type: 'number', default: 8, describe: 'questions generated together' })
-      .option('enable-thinking', { type: 'boolean', default: false, describe: "Qwen3 thinking in the chat template (training's default: off)" })
+      .option('max-turns', { type: 'number', describe: `turns per rollout (default ${TRAIN_DEFAULTS.maxTurns}; ${WORLD_DEFAULTS.maxTurns} with --model demo; with --run, the run's)` })
+      .option('max-new-tokens', { type: 'number', describe: `new tokens per turn (default ${TRAIN_DEFAULTS.maxNewTokens}; ${WORLD_DEFAULTS.maxNewTokens} with --model demo; with --run, the run's)` })
+      .option('max-response-tokens', { type: 'number', describe: `tokens per rollout incl. tool output (default ${TRAIN_DEFAULTS.maxResponseTokens}; ${WORLD_DEFAULTS.maxResponseTokens} with --model demo; with --run, the run's)` })
+      .option('passages-per-query', { type: 'number', describe: `passages a search returns (default ${TRAIN_DEFAULTS.passagesPerQuery}; with --run, the run's)` })
+      .option('batch-size', { type: 'number', describe: `questions generated together (default ${TRAIN_DEFAULTS.evalBatchSize}, the trainer's --eval-batch-size; with --run, the run's)` })
+      .option('enable-thinking', { type: 'boolean', describe: "Qwen3 thinking in the chat template (training's default: off; with --run, the run's)" })
       .options({
         ...endpointOptions('judge'),
         'judge-url': { type: 'string', describe: 'OpenAI-compatible chat-completions base URL of a semantic judge for answers that fail EM (default: none, EM and F1 only)' },
       })
-      .option('out', { type: 'string', default: 'runs/eval', describe: 'output folder (predictions.jsonl, results.json, results.md); rerun to continue' })
+      .option('out', { type: 'string', describe: 'output folder (predictions.jsonl, results.json, results.md; default runs/eval, with --run RUN_DIR/eval/cli-step-N-skills-on|off); rerun to continue' })
       .option('score', { type: 'string', describe: 'score a JSONL of {"id","prediction","golden_answers"[,"dataset"]} and exit' })
       .check((a) => {
         const limit = a.limit as number | undefined;
         if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) throw new Error(`--limit must be a positive integer, got ${limit}`);
         const sampleSeed = a.sampleSeed as number;
         if (!Number.isInteger(sampleSeed) || sampleSeed < 0) throw new Error(`--sample-seed must be a non-negative integer, got ${sampleSeed}`);
-        for (const k of ['maxTurns', 'maxNewTokens', 'maxResponseTokens', 'batchSize'] as const) {
-          const v = a[k] as number;
-          if (!Number.isInteger(v) || v < 1) throw new Error(`--${k.replace(/[A-Z]/g, (m) => `-${m.toLowerCase()}`)} must be a positive integer, got ${v}`);
+        for (const k of ['maxTurns', 'maxNewTokens', 'maxResponseTokens', 'batchSize', 'passagesPerQuery', 'step', 'worldSeed'] as const) {
+          const v = a[k] as number | undefined;
+          const min = k === 'step' || k === 'worldSeed' ? 0 : 1;
+          if (v !== undefined && (!Number.isInteger(v) || v < min)) throw new Error(`--${k.replace(/[A-Z]/g, (m) => `-${m.toLowerCase()}`)} must be ${min === 0 ? 'a non-negative' : 'a positive'} integer, got ${v}`);
         }
         return true;
       }) as unknown as Argv<EvalArgs>,

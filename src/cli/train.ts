@@ -2,6 +2,7 @@
 // SESA in the demo world from its shipped warm start (docs/world.md); `--model tiny` is the tiny random model.
 import { SingleBar } from 'cli-progress';
 import type { Argv, CommandModule } from 'yargs';
+import { gainText } from '../eval/bootstrap.js';
 import {
   TINY_DEFAULTS,
   flagName,
@@ -151,8 +152,9 @@ export function summaryText(s: TrainSummary, tiny: boolean, runSteps?: readonly 
   }
   for (const h of s.heldOut ?? []) {
     lines.push(
-      `held-out EM, skills ${h.skills}: ${(100 * h.first.em).toFixed(1)}% (step ${h.first.step}) → ${(100 * h.last.em).toFixed(1)}% (step ${h.last.step}); ` +
-        `F1 ${(100 * h.first.f1).toFixed(1)}% → ${(100 * h.last.f1).toFixed(1)}%`,
+      `held-out EM, skills ${h.skills}: ${(100 * h.first.em).toFixed(1)}% (step ${h.first.step}) → ${(100 * h.last.em).toFixed(1)}% (step ${h.last.step})` +
+        (h.gain ? `, gain ${gainText(h.gain)} (paired bootstrap 95% interval over ${h.gain.questions} questions)` : '') +
+        `; F1 ${(100 * h.first.f1).toFixed(1)}% → ${(100 * h.last.f1).toFixed(1)}%`,
     );
   }
   const pHat = halvesLine('p̂ of valid questions', steps, pHatLine);

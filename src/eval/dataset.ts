@@ -12,6 +12,8 @@ export interface EvalQuestion {
   dataset: string;
   question: string;
   goldenAnswers: string[];
+  /** Search steps the question needs, where the dataset knows it (a world's held-out questions). */
+  hops?: number;
 }
 
 export interface EvalDataset {

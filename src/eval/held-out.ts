@@ -2,11 +2,10 @@
 // the solver adapter as it is at a step, with the skill bank on and off, summarized as metrics rows
 // (`kind: "eval"`) that the run's metrics.jsonl and `sesa-train report` understand.
 import type { Policy } from '../model/policy.js';
-import type { Searcher } from '../search/types.js';
 import type { SkillBank } from '../skills/bank.js';
 import { type EvalQuestion, resolveDataset, sampleQuestions } from './dataset.js';
 import type { DatasetResult } from './results.js';
-import { evaluateSolver, type EvalSettings } from './runner.js';
+import { type EvalSet, type EvalSettings, evaluateSets, type PredictionRecord } from './runner.js';
 
 export interface HeldOutRow {
   kind: 'eval';
@@ -25,36 +24,46 @@ export function heldOutQuestions(data: string, limit: number, dataDir: string | 
   return sampleQuestions(resolveDataset(data, dataDir).questions, limit, 0);
 }
 
+/** One mode's row and its per-question predictions. */
+export interface HeldOutEval {
+  row: HeldOutRow;
+  records: PredictionRecord[];
+}
+
 /**
- * Evaluates the solver with skills on (when there is a bank) and off; one row per mode. `onBatch` is told the
- * questions done of each mode, 0 at its start and then after every batch (progress lines).
+ * Evaluates the solver with skills on (when there is a bank) and off, over every set; one row per mode.
+ * `onBatch` is told the questions done of each mode, 0 at its start and then after every batch (progress lines).
  */
 export async function heldOutRows(
   step: number,
-  solver: { policy: Policy; searcher: Searcher; bank?: SkillBank },
-  questions: readonly EvalQuestion[],
+  solver: { policy: Policy; bank?: SkillBank },
+  sets: readonly EvalSet[],
   settings: EvalSettings,
   onBatch?: (skills: 'on' | 'off', done: number, total: number) => void,
-): Promise<HeldOutRow[]> {
+): Promise<HeldOutEval[]> {
   const modes: Array<{ skills: 'on' | 'off'; bank?: SkillBank }> = solver.bank ? [{ skills: 'on', bank: solver.bank }, { skills: 'off' }] : [{ skills: 'off' }];
-  const rows: HeldOutRow[] = [];
+  const out: HeldOutEval[] = [];
   for (const mode of modes) {
     const t0 = performance.now();
+    const total = sets.reduce((n, set) => n + set.questions.length, 0);
     let done = 0;
-    onBatch?.(mode.skills, 0, questions.length);
-    const hooks = onBatch ? { onBatch: (records: readonly unknown[]) => onBatch(mode.skills, (done += records.length), questions.length) } : {};
-    const { results } = await evaluateSolver({ policy: solver.policy, searcher: solver.searcher, ...(mode.bank ? { bank: mode.bank } : {}) }, questions, settings, hooks);
-    rows.push({
-      kind: 'eval',
-      step,
-      skills: mode.skills,
-      questions: results.average.questions,
-      em: results.average.em,
-      f1: results.average.f1,
-      judged: results.average.judged,
-      datasets: results.datasets,
-      seconds: (performance.now() - t0) / 1000,
+    onBatch?.(mode.skills, 0, total);
+    const hooks = onBatch ? { onBatch: (batch: readonly unknown[]) => onBatch(mode.skills, (done += batch.length), total) } : {};
+    const { records, results } = await evaluateSets({ policy: solver.policy, ...(mode.bank ? { bank: mode.bank } : {}) }, sets, settings, hooks);
+    out.push({
+      row: {
+        kind: 'eval',
+        step,
+        skills: mode.skills,
+        questions: results.average.questions,
+        em: results.average.em,
+        f1: results.average.f1,
+        judged: results.average.judged,
+        datasets: results.datasets,
+        seconds: (performance.now() - t0) / 1000,
+      },
+      records,
     });
   }
-  return rows;
+  return out;
 }

@@ -7,7 +7,6 @@
 import type { TextGenerator } from '../llm/types.js';
 import type { Policy } from '../model/policy.js';
 import type { Searcher } from '../search/types.js';
-import { SEARCH_TOP_K } from '../search/types.js';
 import { parseVerdict } from '../selfplay/judge.js';
 import { semanticJudgeMessages } from '../selfplay/prompts.js';
 import { SolverRole } from '../selfplay/roles.js';
@@ -22,6 +21,8 @@ export interface PredictionRecord {
   dataset: string;
   question: string;
   golden_answers: string[];
+  /** Search steps the question needs, where the dataset knows it. */
+  hops?: number;
   /** The last `<answer>…</answer>`; null when the rollout gave none. */
   prediction: string | null;
   /** How the rollout ended: final (an answer), eos, max-turns or budget. */
@@ -55,6 +56,18 @@ export interface EvalSettings {
   maxResponseTokens: number;
   /** Questions generated together in one batch. */
   batchSize: number;
+  /** k, passages a search returns (the run's --passages-per-query). */
+  passagesPerQuery: number;
+}
+
+/**
+ * One set of questions with the search tool they are asked against: a dataset in the eval's corpus, or one
+ * world's held-out questions in that world's own corpus (docs/evaluation.md).
+ */
+export interface EvalSet {
+  dataset: string;
+  questions: EvalQuestion[];
+  searcher: Searcher;
 }
 
 export interface EvalHooks {
@@ -70,7 +83,7 @@ export interface EvalOutcome {
 }
 
 export function checkEvalSettings(s: EvalSettings): void {
-  for (const k of ['maxTurns', 'maxTokensPerTurn', 'maxResponseTokens', 'batchSize'] as const) {
+  for (const k of ['maxTurns', 'maxTokensPerTurn', 'maxResponseTokens', 'batchSize', 'passagesPerQuery'] as const) {
     if (!Number.isInteger(s[k]) || s[k] <= 0) throw new Error(`eval: ${k} must be a positive integer, got ${s[k]}`);
   }
 }
@@ -91,7 +104,7 @@ export async function evaluateSolver(solver: SolverUnderTest, questions: readonl
     maxTokensPerTurn: settings.maxTokensPerTurn,
     maxResponseTokens: settings.maxResponseTokens,
     temperature: 0,
-    passagesPerQuery: SEARCH_TOP_K,
+    passagesPerQuery: settings.passagesPerQuery,
   });
   const records: PredictionRecord[] = [];
   for (let start = 0; start < questions.length; start += settings.batchSize) {
@@ -117,6 +130,7 @@ export async function evaluateSolver(solver: SolverUnderTest, questions: readonl
         dataset: q.dataset,
         question: q.question,
         golden_answers: q.goldenAnswers,
+        ...(q.hops !== undefined ? { hops: q.hops } : {}),
         prediction,
         outcome: r.outcome,
         turns: r.turns,
@@ -130,6 +144,20 @@ export async function evaluateSolver(solver: SolverUnderTest, questions: readonl
     }
     records.push(...out);
     hooks.onBatch?.(out);
+  }
+  return { records, results: aggregateResults(records) };
+}
+
+/**
+ * Evaluates several sets, each against its own search tool, in order; the records of all of them and the
+ * results aggregated per dataset and on average. `hooks.onBatch` sees every batch of every set.
+ */
+export async function evaluateSets(solver: Omit<SolverUnderTest, 'searcher'>, sets: readonly EvalSet[], settings: EvalSettings, hooks: EvalHooks = {}): Promise<EvalOutcome> {
+  const records: PredictionRecord[] = [];
+  for (const set of sets) {
+    if (hooks.shouldStop?.()) break;
+    const out = await evaluateSolver({ ...solver, searcher: set.searcher }, set.questions, settings, hooks);
+    records.push(...out.records);
   }
   return { records, results: aggregateResults(records) };
 }

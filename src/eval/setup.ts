@@ -52,6 +52,8 @@ export interface BankSpec {
   embedder?: 'e5' | 'lexical';
   /** E5 model folder or name; default the one the bank records. */
   e5Model?: string;
+  /** Tokens of rendered cards in the solver's prompt (the run's --render-token-budget); default the bank's default. */
+  renderTokenBudget?: number;
 }
 
 /**
@@ -64,5 +66,5 @@ export async function openEvalBank(spec: BankSpec): Promise<SkillBank> {
     throw new BankFileError(spec.path, 'embedder', `recorded with ${recorded.name} (${recorded.model}, dim ${recorded.dim}), but --embedder ${spec.embedder} was asked for; its vectors would not be comparable`);
   }
   const embedder: Embedder = recorded.name === 'lexical' ? new LexicalEmbedder({ dim: recorded.dim }) : await E5Embedder.load({ model: spec.e5Model ?? recorded.model });
-  return SkillBank.open(spec.path, { embedder, create: false });
+  return SkillBank.open(spec.path, { embedder, create: false, ...(spec.renderTokenBudget !== undefined ? { config: { renderTokenBudget: spec.renderTokenBudget } } : {}) });
 }

@@ -80,8 +80,7 @@ export const TINY_DEFAULTS: Partial<TrainConfig> = tinyDefaultsOf(SETTINGS);
 
 /**
  * The embedded default (`sesa-train` with no arguments, = `--model demo`; docs/world.md): SESA self-play in the
- * demo world from its warm-start model, with the held-out eval (all 57 questions, skills on and off) at steps
- * 0, 4 and 8, the lexical embedder and the scripted judge, RAG check and distiller. Sized to finish within
+ * demo world from its warm-start model, with the held-out eval (skills on and off) at steps 0 and 8, the lexical embedder and the scripted judge, RAG check and distiller. Sized to finish within
  * 15 minutes on 2 cores (measured in docs/world.md). Why the values differ from a real model's:
  * - T = 0.7: the 1M model sampled at T = 1 wrote a rule-valid question in 1 of 16 proposals.
  * - Consolidation every 2 steps on any pending failure: a 16-step world run queues 10–34 frontier failures in
@@ -98,7 +97,9 @@ export const TINY_DEFAULTS: Partial<TrainConfig> = tinyDefaultsOf(SETTINGS);
  * - The solver at lr 1e-3, the proposer at 3e-4, for 8 steps: at 1e-3 the solver gains within its first
  *   updates and then drifts; with two hops asked, the held-out accuracy of run seeds 0–2 was 28.1% at step 4
  *   in all three, 27.5% at step 8 and 26.9% at step 12 (two of the three had lost their two-hop gain by then).
- * The eval takes the world's whole held-out set: --eval-limit's general default (100) is more than its 57.
+ * The eval (at step 0 and the end) is the evaluation worlds' held-out set, 342 questions in six worlds no
+ * training touched (docs/world.md, "The evaluation worlds"); --eval-limit's general default (100) is more than a
+ * world's 57.
  */
 export const WORLD_DEFAULTS: Partial<TrainConfig> = {
   model: 'demo',
@@ -117,8 +118,10 @@ export const WORLD_DEFAULTS: Partial<TrainConfig> = {
   solverLr: 1e-3,
   warmupSteps: 0,
   microBatchSize: 4,
-  evalEvery: 4,
-  evalData: 'world',
+  evalEvery: 8,
+  evalData: 'eval-worlds',
+  // The card budget the warm start's transcripts were written with (WORLD_CARD_BUDGET, src/world/demo-model.ts).
+  renderTokenBudget: 120,
   out: 'runs/world',
   saveEvery: 4,
   consolidateEvery: 2,
@@ -174,6 +177,10 @@ const CROSS_CHECKS: CrossCheck[] = [
   (c) => (c.distillerModel === undefined || c.distillerUrl !== undefined ? undefined : '--distiller-model names a model at --distiller-url, which is not set'),
   (c) => (c.retrieverUrl === undefined || c.corpus === 'demo' ? undefined : `--retriever-url replaces the local index, so --corpus ${c.corpus} would be unused: give one of them`),
   (c) => (c.evalEvery === 0 || (c.evalData !== undefined && c.evalData !== '') ? undefined : '--eval-every needs --eval-data (a FlashRAG JSONL file, a benchmark name or demo)'),
+  (c) =>
+    (c.evalData !== 'world' && c.evalData !== 'eval-worlds') || (c.corpus === 'world' && c.retrieverUrl === undefined)
+      ? undefined
+      : `--eval-data ${c.evalData} needs --corpus world (a world's held-out questions are searched in that world's corpus)`,
   (c) => (c.retrieverUrl === undefined || c.seeds !== undefined ? undefined : '--retriever-url needs --seeds FILE (answer seeds: JSONL of {"answer","hops"}); a local --corpus supplies its own'),
   (c) =>
     c.gpus === 1 || c.workers === 1 || c.gpus === c.workers

@@ -14,22 +14,22 @@ export const MODEL_PRIMING_FILE = 'priming-cards.jsonl';
  * What a new bank of a run is primed with (SkillBank.open's `seeds` and `primingCards`): the seed cards and
  * the extra priming cards with --priming (the default), nothing with --no-priming.
  */
-export function primedBankOptions(config: { priming: boolean; primingCards?: string | undefined }, modelDir: string, log: (line: string) => void): { seeds: boolean; primingCards: SkillCard[] } {
-  return { seeds: config.priming, primingCards: config.priming ? loadPrimingCards(config.primingCards, modelDir, log) : [] };
+export function primedBankOptions(config: { priming: boolean; seedCards: boolean; primingCards?: string | undefined }, modelDir: string, log: (line: string) => void): { seeds: boolean; primingCards: SkillCard[] } {
+  return { seeds: config.priming && config.seedCards, primingCards: config.priming ? loadPrimingCards(config.primingCards, modelDir, log, config.seedCards) : [] };
 }
 
 /**
  * The extra priming cards of a run: `file` when given (it must exist), else the model folder's
  * priming-cards.jsonl when it has one, else none. Says which in the log.
  */
-export function loadPrimingCards(file: string | undefined, modelDir: string, log: (line: string) => void): SkillCard[] {
+export function loadPrimingCards(file: string | undefined, modelDir: string, log: (line: string) => void, seedCards = true): SkillCard[] {
   const path = file ?? join(modelDir, MODEL_PRIMING_FILE);
   if (!existsSync(path)) {
     if (file !== undefined) throw new Error(`--priming-cards ${file}: no such file`);
-    log('memory priming: the seed cards');
+    log(seedCards ? 'memory priming: the seed cards' : 'memory priming: none (--no-seed-cards, and no priming cards): the bank starts empty');
     return [];
   }
   const cards = cardsFromJsonl(readFileSync(path, 'utf8'), path);
-  log(`memory priming: the seed cards and ${cards.length} cards from ${path}${file === undefined ? " (the model folder's own)" : ''}`);
+  log(`memory priming: ${seedCards ? 'the seed cards and ' : ''}${cards.length} cards from ${path}${file === undefined ? " (the model folder's own)" : ''}`);
   return cards;
 }

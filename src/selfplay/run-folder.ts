@@ -3,6 +3,7 @@
 //   metrics.jsonl          one line per step
 //   skills.json            the live skill bank (owned by the SkillBank, committed every step)
 //   train.log              a human log
+//   eval/step-N-skills-M.jsonl  the held-out eval's predictions at step N, skills on or off (one line a question)
 //   .lock                  held by the one process that writes the run (pid and host inside)
 //   checkpoints/step-N/    proposer/ and solver/ (PEFT), optimizer-*.safetensors, skills.json, state.json,
 //                          manifest.json (sizes and checksums of all the others, written last)
@@ -252,6 +253,17 @@ export class RunFolder {
   appendMetrics(record: object): void {
     this.metricsLines.push(JSON.stringify(record));
     writeFileAtomic(this.metricsPath, `${this.metricsLines.join('\n')}\n`);
+  }
+
+  /** The held-out predictions of one eval (one JSON object a line, as `sesa-train eval` writes predictions.jsonl). */
+  evalPredictionsPath(step: number, skills: 'on' | 'off'): string {
+    return join(this.dir, 'eval', `step-${step}-skills-${skills}.jsonl`);
+  }
+
+  writeEvalPredictions(step: number, skills: 'on' | 'off', records: readonly object[]): void {
+    const file = this.evalPredictionsPath(step, skills);
+    ensureDir(join(this.dir, 'eval'));
+    writeFileAtomic(file, records.map((r) => JSON.stringify(r)).join('\n') + (records.length > 0 ? '\n' : ''));
   }
 
   /** On resume: drops metrics of steps after the checkpoint, which the resumed run will redo. */

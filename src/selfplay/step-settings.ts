@@ -2,6 +2,7 @@
 // benchmarks, the step tests and the world's diagnostics build them the same way, so a recipe's fixed values
 // reach the step only through here.
 import type { GrpoUpdateConfig } from '../rl/grpo-update.js';
+import type { EvalSettings } from '../eval/runner.js';
 import type { AdamWConfig } from '../rl/optimizer.js';
 import type { TrainConfig } from './config.js';
 import type { RolloutSettings } from './roles.js';
@@ -77,4 +78,15 @@ export function grpoConfigOf(config: TrainConfig, padTokenId: number): GrpoUpdat
 /** What the advantage kernel is asked for. */
 export function advantageSettingsOf(config: TrainConfig): AdvantageSettings {
   return { mode: config.advantage, eps: config.advantageEps };
+}
+
+/** The held-out eval's settings (docs/evaluation.md): the solver's rollout limits of the run, greedy. */
+export function evalSettingsOf(config: TrainConfig): EvalSettings {
+  return {
+    maxTurns: config.maxTurns,
+    maxTokensPerTurn: config.maxNewTokens,
+    maxResponseTokens: config.maxResponseTokens,
+    batchSize: config.evalBatchSize,
+    passagesPerQuery: config.passagesPerQuery,
+  };
 }

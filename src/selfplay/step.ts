@@ -11,6 +11,7 @@ import { ragCheckMessages } from './prompts.js';
 import { type ProposerRewardConfig, proposerReward, solverReward, successRate } from './rewards.js';
 import type { AnswerSeed, ProposerRole, SolverRole } from './roles.js';
 import type { Rollout } from './rollout.js';
+import { type CardUse, cardUse } from './card-use.js';
 import { localJudging, type RagItem, type StepJudging } from './step-judging.js';
 import type { PolicyUpdater, Role, RoleUpdateMetrics, RolloutGroup } from './updater.js';
 import { checkQuestion, type InvalidReason, type QuestionRules } from './validate.js';
@@ -114,6 +115,8 @@ export interface StepMetrics {
   queueLength?: number;
   failuresQueued: number;
   consolidation?: { started: boolean; committed?: Pick<CommitReport, 'admitted' | 'evicted' | 'invalid' | 'consumed'> & { duplicates: number } };
+  /** Whether the solver's rollouts followed the learned cards in their prompts, and what it earned (./card-use.ts). */
+  cardUse?: CardUse;
   judgeUnparsed: number;
   /** RAG checks run, and how many of them got fewer distractor blocks than asked (too few other seeds). */
   ragChecks: number;
@@ -233,6 +236,8 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   );
   let nextVerdict = 0;
   const solverGroups: RolloutGroup[] = [];
+  // Read before the commit below changes the bank: the cards as the prompts had them.
+  const cardsThisStep = bank ? bank.cards : [];
   const usedSkills = new Set<string>();
   let failuresQueued = 0;
   for (let k = 0; k < valid.length; k++) {
@@ -262,13 +267,14 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
             .map((d) => `${d.title}: ${d.text}`)
             .join('\n')
             .slice(0, settings.failureEvidenceChars);
-          bank.enqueueFailure({ question: group.question, target: p.answer, evidence, prediction: r.final ?? '', retrievedSkillIds: group.skillIds }, step);
+          bank.enqueueFailure({ question: group.question, target: p.answer, evidence, prediction: r.final ?? '', retrievedSkillIds: group.skillIds, queries: [...r.queries] }, step);
           failuresQueued++;
         });
       }
     }
   }
   for (const p of proposals) if (p.invalid) p.reward = settings.reward.invalidReward;
+  const cardsUsed = bank ? cardUse(groups.map((g, k) => ({ skillIds: g.skillIds, rollouts: g.rollouts, rewards: (solverGroups[k] as RolloutGroup).rewards })), cardsThisStep) : undefined;
   t = clock('judge', t);
   begin('update');
 
@@ -335,6 +341,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     ...(bank ? { bankSize: bank.cards.length, activeSkills: usedSkills.size, bankVersion: bank.version, queueLength: bank.pendingFailures().length } : {}),
     failuresQueued,
     ...(consolidation ? { consolidation } : {}),
+    ...(cardsUsed ? { cardUse: cardsUsed } : {}),
     judgeUnparsed: deps.judge.unparsedReplies - unparsedBefore,
     ragChecks,
     ragChecksShortOfDistractors: ragShort,

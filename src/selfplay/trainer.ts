@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic.js';
 import { loadOptimizerState, saveOptimizerState } from '../checkpoint/optimizer-state.js';
 import { loadPeftAdapter, savePeftAdapter } from '../checkpoint/peft.js';
+import { pairedBootstrap } from '../eval/bootstrap.js';
 import { defaultDataDir } from '../eval/dataset.js';
 import { type HeldOutRow, heldOutQuestions, heldOutRows } from '../eval/held-out.js';
 import type { TextGenerator } from '../llm/types.js';
@@ -36,15 +37,14 @@ import { capHops, floorHops, readSeedsFile } from './seeds.js';
 import { buildSearch } from './search-setup.js';
 import { RunFolder } from './run-folder.js';
 import { type StepMetrics, type StepPhase, sesaStep } from './step.js';
-import { advantageSettingsOf, grpoConfigOf, optimizerConfigOf, rolloutSettingsOf, stepSettingsOf } from './step-settings.js';
+import { advantageSettingsOf, evalSettingsOf, grpoConfigOf, optimizerConfigOf, rolloutSettingsOf, stepSettingsOf } from './step-settings.js';
 import { DataParallelPolicyUpdater } from './data-parallel-updater.js';
 import { type RolloutRunner, ShardedRolloutRunner } from './rollout-runner.js';
 import { ShardedJudging, type StepJudging } from './step-judging.js';
 import { STEP_WORKER_MODULE, type StepWorkerInit } from './step-worker.js';
 import { GrpoPolicyUpdater, type PolicyUpdater, type Role, type TrainedRole } from './updater.js';
-import { WORLD_CARD_BUDGET } from '../world/demo-model.js';
 import { TemplateDistiller, WorldRagReader } from '../world/scripted-roles.js';
-import { WORLD_CORPUS, WORLD_EVAL_DATA, worldFor, worldHeldOut } from '../world/setup.js';
+import { isWorldEvalData, WORLD_CORPUS, worldEvalSets, worldFor } from '../world/setup.js';
 
 export interface TrainHooks {
   log(line: string): void;
@@ -85,13 +85,21 @@ export interface TrainSummary {
   /** Settings changed by flags given with --resume (written to config.json). */
   changed?: Array<{ key: string; from: unknown; to: unknown }>;
   /** The held-out eval's first and last rows per skills mode (with --eval-every). */
-  heldOut?: Array<{ skills: 'on' | 'off'; first: HeldOutPoint; last: HeldOutPoint }>;
+  heldOut?: Array<{ skills: 'on' | 'off'; first: HeldOutPoint; last: HeldOutPoint; gain?: HeldOutGain }>;
 }
 
 export interface HeldOutPoint {
   step: number;
   em: number;
   f1: number;
+}
+
+/** The held-out EM gain from the first eval to the last, with its paired bootstrap 95% interval over questions. */
+export interface HeldOutGain {
+  gain: number;
+  low: number;
+  high: number;
+  questions: number;
 }
 
 async function buildEmbedder(config: TrainConfig): Promise<Embedder> {
@@ -218,6 +226,29 @@ function loadCheckpointPayload(dir: string, config: TrainConfig, model: CausalLM
   }
 }
 
+/**
+ * The paired gain between two held-out evals' predictions (docs/evaluation.md, "Intervals"), question by
+ * question; undefined when a file is missing (an eval of a run made before they were written) or the two
+ * did not score the same questions.
+ */
+function pairedGainOf(firstFile: string, lastFile: string): HeldOutGain | undefined {
+  if (!existsSync(firstFile) || !existsSync(lastFile)) return undefined;
+  const read = (f: string): Map<string, number> =>
+    new Map(
+      readFileSync(f, 'utf8')
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map((l) => JSON.parse(l) as { dataset: string; id: string; em: number })
+        .map((r) => [`${r.dataset}\u0000${r.id}`, r.em]),
+    );
+  const a = read(firstFile);
+  const b = read(lastFile);
+  const keys = [...a.keys()];
+  if (keys.length === 0 || keys.length !== b.size || !keys.every((k) => b.has(k))) return undefined;
+  const g = pairedBootstrap([{ a: keys.map((k) => a.get(k) as number), b: keys.map((k) => b.get(k) as number) }]);
+  return { gain: g.gain, low: g.low, high: g.high, questions: g.questions };
+}
+
 async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks, log: (line: string) => void, progress: { started: boolean }, resumeDir?: string): Promise<TrainSummary> {
   const backend = await initBackend(config.backend, config.threads !== undefined ? { threads: config.threads } : {});
   log(`backend: ${describeBackend(backend)}`);
@@ -229,16 +260,18 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     );
   }
   // Held-out questions are read before anything heavy loads, so a bad --eval-data fails at once.
-  // docs/world.md: `--corpus world` plays in a generated world, whose held-out set is `--eval-data world`.
+  // docs/world.md: `--corpus world` plays in a generated world; `--eval-data world` is its own held-out set and
+  // `--eval-data eval-worlds` the evaluation worlds', each searched in its own corpus.
   const world = config.corpus === WORLD_CORPUS && !config.retrieverUrl ? worldFor(config.worldSeed) : undefined;
-  if (config.evalData === WORLD_EVAL_DATA && !world) throw new Error('--eval-data world needs --corpus world (the held-out set of the world the run plays in)');
-  const heldOut =
-    config.evalEvery > 0
-      ? world && config.evalData === WORLD_EVAL_DATA
-        ? worldHeldOut(world, config.evalLimit)
-        : heldOutQuestions(config.evalData as string, config.evalLimit, defaultDataDir(undefined))
-      : undefined;
-  if (heldOut) log(`held-out eval: ${heldOut.length} questions from ${config.evalData} at step 0, every ${config.evalEvery} steps and at the end`);
+  const worldEval = isWorldEvalData(config.evalData);
+  if (worldEval && !world) throw new Error(`--eval-data ${config.evalData} needs --corpus world (a world's held-out questions are searched in that world's corpus)`);
+  const heldOutSets = config.evalEvery > 0 && worldEval ? await worldEvalSets(config.evalData as string, config.worldSeed, config.evalLimit) : undefined;
+  const heldOutFile = config.evalEvery > 0 && !worldEval ? heldOutQuestions(config.evalData as string, config.evalLimit, defaultDataDir(undefined)) : undefined;
+  const heldOutCount = (heldOutSets?.reduce((a, s) => a + s.questions.length, 0) ?? 0) + (heldOutFile?.length ?? 0);
+  if (config.evalEvery > 0) {
+    const where = heldOutSets && heldOutSets.length > 1 ? ` (${heldOutSets.length} worlds, each in its own corpus)` : '';
+    log(`held-out eval: ${heldOutCount} questions from ${config.evalData}${where} at step 0, every ${config.evalEvery} steps and at the end`);
+  }
   const resolvedModel = await resolveModelName(config.model, { log });
   const modelDir = resolvedModel.dir;
   const model = await CausalLM.load(modelDir);
@@ -302,7 +335,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const distillerEndpoint = !(config.skills && config.distill)
     ? undefined
     : world && config.distillerUrl === undefined
-      ? new TemplateDistiller(world)
+      ? new TemplateDistiller()
       : endpoint('distiller');
   if (scriptedJudge && world) log(`judge: exact match with aliases; RAG check: ${new WorldRagReader(world).name}`);
   if (distillerEndpoint) log(`distiller: ${distillerEndpoint.name}`);
@@ -317,8 +350,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     maxSelected: config.consolidateMaxSelected,
     evictMinRetrieved: config.evictMinRetrieved,
     maxCards: config.maxCards,
-    // The world's small model reads a short prompt: its cards get the budget its warm start was trained with.
-    renderTokenBudget: world ? WORLD_CARD_BUDGET : config.renderTokenBudget,
+    renderTokenBudget: config.renderTokenBudget,
     distillEvidenceChars: config.distillEvidenceChars,
     distillConcurrency: config.distillConcurrency,
     distillMaxTokens: config.distillMaxTokens,
@@ -417,7 +449,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
 
   // The steps whose held-out eval is still to run (0: before step 1), for the progress lines' ETA.
   const evalAtZeroDone = run.metrics().some((m) => (m as { kind?: unknown; step?: unknown }).kind === 'eval' && (m as { step?: unknown }).step === 0);
-  const heldOutSteps = !heldOut ? [] : [...(evalAtZeroDone ? [] : [0]), ...Array.from({ length: config.steps - firstStep + 1 }, (_, i) => firstStep + i).filter((s) => s % config.evalEvery === 0 || s === config.steps)];
+  const heldOutSteps = config.evalEvery === 0 ? [] : [...(evalAtZeroDone ? [] : [0]), ...Array.from({ length: config.steps - firstStep + 1 }, (_, i) => firstStep + i).filter((s) => s % config.evalEvery === 0 || s === config.steps)];
   hooks.onStart?.({ runDir: run.dir, firstStep, lastStep: config.steps, backend, modelDir, heldOutSteps, ...(ckpt ? { resumedFrom: ckpt.step } : {}) });
   const metrics: StepMetrics[] = [];
   let lastCheckpoint: string | undefined;
@@ -434,16 +466,18 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     log(`checkpoint: ${lastCheckpoint}`);
   };
 
-  // docs/evaluation.md: the same greedy evaluation as `sesa-train eval`, on the live solver adapter.
+  // docs/evaluation.md: the same greedy evaluation as `sesa-train eval`, on the live solver adapter; each mode's
+  // predictions go to eval/step-N-skills-M.jsonl (the paired intervals of the summary read them).
+  const heldOut = heldOutSets ?? (heldOutFile ? [{ dataset: String(config.evalData), questions: heldOutFile, searcher }] : undefined);
   const runHeldOut = async (step: number): Promise<void> => {
     if (!heldOut) return;
-    const evalSettings = { maxTurns: config.maxTurns, maxTokensPerTurn: config.maxNewTokens, maxResponseTokens: config.maxResponseTokens, batchSize: 8 };
-    const rows = await heldOutRows(step, { policy: deps.solver.policy, searcher, ...(bank ? { bank } : {}) }, heldOut, evalSettings, (skills, done, total) =>
+    const evals = await heldOutRows(step, { policy: deps.solver.policy, ...(bank ? { bank } : {}) }, heldOut, evalSettingsOf(config), (skills, done, total) =>
       hooks.onProgress?.({ kind: 'eval-batch', step, skills, done, total }),
     );
-    for (const r of rows) {
-      run.appendMetrics(r);
-      log(`held-out eval at step ${step}, skills ${r.skills}: EM ${(100 * r.em).toFixed(1)}%, F1 ${(100 * r.f1).toFixed(1)}% on ${r.questions} questions (${r.seconds.toFixed(1)} s)`);
+    for (const { row, records } of evals) {
+      run.writeEvalPredictions(step, row.skills, records);
+      run.appendMetrics(row);
+      log(`held-out eval at step ${step}, skills ${row.skills}: EM ${(100 * row.em).toFixed(1)}%, F1 ${(100 * row.f1).toFixed(1)}% on ${row.questions} questions (${row.seconds.toFixed(1)} s)`);
     }
   };
   const evalRowsSoFar = (): HeldOutRow[] => run.metrics().filter((m): m is HeldOutRow => (m as { kind?: unknown }).kind === 'eval');
@@ -508,7 +542,9 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     const rows = evalRowsSoFar().filter((r) => r.skills === skills);
     const a = rows[0];
     const b = rows[rows.length - 1];
-    return a && b ? [{ skills, first: { step: a.step, em: a.em, f1: a.f1 }, last: { step: b.step, em: b.em, f1: b.f1 } }] : [];
+    if (!a || !b) return [];
+    const gain = a.step !== b.step ? pairedGainOf(run.evalPredictionsPath(a.step, skills), run.evalPredictionsPath(b.step, skills)) : undefined;
+    return [{ skills, first: { step: a.step, em: a.em, f1: a.f1 }, last: { step: b.step, em: b.em, f1: b.f1 }, ...(gain ? { gain } : {}) }];
   });
   return {
     runDir: run.dir,

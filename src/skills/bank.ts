@@ -205,7 +205,9 @@ function primingSet(seeds: readonly SkillCard[], extra: readonly SkillCard[]): S
   for (const c of extra) {
     if (ids.has(c.id)) throw new Error(`memory priming: card id ${c.id} appears twice`);
     ids.add(c.id);
-    out.push({ ...c, source: 'seed', stats: emptyStats(), createdStep: 0, bankVersion: 0 });
+    // Mined cards (distilled from the model's own bootstrap runs) stay 'mined': like distilled cards they can
+    // be evicted for hurting; every other priming card joins the hand-written seed cards, which never are.
+    out.push({ ...c, source: c.source === 'mined' ? 'mined' : 'seed', stats: emptyStats(), createdStep: 0, bankVersion: 0 });
   }
   return out;
 }

@@ -19,7 +19,7 @@ export function consolidationDue(step: number, pending: number, cfg: SkillBankCo
 // The distillation prompt (ours). It asks for what the retrieved guidance missed, as one JSON card.
 
 export const DISTILL_SYSTEM = `You maintain a library of search strategies for a question-answering agent that uses a search tool.
-You are shown one question the agent failed, with the correct answer, the agent's wrong answer, the passages it retrieved and the strategy cards it was given.
+You are shown one question the agent failed, with the correct answer, the agent's wrong answer, the searches it made, the passages it retrieved and the strategy cards it was given.
 Write ONE new strategy card that would have prevented this failure on similar questions. Focus on what the given cards missed; do not restate them.
 The card must be general: no names, dates or answers specific to this question; use placeholders like [person], [year], [place] in query templates.
 Reply with a single JSON object and nothing else, with these fields:
@@ -37,6 +37,7 @@ export function distillationPrompt(rec: FailureRecord, retrieved: readonly Skill
     `Correct answer: ${rec.target}`,
     `Agent's answer: ${rec.prediction}`,
     rec.count > 1 ? `The agent failed this question ${rec.count} times.` : '',
+    rec.queries !== undefined ? `Searches the agent made: ${rec.queries.length > 0 ? rec.queries.map((q) => JSON.stringify(q)).join(', ') : '(none)'}` : '',
     `Retrieved passages:\n${evidence || '(none)'}`,
     `Strategy cards the agent was given:\n${cards}`,
     'What did the given guidance miss? Reply with the JSON card only.',

@@ -9,6 +9,8 @@ export interface FailureInput {
   evidence: string;
   prediction: string;
   retrievedSkillIds: string[];
+  /** The search queries of the failed rollout, in order (absent in records written before they were kept). */
+  queries?: string[];
 }
 
 export interface FailureRecord extends FailureInput {
@@ -47,7 +49,7 @@ export class FailureQueue {
     readonly capacity: number,
     initial: FailureRecord[] = [],
   ) {
-    for (const r of initial) this.records.set(r.key, { ...r, retrievedSkillIds: [...r.retrievedSkillIds] });
+    for (const r of initial) this.records.set(r.key, { ...r, retrievedSkillIds: [...r.retrievedSkillIds], ...(r.queries ? { queries: [...r.queries] } : {}) });
   }
 
   get size(): number {
@@ -77,6 +79,8 @@ export class FailureQueue {
       old.evidence = f.evidence;
       old.prediction = f.prediction;
       old.retrievedSkillIds = [...f.retrievedSkillIds];
+      if (f.queries) old.queries = [...f.queries];
+      else delete old.queries;
       return { key };
     }
     let dropped: string | undefined;
@@ -88,12 +92,12 @@ export class FailureQueue {
       this.records.delete(victim.key);
       dropped = victim.key;
     }
-    this.records.set(key, { ...f, retrievedSkillIds: [...f.retrievedSkillIds], key, count: 1, firstStep: step, lastStep: step });
+    this.records.set(key, { ...f, retrievedSkillIds: [...f.retrievedSkillIds], ...(f.queries ? { queries: [...f.queries] } : {}), key, count: 1, firstStep: step, lastStep: step });
     return dropped === undefined ? { key } : { key, dropped };
   }
 
   select(max: number): FailureRecord[] {
-    return this.all().sort(selectionOrder).slice(0, max).map((r) => ({ ...r, retrievedSkillIds: [...r.retrievedSkillIds] }));
+    return this.all().sort(selectionOrder).slice(0, max).map((r) => ({ ...r, retrievedSkillIds: [...r.retrievedSkillIds], ...(r.queries ? { queries: [...r.queries] } : {}) }));
   }
 
   remove(keys: Iterable<string>): number {
@@ -109,6 +113,7 @@ export function validateFailureRecord(v: unknown, where: string): FailureRecord 
   const o = v as Record<string, unknown>;
   for (const k of ['key', 'question', 'target', 'evidence', 'prediction'] as const) if (typeof o[k] !== 'string') p.push(`${k} must be a string`);
   if (!Array.isArray(o.retrievedSkillIds) || o.retrievedSkillIds.some((x) => typeof x !== 'string')) p.push('retrievedSkillIds must be an array of strings');
+  if (o.queries !== undefined && (!Array.isArray(o.queries) || o.queries.some((x) => typeof x !== 'string'))) p.push('queries must be an array of strings');
   for (const k of ['count', 'firstStep', 'lastStep'] as const) {
     const x = o[k];
     if (typeof x !== 'number' || !Number.isInteger(x) || x < 0) p.push(`${k} must be a non-negative integer`);

@@ -1,14 +1,14 @@
-// Held-out accuracy in a world: greedy, one rollout per question, the solver's prompt and tool protocol exactly
-// as in training (src/selfplay/roles.ts, with the bank's cards for SESA-On and none for SESA-Off), exact match
-// against the golden answers (and token F1, as sesa-train eval scores). Only the model and the search tool act.
-// See docs/world.md.
+// Held-out accuracy in a world: the evaluation of `sesa-train eval` and of the trainer's held-out curve
+// (src/eval/runner.ts: greedy, one rollout per question, the solver's prompt and tool protocol exactly as in
+// training, with the bank's cards for SESA-On and none for SESA-Off), summarized by hop count. Only the model
+// and the search tool act. See docs/world.md.
 import type { HeldOutQuestion } from '../corpus/synthetic.js';
+import { evaluateSolver, type PredictionRecord } from '../eval/runner.js';
 import type { Policy } from '../model/policy.js';
 import type { Searcher } from '../search/types.js';
-import { f1Score } from '../eval/score.js';
-import { exactMatch } from '../selfplay/judge.js';
-import { type RolloutSettings, SolverRole } from '../selfplay/roles.js';
+import type { RolloutSettings } from '../selfplay/roles.js';
 import type { SkillBank } from '../skills/bank.js';
+import { asEvalQuestions } from './eval-worlds.js';
 
 export interface WorldEvalResult {
   questions: number;
@@ -30,38 +30,33 @@ export interface WorldEvalOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
-export async function evalWorld(policy: Policy, searcher: Searcher, questions: readonly HeldOutQuestion[], opts: WorldEvalOptions): Promise<WorldEvalResult> {
-  const solver = new SolverRole(policy, searcher, opts.bank, { ...opts.settings, temperature: 0 });
-  const batch = opts.batchSize ?? 16;
-  const correct: boolean[] = [];
-  const f1: number[] = [];
-  let answered = 0;
-  let turns = 0;
-  for (let i = 0; i < questions.length; i += batch) {
-    const slice = questions.slice(i, i + batch);
-    const groups = await solver.solve(slice.map((q) => q.question), 1, 0);
-    groups.forEach((g, k) => {
-      const r = g.rollouts[0];
-      const q = slice[k] as HeldOutQuestion;
-      correct.push(r?.final !== undefined && exactMatch(r.final, q.golden_answers));
-      f1.push(r?.final !== undefined ? f1Score(r.final, q.golden_answers) : 0);
-      if (r?.final !== undefined) answered++;
-      turns += r?.turns ?? 0;
-    });
-    opts.onProgress?.(Math.min(i + batch, questions.length), questions.length);
-  }
+/** The summary of a world eval's predictions (each record with its question's hop count). */
+export function summarizeWorldEval(records: readonly PredictionRecord[]): WorldEvalResult {
+  const n = records.length;
+  const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
   const byHops: WorldEvalResult['byHops'] = {};
-  for (const h of [...new Set(questions.map((q) => q.hops))].sort()) {
-    const idx = questions.map((q, i) => (q.hops === h ? i : -1)).filter((i) => i >= 0);
-    byHops[String(h)] = { n: idx.length, accuracy: idx.filter((i) => correct[i]).length / Math.max(1, idx.length), f1: idx.reduce((a, i) => a + (f1[i] as number), 0) / Math.max(1, idx.length) };
+  for (const h of [...new Set(records.map((r) => r.hops ?? 0))].sort()) {
+    const rs = records.filter((r) => (r.hops ?? 0) === h);
+    byHops[String(h)] = { n: rs.length, accuracy: mean(rs.map((r) => r.em)), f1: mean(rs.map((r) => r.f1)) };
   }
-  const n = questions.length;
   return {
     questions: n,
-    accuracy: correct.filter(Boolean).length / Math.max(1, n),
-    f1: f1.reduce((a, b) => a + b, 0) / Math.max(1, n),
+    accuracy: mean(records.map((r) => r.em)),
+    f1: mean(records.map((r) => r.f1)),
     byHops,
-    answeredRate: answered / Math.max(1, n),
-    meanTurns: turns / Math.max(1, n),
+    answeredRate: records.filter((r) => r.prediction !== null).length / Math.max(1, n),
+    meanTurns: mean(records.map((r) => r.turns)),
   };
+}
+
+export async function evalWorld(policy: Policy, searcher: Searcher, questions: readonly HeldOutQuestion[], opts: WorldEvalOptions, seed = 0): Promise<WorldEvalResult> {
+  const total = questions.length;
+  let done = 0;
+  const { records } = await evaluateSolver({ policy, searcher, ...(opts.bank ? { bank: opts.bank } : {}) }, asEvalQuestions(seed, questions), { ...opts.settings, batchSize: opts.batchSize ?? 16 }, {
+    onBatch: (rs) => {
+      done += rs.length;
+      opts.onProgress?.(done, total);
+    },
+  });
+  return summarizeWorldEval(records);
 }

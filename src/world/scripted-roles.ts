@@ -2,9 +2,9 @@
 // - WorldRagReader answers the RAG validity check (docs/method.md, "Validating questions") from the given documents only: it parses
 //   the question with the world's grammar and follows its chain through the facts those documents state.
 //   The judge itself is exact match with the answer's aliases (the world's answers are unique).
-// - TemplateDistiller turns a failure record into a card by the question's shape (its chain of relations) and
-//   the failure mode (answered an intermediate entity of the chain, answered an entity off the chain, or an
-//   answer that names no entity), as one JSON card in the format the bank parses.
+// - TemplateDistiller turns a failure into a card from what a distiller LLM is shown (the question, the answers,
+//   the searches and the passages): by the question's wording and the failure mode visible in the passages, as
+//   one JSON card in the format the bank parses. It knows nothing of the world's facts or grammar.
 // Both implement TextGenerator (src/llm/types.ts), so a real judge or distiller endpoint replaces them by
 // configuration alone. See docs/world.md.
 import type { Relation } from '../corpus/questions.js';
@@ -47,25 +47,107 @@ export class WorldRagReader implements TextGenerator {
 
 type FailureMode = 'stopped-early' | 'wrong-entity' | 'no-entity';
 
+/** The text after a `Label:` line up to the next blank line (a multi-line field of the prompt). */
+function block(text: string, label: string): string {
+  const at = text.indexOf(`${label}:`);
+  if (at < 0) return '';
+  const rest = text.slice(at + label.length + 1);
+  const end = rest.indexOf('\n\n');
+  return (end < 0 ? rest : rest.slice(0, end)).trim();
+}
+
+/** Whether `name` occurs in `text` as a whole phrase (normalized as answers are). */
+function mentions(text: string, name: string): boolean {
+  const n = normalizeAnswer(name);
+  return n.length > 0 && ` ${normalizeAnswer(text)} `.includes(` ${n} `);
+}
+
+/**
+ * What a reader takes from a question's wording alone, with no knowledge of the world: the names it mentions
+ * (runs of capitalized words after the first word) replaced by [entity], its relation cues ("the author of",
+ * one per nested "the … of" phrase, and the question's own verb phrase when it is not "who/what/which … is"),
+ * and so how many links it chains.
+ */
+export function questionShape(question: string): { shape: string; cues: string[]; links: number } {
+  const words = question.replace(/\?\s*$/, '').split(/\s+/);
+  const out: string[] = [];
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i] as string;
+    const cap = i > 0 && /^[A-Z]/.test(w);
+    if (cap) {
+      // A name: capitalized words, with lowercase joiners inside it ("Lake of Ashes", "The Hall of Ner").
+      if (out[out.length - 1] === 'the') out.pop();
+      while (i + 1 < words.length && (/^[A-Z]/.test(words[i + 1] as string) || (/^(of|the|and|de|van|von)$/.test(words[i + 1] as string) && /^[A-Z]/.test(words[i + 2] ?? '')))) i++;
+      out.push('[entity]');
+    } else out.push(w.toLowerCase());
+  }
+  const shape = out.join(' ').replace(/\[entity\]( \[entity\])+/g, '[entity]');
+  // A nested link is a noun phrase with "of" ("the author of") or with a relative clause ("the person who
+  // founded", "the town where … was born", "the novel on which … is based"), in the order they appear.
+  const nested = [...shape.matchAll(/\bthe ((?:[a-z-]+ ){0,2}?[a-z-]+) (of|who|where|that|(?:on|in|at|by|into|under) (?:which|whom))\b/g)].map((m) => `the ${m[1]} ${m[2]}`);
+  const copular = /^(who|what|which(?: [a-z-]+){0,3}) (is|was) the\b/.test(shape);
+  const head = copular ? undefined : (/^(.*?)(?= the |\s\[entity\])/.exec(shape)?.[1] ?? '').trim();
+  const cues = [...(head ? [head] : []), ...nested];
+  return { shape: `${shape}?`, cues, links: Math.max(1, cues.length) };
+}
+
+/**
+ * The scripted distiller (docs/world.md, "LLM-free roles"): it reads only what a distiller LLM is shown — the
+ * question, the correct answer, the agent's answer, its searches and the passages it retrieved — and writes one
+ * card by the question's wording and the failure mode it can see there:
+ * - the agent's answer is named in its passages but the correct answer is in none of them: it answered with an
+ *   entity met on the way and stopped searching (a `decomposition` card: follow every link);
+ * - the correct answer is in its passages but it answered another name: it misread which name answers the
+ *   question (a `relations` card);
+ * - its answer is in none of its passages: it did not copy a name from the results (a `search-strategy` card).
+ * It never reads the world's facts or its question grammar. Cards name no entity: names become [entity].
+ */
 export class TemplateDistiller implements TextGenerator {
   readonly name = 'template distiller (scripted, no LLM)';
-
-  constructor(private readonly world: World) {}
 
   async complete(messages: ChatMessage[], _opts?: CompleteOptions): Promise<string> {
     const text = userText(messages);
     const question = field(text, 'Question') ?? '';
+    const target = field(text, 'Correct answer') ?? '';
     const prediction = field(text, "Agent's answer") ?? '';
-    const parsed = this.world.parseQuestion(question);
-    if (!parsed) return 'no card: the question is not of this world\'s grammar';
-    const chain = this.world.follow(parsed) ?? [parsed.start];
-    const names = (id: string): string[] => this.world.golden(id).map(normalizeAnswer);
-    const p = normalizeAnswer(prediction);
-    const bridgeAt = chain.slice(0, -1).findIndex((id) => names(id).includes(p));
-    const named = this.world.synth.entities.some((e) => normalizeAnswer(e.name) === p);
-    const mode: FailureMode = bridgeAt >= 0 ? 'stopped-early' : named ? 'wrong-entity' : 'no-entity';
-    return JSON.stringify(cardFor(parsed.relations, mode, this.world.entity(parsed.start).kind));
+    const passages = block(text, 'Retrieved passages');
+    const searches = (field(text, 'Searches the agent made') ?? '').match(/"(?:[^"\\]|\\.)*"/g)?.length ?? 0;
+    if (question === '' || target === '') return 'no card: the prompt has no question or correct answer';
+    const mode: FailureMode = mentions(passages, target) ? 'wrong-entity' : mentions(passages, prediction) ? 'stopped-early' : 'no-entity';
+    return JSON.stringify(shapeCard(questionShape(question), mode, searches));
   }
+}
+
+/** The card for a question's wording and what went wrong, naming no entity (./scripted-roles.ts header). */
+export function shapeCard(q: { shape: string; cues: string[]; links: number }, mode: FailureMode, searches: number): Record<string, unknown> {
+  const cueText = q.cues.length > 0 ? q.cues.join(', ') : 'its relation';
+  const triggers = [`questions like: ${q.shape}`, ...q.cues];
+  if (mode === 'stopped-early') {
+    const steps = Array.from({ length: q.links }, (_, i) => (i === 0 ? 'search [entity] and read the first link' : 'search the entity found and read the next link')).join(', then ');
+    return {
+      category: 'decomposition',
+      description: `A question like "${q.shape}" chains ${q.links} link${q.links === 1 ? '' : 's'} (${cueText}): ${steps}; answer only after the last link, never with an entity found on the way${searches > 0 && searches < q.links ? ` (one search is not enough: ${searches} of ${q.links} were made)` : ''}.`,
+      triggers,
+      avoid: ['answering with an intermediate entity instead of following every link'],
+      queries: ['[entity]', '[entity found at the previous link]'],
+    };
+  }
+  if (mode === 'wrong-entity') {
+    return {
+      category: 'relations',
+      description: `For a question like "${q.shape}", read each link (${cueText}) in the passage titled by the entity just searched, and answer with the name that passage gives for it, not another name in the results.`,
+      triggers,
+      avoid: ['taking a name from a different passage of the results'],
+      queries: ['[entity]', '[entity] [relation]'],
+    };
+  }
+  return {
+    category: 'search-strategy',
+    description: `For a question like "${q.shape}", search the entity the question names by its exact name and answer with a name copied from the passages, not with other words.`,
+    triggers,
+    avoid: ['an answer that is not a name from the passages'],
+    queries: ['[entity]'],
+  };
 }
 
 /** The card for a question shape and failure mode. Names of the question never enter it: only its shape. */

@@ -2,7 +2,9 @@
 // `--model demo`): the answer seeds with their aliases, the held-out questions in the eval's format, and the
 // model folder. See docs/world.md.
 import type { EvalQuestion } from '../eval/dataset.js';
+import type { EvalSet } from '../eval/runner.js';
 import type { AnswerSeed } from '../selfplay/roles.js';
+import { asEvalQuestions, EVAL_WORLDS_DATA, evalWorlds } from './eval-worlds.js';
 import { DEMO_WORLD, World } from './world.js';
 
 /** `--corpus world`: the generated world of `--world-seed` (the demo world at seed 0). */
@@ -27,6 +29,33 @@ export function worldSeeds(world: World): AnswerSeed[] {
 
 /** The world's held-out questions as eval questions (the first `limit`, balanced by hop count by the generator). */
 export function worldHeldOut(world: World, limit: number): EvalQuestion[] {
-  const name = `world-${world.options.seed}`;
-  return world.heldOut.slice(0, limit).map((q) => ({ id: q.id, dataset: name, question: q.question, goldenAnswers: [...q.golden_answers] }));
+  return asEvalQuestions(world.options.seed, world.heldOut.slice(0, limit));
+}
+
+/** Whether an eval data name is one of the worlds' (`world`, `eval-worlds`). */
+export function isWorldEvalData(data: string | undefined): boolean {
+  return data === WORLD_EVAL_DATA || data === EVAL_WORLDS_DATA;
+}
+
+/**
+ * The held-out sets of a world eval data name, each searched in its own world's corpus (docs/world.md, "The
+ * evaluation worlds"): `world` = the held-out questions of world `worldSeed` (in-world questions when it is the
+ * world the run plays in); `eval-worlds` = those of every evaluation world, trained facts left out. `limit` is
+ * per world.
+ */
+export async function worldEvalSets(data: string, worldSeed: number, limit: number | undefined): Promise<EvalSet[]> {
+  if (data === WORLD_EVAL_DATA) {
+    const world = worldFor(worldSeed);
+    const questions = worldHeldOut(world, limit ?? world.heldOut.length);
+    return [{ dataset: questions[0]?.dataset ?? `world-${worldSeed}`, questions, searcher: await world.searcher() }];
+  }
+  if (data === EVAL_WORLDS_DATA) {
+    const sets: EvalSet[] = [];
+    for (const w of evalWorlds()) {
+      const questions = asEvalQuestions(w.seed, w.questions.slice(0, limit ?? w.questions.length));
+      sets.push({ dataset: questions[0]?.dataset ?? `world-${w.seed}`, questions, searcher: await w.world.searcher() });
+    }
+    return sets;
+  }
+  throw new Error(`world eval data: expected ${WORLD_EVAL_DATA} or ${EVAL_WORLDS_DATA}, got ${data}`);
 }

@@ -5,7 +5,7 @@ import { writeFileAtomic } from '../util/atomic.js';
 import { Rng } from '../util/rng.js';
 import { firstTurnExercises, readingDrills, turnWindows } from './exercises.js';
 import { DEFAULT_EXPERT_RATES, type ExpertRates, expertPropose, expertSolve, type ProposerStyle, type Transcript } from './experts.js';
-import { DEMO_WORLD, FRESH_WORLD, World } from './world.js';
+import { DEMO_WORLD, EVAL_WORLD_SEEDS, FRESH_WORLD, World } from './world.js';
 
 export interface TranscriptSetOptions {
   /** Worlds to draw from (seeds); must not include the demo or the fresh world. */
@@ -109,7 +109,7 @@ export function randomChain(world: World, hops: number, rng: Rng): SynthFact[] |
 
 export async function buildTranscripts(opts: TranscriptSetOptions): Promise<TranscriptSet> {
   for (const s of opts.worldSeeds) {
-    if (s === DEMO_WORLD.seed || s === FRESH_WORLD.seed) throw new Error(`transcripts: world seed ${s} is the demo or the fresh world; warm-start data must come from other worlds`);
+    if (s === DEMO_WORLD.seed || s === FRESH_WORLD.seed || EVAL_WORLD_SEEDS.includes(s)) throw new Error(`transcripts: world seed ${s} is the demo, the fresh or an evaluation world; warm-start data must come from other worlds`);
   }
   const rng = new Rng(opts.seed);
   const transcripts: Transcript[] = [];

@@ -22,10 +22,15 @@ export interface WorldOptions {
 export const DEMO_WORLD: WorldOptions = { seed: 0, passages: 300 };
 /** A world no warm-start transcript and no self-play step ever saw: the check that search was learned. */
 export const FRESH_WORLD: WorldOptions = { seed: 7919, passages: 300 };
-/** Seeds of the worlds the warm-start transcripts come from (never the demo or fresh world). */
+/**
+ * The evaluation worlds (src/world/eval-worlds.ts, docs/world.md "The evaluation worlds"): nothing trains in
+ * them. Fixed on 2026-12-04 before any model was evaluated on them.
+ */
+export const EVAL_WORLD_SEEDS: readonly number[] = [104729, 130363, 155921, 181081, 206699, 232171];
+/** Seeds of the worlds the warm-start transcripts come from (never the demo, fresh or an evaluation world). */
 export function trainingWorldSeeds(count: number): number[] {
   const out: number[] = [];
-  for (let s = 1; out.length < count; s++) if (s !== DEMO_WORLD.seed && s !== FRESH_WORLD.seed) out.push(s);
+  for (let s = 1; out.length < count; s++) if (s !== DEMO_WORLD.seed && s !== FRESH_WORLD.seed && !EVAL_WORLD_SEEDS.includes(s)) out.push(s);
   return out;
 }
 

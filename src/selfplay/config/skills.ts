@@ -9,7 +9,11 @@ export const SKILLS_SETTINGS = {
     help: 'the skill bank (off: no bank at all; --recipe ssp turns it off)',
     resume: fixedForRun('the run was trained with this skill path; start a new run for another'),
   }),
-  priming: bool(true, { help: 'start the bank from the seed cards (memory priming); --no-priming: empty' }),
+  priming: bool(true, { help: 'start the bank from the seed cards and the priming cards (memory priming); --no-priming: empty' }),
+  seedCards: bool(true, {
+    help: "with --priming: the project's hand-written seed cards (written for a real model's open-domain questions) among the priming cards; --no-seed-cards: the priming cards alone",
+    resume: fixedForRun('the bank was primed when the run started'),
+  }),
   primingCards: optionalStr({
     help: "a JSONL file of cards (as `skills export` writes) that also prime a new bank, after the seed cards; unset: the model folder's priming-cards.jsonl when it has one",
     resume: fixedForRun('the bank was primed when the run started'),

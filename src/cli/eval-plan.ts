@@ -1,0 +1,154 @@
+// What `sesa-train eval` evaluates, resolved from its flags, a run folder and the settings table
+// (docs/evaluation.md, "Evaluating a run"): the model, the solver adapter, the skill bank, the questions with
+// the search tool each is asked against, and the rollout settings.
+//
+// Precedence of every rollout setting: the settings table's defaults (TRAIN_DEFAULTS) ← the model's (the demo
+// world's WORLD_DEFAULTS with --model demo, TINY_DEFAULTS with --model tiny) ← the run's config.json with
+// --run ← flags. So `eval --run RUN_DIR` asks every question exactly as the run's own held-out eval does.
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { defaultDataDir, type EvalQuestion, resolveDatasets, sampleQuestions } from '../eval/dataset.js';
+import type { EvalSet, EvalSettings } from '../eval/runner.js';
+import { buildEvalSearcher } from '../eval/setup.js';
+import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
+import { parseSavedConfig, TINY_DEFAULTS, TRAIN_DEFAULTS, type TrainConfig, WORLD_DEFAULTS } from '../selfplay/config.js';
+import { RunFolder } from '../selfplay/run-folder.js';
+import { DEMO_MODEL_NAME, isWorldEvalData, worldEvalSets } from '../world/setup.js';
+
+/** The eval flags that the plan reads (undefined = not given on the command line). */
+export interface EvalPlanArgs {
+  model?: string;
+  adapter?: string;
+  skills?: string;
+  run?: string;
+  step?: number;
+  data?: string[];
+  dataDir?: string;
+  worldSeed?: number;
+  corpus?: string;
+  retrieverUrl?: string;
+  limit?: number;
+  sampleSeed: number;
+  maxTurns?: number;
+  maxNewTokens?: number;
+  maxResponseTokens?: number;
+  passagesPerQuery?: number;
+  batchSize?: number;
+  enableThinking?: boolean;
+  out?: string;
+}
+
+export interface EvalPlan {
+  /** The model as the run or the flag names it (a folder, a registry name, demo or tiny). */
+  model: string;
+  /** The solver adapter folder; undefined = the base model. */
+  adapter?: string;
+  /** The bank file for skills on; undefined = skills off. */
+  bankPath?: string;
+  /** Tokens of rendered cards in the solver's prompt (the run's --render-token-budget). */
+  renderTokenBudget: number;
+  data: string[];
+  worldSeed: number;
+  /** Questions per dataset (per world for worlds); undefined = all. With --run, the run's --eval-limit. */
+  limit?: number;
+  settings: EvalSettings;
+  enableThinking: boolean;
+  out: string;
+  /** With --run: the run folder and the checkpoint step evaluated. */
+  run?: { dir: string; step: number };
+}
+
+/** The settings a run of this model would have had, with --run the run's own. */
+function baseSettings(model: string | undefined, runConfig: TrainConfig | undefined): TrainConfig {
+  if (runConfig) return runConfig;
+  const byModel = model === DEMO_MODEL_NAME ? WORLD_DEFAULTS : model === TINY_DEFAULT_NAME ? TINY_DEFAULTS : {};
+  return { ...TRAIN_DEFAULTS, ...byModel };
+}
+
+export function planEval(args: EvalPlanArgs): EvalPlan {
+  let runConfig: TrainConfig | undefined;
+  let run: EvalPlan['run'];
+  let checkpointDir: string | undefined;
+  if (args.run !== undefined) {
+    const folder = new RunFolder(resolve(args.run));
+    if (!existsSync(folder.configPath)) throw new Error(`--run ${args.run}: not a run folder (${folder.configPath} does not exist)`);
+    let raw: unknown;
+    try {
+      raw = JSON.parse(readFileSync(folder.configPath, 'utf8'));
+    } catch (err) {
+      throw new Error(`${folder.configPath}: not valid JSON (${(err as Error).message})`);
+    }
+    runConfig = parseSavedConfig(raw, folder.configPath);
+    if (args.model !== undefined && args.model !== runConfig.model) throw new Error(`--model ${args.model}: the run ${args.run} trained ${runConfig.model} (drop --model, or evaluate without --run)`);
+    const step = args.step ?? folder.latestCheckpoint()?.step;
+    if (step === undefined) throw new Error(`--run ${args.run}: the run has no complete checkpoint to evaluate`);
+    const c = folder.inspectCheckpoint(step);
+    if (!('dir' in c)) throw new Error(`--run ${args.run} --step ${step}: ${c.reason}`);
+    checkpointDir = c.dir;
+    run = { dir: folder.dir, step };
+  } else if (args.step !== undefined) {
+    throw new Error('--step names a checkpoint of --run RUN_DIR, which is not given');
+  }
+  const model = args.model ?? runConfig?.model;
+  if (model === undefined) throw new Error('--model is required (or --run RUN_DIR, or --score FILE.jsonl to score predictions made elsewhere)');
+  const base = baseSettings(model, runConfig);
+  const adapter = args.adapter !== undefined ? resolve(args.adapter) : checkpointDir !== undefined ? join(checkpointDir, 'solver') : undefined;
+  // Skills: the flag (a bank file or off); with --run and no flag, the checkpoint's bank when the run had one.
+  const skills = args.skills ?? (checkpointDir !== undefined && base.skills ? join(checkpointDir, 'skills.json') : 'off');
+  const bankPath = skills === 'off' ? undefined : resolve(skills);
+  const data = args.data ?? (runConfig?.evalData !== undefined ? [runConfig.evalData] : undefined);
+  if (data === undefined || data.length === 0) throw new Error(`--data is required${runConfig ? ` (the run ${args.run} has no --eval-data to take it from)` : ''}: FlashRAG JSONL files, benchmark names, demo, world or eval-worlds`);
+  const settings: EvalSettings = {
+    maxTurns: args.maxTurns ?? base.maxTurns,
+    maxTokensPerTurn: args.maxNewTokens ?? base.maxNewTokens,
+    maxResponseTokens: args.maxResponseTokens ?? base.maxResponseTokens,
+    passagesPerQuery: args.passagesPerQuery ?? base.passagesPerQuery,
+    batchSize: args.batchSize ?? base.evalBatchSize,
+  };
+  const out = args.out ?? (run ? join(run.dir, 'eval', `cli-step-${run.step}-skills-${bankPath ? 'on' : 'off'}`) : 'runs/eval');
+  return {
+    model,
+    ...(adapter !== undefined ? { adapter } : {}),
+    ...(bankPath !== undefined ? { bankPath } : {}),
+    renderTokenBudget: base.renderTokenBudget,
+    data,
+    worldSeed: args.worldSeed ?? base.worldSeed,
+    ...((args.limit ?? runConfig?.evalLimit) !== undefined ? { limit: args.limit ?? runConfig?.evalLimit } : {}),
+    settings,
+    enableThinking: args.enableThinking ?? base.enableThinking,
+    out,
+    ...(run ? { run } : {}),
+  };
+}
+
+/**
+ * The question sets of a plan: each world data name (`world`, `eval-worlds`) gives sets searched in their own
+ * worlds' corpora; every other name (files, benchmark names, demo) shares one search tool (--corpus or
+ * --retriever-url), built only when one is needed. `limit` samples each dataset (per world for worlds, the
+ * first `limit`, as the trainer's eval takes them).
+ */
+export async function evalSetsOf(plan: EvalPlan, args: Pick<EvalPlanArgs, 'dataDir' | 'corpus' | 'retrieverUrl' | 'sampleSeed'>, log: (line: string) => void): Promise<{ sets: EvalSet[]; sources: string[] }> {
+  const worldSpecs = plan.data.filter(isWorldEvalData);
+  const fileSpecs = plan.data.filter((d) => !isWorldEvalData(d));
+  const sets: EvalSet[] = [];
+  const sources: string[] = [];
+  // Files are read (and every line checked) before any world or index is built.
+  const datasets = fileSpecs.length > 0 ? resolveDatasets(fileSpecs, defaultDataDir(args.dataDir)) : [];
+  if (datasets.length > 0) {
+    const corpus = args.corpus ?? (args.retrieverUrl === undefined && datasets.every((d) => d.name === 'demo') ? 'demo' : undefined);
+    const searcher = await buildEvalSearcher({ ...(corpus !== undefined ? { corpus } : {}), ...(args.retrieverUrl !== undefined ? { retrieverUrl: args.retrieverUrl } : {}) }, log);
+    for (const d of datasets) {
+      const questions: EvalQuestion[] = sampleQuestions(d.questions, plan.limit, args.sampleSeed);
+      sets.push({ dataset: d.name, questions, searcher });
+      sources.push(d.source);
+    }
+  }
+  for (const spec of worldSpecs) {
+    const worldSets = await worldEvalSets(spec, plan.worldSeed, plan.limit);
+    if (sets.some((s) => worldSets.some((w) => w.dataset === s.dataset))) throw new Error(`--data: ${spec} repeats a dataset already given`);
+    sets.push(...worldSets);
+    sources.push(spec === 'world' ? `world ${plan.worldSeed}` : spec);
+    log(`search: ${worldSets.map((s) => `${s.dataset} (${s.questions.length} questions)`).join(', ')}, each in its own world's corpus`);
+  }
+  return { sets, sources };
+}
