@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeTinyCheckpoint, type MakeTinyOptions } from '../src/checkpoint/make-tiny.js';
-import { generateSyntheticCorpus } from '../src/corpus/synthetic.js';
+import { generateSyntheticCorpus } from '../src/corpus/synthetic/index.js';
 import { llamaCppUnavailableReason } from '../src/llama-cpp/binding.js';
 import { LlamaCppEngine } from '../src/llama-cpp/engine.js';
 import { LlamaCppPolicy } from '../src/llama-cpp/policy.js';

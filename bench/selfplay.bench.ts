@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeTinyCheckpoint, type MakeTinyOptions } from '../src/checkpoint/make-tiny.js';
-import { generateSyntheticCorpus } from '../src/corpus/synthetic.js';
+import { generateSyntheticCorpus } from '../src/corpus/synthetic/index.js';
 import type { Generation, SessionRow } from '../src/model/generate.js';
 import { LORA_DEFAULTS, LoraAdapter } from '../src/model/lora.js';
 import { ModelPolicy, type Policy, type PolicyGenerateOptions, type PolicySession, replaySession } from '../src/model/policy.js';

@@ -2,7 +2,7 @@
 // for inspection or for `--corpus FILE --seeds FILE`:
 //   npx tsx scripts/make-demo-corpus.ts OUT_DIR [--seed N] [--passages N]
 import { parseArgs } from 'node:util';
-import { writeSyntheticCorpus } from '../src/corpus/synthetic.js';
+import { writeSyntheticCorpus } from '../src/corpus/synthetic/index.js';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,

@@ -222,7 +222,7 @@ if (evalOnly !== undefined) {
       microBatchTokens: num('micro-batch-tokens'),
       lr: num('lr'),
       warmupSteps: Math.min(20, Math.max(1, Math.round(num('max-steps') / 8) || 20)),
-      schedule: 'cosine',
+      lrSchedule: 'cosine',
       seed,
       saveEvery: num('save-every'),
       saveDtype: 'f16',

@@ -3,10 +3,11 @@
 // the distiller turns into cards during the run; the distilled cards of every run, deduplicated with the
 // bank's own admission rule, are written as priming cards (source 'mined') for `--priming-cards FILE`, or
 // into the model folder as priming-cards.jsonl with --install, where every new bank of a run finds them.
-//   npx tsx scripts/mine-priming-cards.ts [--worlds 1,2,3] [--steps 4] [--seed 0] [--threads 1] [--work runs/mining]
+//   npx tsx scripts/mine-priming-cards.ts [--worlds 1,2,3] [--steps 3] [--seed 0] [--threads 1] [--work runs/mining]
 //     [--out runs/mining/priming-cards.jsonl] [--install]
-// The runs take the world run's settings (WORLD_DEFAULTS) with consolidation after every step, and the
-// template distiller, which reads only the failure records (docs/world.md, "LLM-free roles").
+// The runs take the world run's settings (WORLD_DEFAULTS) with every well-formed wrong answer queued
+// (--queue-failures all), consolidation after every step, one solver epoch, and the template distiller,
+// which reads only the failure records (docs/world.md, "LLM-free roles").
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -24,7 +25,7 @@ import { DEMO_WORLD, EVAL_WORLD_SEEDS, FRESH_WORLD, trainingWorldSeeds } from '.
 const { values } = parseArgs({
   options: {
     worlds: { type: 'string', default: trainingWorldSeeds(3).join(',') },
-    steps: { type: 'string', default: '4' },
+    steps: { type: 'string', default: '3' },
     seed: { type: 'string', default: '0' },
     threads: { type: 'string', default: '1' },
     work: { type: 'string', default: 'runs/mining' },
@@ -51,14 +52,16 @@ const perWorld: Array<{ world: number; distilled: number; validQuestions: number
 for (const w of worlds) {
   const dir = join(work, `world-${w}`);
   rmSync(dir, { recursive: true, force: true });
-  const config = validateConfig({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, worldSeed: w, steps, seed, threads, out: dir, evalEvery: 0, saveEvery: steps, consolidateEvery: 1, consolidateMinPending: 1 } as TrainConfig);
+  // Bootstrap runs: every well-formed wrong answer is queued (not only the frontier's) and distilled after
+  // every step; one solver epoch a step, since the runs are short and only their failures are kept.
+  const config = validateConfig({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, worldSeed: w, steps, seed, threads, out: dir, evalEvery: 0, saveEvery: steps, consolidateEvery: 1, consolidateMinPending: 1, queueFailures: 'all', solverEpochs: 1 } as TrainConfig);
   const summary = await train(config, { log: () => undefined });
   const bank = readBankFile(join(dir, 'skills.json'));
   const distilled = bank.cards.filter((c) => c.source === 'distilled');
   mined.push(...distilled);
   const m = summary.metrics;
   perWorld.push({ world: w, distilled: distilled.length, validQuestions: m.reduce((a, x) => a + x.validQuestions, 0), failuresQueued: m.reduce((a, x) => a + x.failuresQueued, 0) });
-  process.stdout.write(`world ${w}: ${distilled.length} distilled cards from ${perWorld.at(-1)?.failuresQueued} frontier failures (${perWorld.at(-1)?.validQuestions} valid questions in ${steps} steps)\n`);
+  process.stdout.write(`world ${w}: ${distilled.length} distilled cards from ${perWorld.at(-1)?.failuresQueued} failures (${perWorld.at(-1)?.validQuestions} valid questions in ${steps} steps)\n`);
 }
 
 // Deduplicated as a bank admits distilled cards (the same rule, src/skills/consolidate.ts `admit`): a card

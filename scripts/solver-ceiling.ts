@@ -26,7 +26,7 @@ import { Rng } from '../src/util/rng.js';
 import { evalWorld } from '../src/world/eval.js';
 import { demoModelDir } from '../src/world/setup.js';
 import { chainInto } from '../src/world/transcripts.js';
-import type { SynthFact } from '../src/corpus/synthetic.js';
+import type { SynthFact } from '../src/corpus/synthetic/index.js';
 import { DEMO_WORLD, FRESH_WORLD, World } from '../src/world/world.js';
 
 const { values } = parseArgs({

@@ -21,7 +21,8 @@
 //     [--steps N] [--max-hops N] [--set '{"solverLr":0.0005}'] [--curve-every N] [--model demo] [--eval-limit N (a quick check)]
 // --set overrides any setting of every run (TrainConfig keys, as a config file holds them); --curve-every N
 // also evaluates the SESA solver (off and on) at every N-th step's checkpoint on the in-world questions.
-// Run seeds as separate processes (one wasm thread each on a 2-core machine), then merge their tables:
+// Run seeds as separate processes (one wasm thread each on a 2-core machine; --no-base in all but one, since
+// base and base-On do not depend on the run seed), then merge their tables:
 //   npx tsx scripts/world-experiment.ts --merge runs/x0,runs/x1,runs/x2 --out runs/world-experiment
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -79,6 +80,8 @@ const { values } = parseArgs({
     // The earlier name of --variants (it took ssp and sesa).
     recipes: { type: 'string' },
     ablations: { type: 'boolean', default: false },
+    // Leave base and base-On out (another process of the same experiment evaluates them; --merge keeps one).
+    'no-base': { type: 'boolean', default: false },
     set: { type: 'string', default: '{}' },
     'curve-every': { type: 'string', default: '0' },
     merge: { type: 'string' },
@@ -215,7 +218,7 @@ if (values.merge !== undefined) {
       rows.push(row);
     }
   }
-} else {
+} else if (!values['no-base']) {
   rows.push(...(await evaluate('base', 0, undefined, undefined)));
   if (variantNames.some((v) => VARIANTS[v]?.recipe === 'sesa' && VARIANTS[v]?.set.priming !== false)) {
     const config = runConfig(0, VARIANTS.sesa as Variant, out);

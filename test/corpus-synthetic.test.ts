@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   generateSyntheticCorpus, writeSyntheticCorpus, type SynthEntity, type SynthFact,
-} from '../src/corpus/synthetic.js';
+} from '../src/corpus/synthetic/index.js';
 
 const r = generateSyntheticCorpus({ seed: 7 });
 const byId = new Map(r.entities.map((e) => [e.id, e]));

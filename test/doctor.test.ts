@@ -14,7 +14,9 @@ import { formatReport, runDoctor } from '../src/doctor/run.js';
 import { checkDisk, checkNode } from '../src/doctor/system.js';
 import { checkCuda, checkTensorBackends, checkWasm, parseNvidiaSmi } from '../src/doctor/tensor-backends.js';
 import type { CheckResult, CommandOutput, DoctorOptions, Probes } from '../src/doctor/types.js';
-import { loadModelConfig } from '../src/model/config.js';
+import { checkWebgpu, checkWebgpuModel, largestTensorBytes } from '../src/doctor/webgpu.js';
+import { loadModelConfig, parseModelConfig } from '../src/model/config.js';
+import { WEBGPU_INSTALL, type WebgpuAdapterReport, type WebgpuProbe } from '../src/tensor/webgpu.js';
 
 const root = mkdtempSync(join(tmpdir(), 'sesa-doctor-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -23,9 +25,42 @@ function missingModule(name: string): Error {
   return Object.assign(new Error(`Cannot find package '${name}'`), { code: 'ERR_MODULE_NOT_FOUND' });
 }
 
+const WEBGPU_NOT_INSTALLED: WebgpuProbe = { ok: false, installed: false, reason: `webgpu@0.6.2 and @tensorflow/tfjs-backend-webgpu@4.22.0 are not installed (optional peers); install them with \`${WEBGPU_INSTALL}\`` };
+
+/** An adapter as Dawn reports it (scripted: the limits an NVIDIA Vulkan driver gives are of this order). */
+function adapterReport(over: Partial<WebgpuAdapterReport> = {}): WebgpuAdapterReport {
+  return {
+    vendor: 'nvidia',
+    architecture: 'hopper',
+    device: 'NVIDIA H200',
+    description: 'NVIDIA: 580.159.03',
+    isFallbackAdapter: false,
+    cpuRenderer: false,
+    f16: true,
+    features: ['shader-f16', 'timestamp-query'],
+    limits: {
+      maxBufferSize: 2 ** 34,
+      maxStorageBufferBindingSize: 2 ** 32 - 4,
+      maxUniformBufferBindingSize: 65536,
+      maxStorageBuffersPerShaderStage: 64,
+      maxBindGroups: 4,
+      maxComputeWorkgroupStorageSize: 49152,
+      maxComputeInvocationsPerWorkgroup: 1024,
+      maxComputeWorkgroupSizeX: 1024,
+      maxComputeWorkgroupSizeY: 1024,
+      maxComputeWorkgroupSizeZ: 64,
+      maxComputeWorkgroupsPerDimension: 65535,
+    },
+    flags: [],
+    featureLevel: 'core',
+    ...over,
+  };
+}
+
 /** Scripted probes: nothing installed, no nvidia-smi, plenty of disk, 24 GiB of RAM (overridable). */
 function probes(over: Partial<Probes> = {}): Probes {
   return {
+    webgpu: () => WEBGPU_NOT_INSTALLED,
     nodeVersion: 'v20.20.2',
     importPackage: async (name) => {
       throw missingModule(name);
@@ -287,6 +322,57 @@ describe('disk and the whole report', () => {
     const tf = await runDoctor({ ...base, backend: 'tensorflow' }, probes());
     expect(tf.ready).toBe(false);
     expect(formatReport(tf)).toMatch(/FAIL {2}backend/);
+  });
+});
+
+describe('doctor: the webgpu backend', () => {
+  const base: DoctorOptions = { model: 'tiny', backend: 'auto', embedder: 'lexical', rolloutEngine: 'native', out: join(root, 'run'), loraR: 16 };
+
+  it('not installed: informational with the install command; a failure only with --backend webgpu', () => {
+    const r = checkWebgpu(WEBGPU_NOT_INSTALLED, { backend: 'auto' });
+    expect(r.status).toBe('info');
+    expect(r.fix).toContain(WEBGPU_INSTALL);
+    expect(checkWebgpu(WEBGPU_NOT_INSTALLED, { backend: 'webgpu' }).status).toBe('fail');
+  });
+
+  it("no adapter: Dawn's reason, and what to install", () => {
+    const none: WebgpuProbe = { ok: false, installed: true, reason: 'Dawn found no WebGPU adapter: Vulkan shaderUniform*ArrayDynamicIndexing required' };
+    const r = checkWebgpu(none, { backend: 'webgpu' });
+    expect(r.status).toBe('fail');
+    expect(r.detail).toBe('no adapter: Dawn found no WebGPU adapter: Vulkan shaderUniform*ArrayDynamicIndexing required');
+    expect(r.fix).toMatch(/Vulkan loader.*SESA_WEBGPU_FLAGS/);
+    expect(checkWebgpu(none, { backend: 'auto' }).status).toBe('info');
+  });
+
+  it('an adapter: its name, f16 support and limits; a CPU renderer is named as one', () => {
+    const r = checkWebgpu({ ok: true, adapter: adapterReport() }, { backend: 'auto' });
+    expect(r.status).toBe('ok');
+    expect(r.detail).toBe('NVIDIA H200 (nvidia, hopper, NVIDIA: 580.159.03); shader-f16 yes; maxBufferSize 16.0 GiB, maxStorageBufferBindingSize 4.0 GiB, 64 storage buffers per shader, workgroups of 1024 invocations with 49152 B shared');
+    const cpu = checkWebgpu({ ok: true, adapter: adapterReport({ device: 'llvmpipe-llvm-15', description: 'OpenGL ES 3.2 Mesa', vendor: '', architecture: '', cpuRenderer: true, f16: false, flags: ['backend=opengles'] }) }, { backend: 'webgpu' });
+    expect(cpu.status).toBe('warn');
+    expect(cpu.detail).toMatch(/^llvmpipe-llvm-15 \(OpenGL ES 3\.2 Mesa\), a CPU renderer; shader-f16 no; .*\(SESA_WEBGPU_FLAGS=backend=opengles\): auto picks wasm over it$/);
+  });
+
+  it("a model whose embedding table is over the adapter's largest binding fails on webgpu", () => {
+    const qwen3_8b = parseModelConfig({ architectures: ['Qwen3ForCausalLM'], hidden_size: 4096, intermediate_size: 12288, num_hidden_layers: 36, num_attention_heads: 32, num_key_value_heads: 8, head_dim: 128, vocab_size: 151936, rms_norm_eps: 1e-6, rope_theta: 1e6, max_position_embeddings: 40960, tie_word_embeddings: false });
+    expect(largestTensorBytes(qwen3_8b)).toEqual({ name: 'the embedding table', bytes: 4 * 151936 * 4096 });
+    expect(checkWebgpuModel(qwen3_8b, adapterReport()).status).toBe('ok');
+    const small = adapterReport({ limits: { ...adapterReport().limits, maxStorageBufferBindingSize: 2 ** 30 } });
+    const r = checkWebgpuModel(qwen3_8b, small);
+    expect(r.status).toBe('fail');
+    expect(r.detail).toBe('the embedding table is 2.3 GiB of f32; the adapter binds at most 1.0 GiB at once');
+  });
+
+  it('the whole report: --backend webgpu without an adapter is not ready; with one, the model is checked against it', async () => {
+    const none = await runDoctor({ ...base, backend: 'webgpu' }, probes({ webgpu: () => ({ ok: false, installed: true, reason: "Dawn found no WebGPU adapter: Couldn't load Vulkan" }) }));
+    expect(none.ready).toBe(false);
+    expect(formatReport(none)).toMatch(/FAIL {2}webgpu +no adapter: Dawn found no WebGPU adapter: Couldn't load Vulkan/);
+    const dir = join(root, 'webgpu-model');
+    makeTinyCheckpoint({ out: dir, seed: 3 });
+    const ok = await runDoctor({ ...base, model: dir, backend: 'auto' }, probes({ webgpu: () => ({ ok: true, adapter: adapterReport() }) }));
+    expect(ok.ready).toBe(true);
+    expect(byCheck(ok.results, 'webgpu-model').status).toBe('ok');
+    expect(byCheck(ok.results, 'model-memory').detail).toMatch(/system memory \(WebGPU reports no device memory\)/);
   });
 });
 

@@ -495,6 +495,14 @@ describe('sesaStep: rewards, skill utility, failure queue, GRPO groups', () => {
     expect(w.semantic.calls.length).toBe(5 + 4 + 4 + 1 + 3);
   });
 
+  it("with --queue-failures all, every well-formed wrong answer is queued, also of questions no rollout solved", async () => {
+    const w = await makeWorld(plans, { proposalsPerSeed: 2 });
+    const r = await sesaStep(1, w.seedPool, w.deps, { ...w.settings, queueFailures: 'all' });
+    // The frontier's 8 + 1 + 3, and Varrowen's five (p̂ = 0); Quillmarsh (all right) and Ormwick (malformed) give none.
+    expect(r.metrics.failuresQueued).toBe(8 + 1 + 3 + 5);
+    expect(w.bank.pendingFailures().map((f) => f.target).sort()).toEqual(['Brennock', 'Fennhollow', 'Tessaly', 'Varrowen']);
+  });
+
   it('with --skip-uniform-groups, only groups whose rewards differ reach the updates; the step is otherwise the same', async () => {
     const full = await makeWorld(plans, { proposalsPerSeed: 2 });
     const r0 = await sesaStep(1, full.seedPool, full.deps, full.settings);

@@ -102,6 +102,30 @@ describe('sesa-train sft (CLI)', () => {
     expect(losses(killed)).toEqual(losses(straight));
   });
 
+  it('--config FILE (YAML) gives every setting, flags override it, and the run records the resolved settings', async () => {
+    const out = join(root, 'run-config');
+    const cfg = join(root, 'sft.yaml');
+    writeFileSync(cfg, `model: ${modelDir}\ndata: ${data}\nout: ${out}\nmode: full\nbatch-size: 2\nmicro-batch-size: 1\nlr-schedule: constant\nenable-thinking: false\nseed: 5\nbackend: wasm\nlr: 0.5\n`);
+    const r = await start(['sft', '--config', cfg, '--max-steps', '2', '--lr', '2e-3', '--json']).done;
+    expect(r.code, r.stderr).toBe(0);
+    expect((JSON.parse(r.stdout.trim()) as { lastStep: number }).lastStep).toBe(2);
+    const saved = JSON.parse(readFileSync(join(out, 'sft.json'), 'utf8')) as Record<string, unknown>;
+    expect(saved).toMatchObject({ model: modelDir, mode: 'full', batchSize: 2, microBatchSize: 1, lrSchedule: 'constant', seed: 5, maxSteps: 2, lr: 2e-3 });
+  });
+
+  it("--help lists train's names for the settings both have, and the old names are refused naming the new one", async () => {
+    const help = await start(['sft', '--help']).done;
+    expect(help.code).toBe(0);
+    for (const flag of ['--lr-schedule', '--enable-thinking', '--warmup-steps', '--micro-batch-size', '--lora-r', '--lora-alpha', '--lora-targets', '--seed', '--config']) expect(help.stdout).toContain(flag);
+    expect(help.stdout).not.toMatch(/--schedule\b|--thinking\b/);
+    const old = await start([...sftArgs(join(root, 'old-names')), '--schedule', 'constant']).done;
+    expect(old.code).toBe(1);
+    expect(old.stderr).toContain('--schedule was renamed --lr-schedule');
+    const thinking = await start([...sftArgs(join(root, 'old-names')), '--no-thinking']).done;
+    expect(thinking.code).toBe(1);
+    expect(thinking.stderr).toContain('--thinking was renamed --enable-thinking');
+  });
+
   it('bad flags fail with a message naming them', async () => {
     const both = await start([...sftArgs(join(root, 'x')), '--lora']).done;
     expect(both.code).toBe(1);
@@ -112,6 +136,9 @@ describe('sesa-train sft (CLI)', () => {
     const clash = await start(['sft', '--resume', join(root, 'straight'), '--model', modelDir]).done;
     expect(clash.code).toBe(1);
     expect(clash.stderr).toContain('drop --model');
+    const clashLr = await start(['sft', '--resume', join(root, 'straight'), '--lr', '1']).done;
+    expect(clashLr.code).toBe(1);
+    expect(clashLr.stderr).toContain('drop --lr');
     const badLine = join(root, 'bad.jsonl');
     writeFileSync(badLine, `${readFileSync(data, 'utf8')}{"messages": [{"role": "user", "content": "q"}, {"role": "tool", "content": "t"}]}\n`);
     const bad = await start(['sft', '--model', modelDir, '--data', badLine, '--out', join(root, 'z'), '--full', '--backend', 'wasm']).done;

@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { killWhenExists, metricsWithoutTimings, startNode } from './helpers/cli-process.js';
 import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
-import { generateSyntheticCorpus } from '../src/corpus/synthetic.js';
+import { generateSyntheticCorpus } from '../src/corpus/synthetic/index.js';
 
 const CLI = resolve(import.meta.dirname, '..', 'bin', 'sesa-train.mjs');
 let root: string;

@@ -102,6 +102,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   skills: 'on',
   priming: false,
   'seed-cards': false,
+  'queue-failures': 'all',
   'priming-cards': 'cards/priming.jsonl',
   distill: false,
   embedder: 'lexical',

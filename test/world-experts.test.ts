@@ -394,6 +394,8 @@ describe('LLM-free roles', () => {
   it('questionShape counts the links of a question from its wording', () => {
     expect(questionShape('Who was the spouse of the person who composed the opera Ysten?')).toMatchObject({ links: 2, shape: 'who was the spouse of the person who composed the opera [entity]?' });
     expect(questionShape('Who painted the painting The Restless Lighthouse?')).toMatchObject({ links: 1, shape: 'who painted the painting [entity]?' });
+    // A framing preamble is no link.
+    expect(questionShape('According to the documents in the collection, who is the spouse of the author of Ysten?')).toMatchObject({ links: 2, shape: 'who is the spouse of the author of [entity]?', cues: ['the spouse of', 'the author of'] });
     let right = 0;
     let n = 0;
     for (const seed of [1, 2, 3]) for (const x of new World({ seed, passages: 300 }).heldOut) (n++, questionShape(x.question).links === x.hops && right++);

@@ -11,7 +11,11 @@ import { writeFileAtomic } from '../util/atomic.js';
 import { encodeSafetensors, type SafetensorsDtype, type TensorToWrite } from './safetensors.js';
 import { expectedTensors, parseModelConfig, type Architecture, type ModelConfig } from '../model/config.js';
 import { Rng } from '../util/rng.js';
+import { byteLevelBpeJson, bytesToUnicode, trainByteLevelBpe } from '../model/bpe-trainer.js';
 import { lenmlQwen3Dir } from '../util/shared-data.js';
+
+// The byte table and the tokenizer.json writer moved to src/model/bpe-trainer.ts; re-exported for old importers.
+export { byteLevelAlphabet, byteLevelBpeJson } from '../model/bpe-trainer.js';
 
 export type TinyDtype = 'f32' | 'bf16' | 'f16';
 
@@ -237,24 +241,6 @@ function tensorValues(seed: number, name: string, shape: number[], cfg: ModelCon
 // ---------------------------------------------------------------------------------------------------------
 // Tokenizers
 
-/** GPT-2's byte → printable character table, in its vocabulary order (printable bytes first). */
-export function byteLevelAlphabet(): Array<{ byte: number; char: string }> {
-  const bs: number[] = [];
-  for (let b = 0x21; b <= 0x7e; b++) bs.push(b);
-  for (let b = 0xa1; b <= 0xac; b++) bs.push(b);
-  for (let b = 0xae; b <= 0xff; b++) bs.push(b);
-  const cs = [...bs];
-  let n = 0;
-  for (let b = 0; b < 256; b++) {
-    if (!bs.includes(b)) {
-      bs.push(b);
-      cs.push(256 + n);
-      n++;
-    }
-  }
-  return bs.map((byte, i) => ({ byte, char: String.fromCodePoint(cs[i] as number) }));
-}
-
 // The text the tiny BPE's merges are learned from: plain English plus the agent tags this project emits,
 // so common words and tags become single tokens as in a real vocabulary.
 const TINY_CORPUS = `The quick brown fox jumps over the lazy dog. Once upon a time there was a little girl who liked to read.
@@ -278,60 +264,14 @@ const JS_SPLIT = /'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]|[^\r\n\p
 /** Ids 0..255 are bytes, then merges up to `size - 3` ids (model vocab), then three added specials. */
 export function byteLevelBpe(size: number): { vocab: Map<string, number>; merges: Array<[string, string]> } {
   if (!Number.isInteger(size) || size < MIN_TINY_VOCAB) throw new MakeTinyError(`vocab (--vocab) must be an integer >= ${MIN_TINY_VOCAB}, got ${size}`);
-  const alphabet = byteLevelAlphabet();
-  const byteChar = new Array<string>(256);
-  for (const { byte, char } of alphabet) byteChar[byte] = char;
-  const vocab = new Map<string, number>();
-  const tokens: string[] = [];
+  const byteChar = bytesToUnicode();
+  const target = size - TINY_SPECIALS.length;
+  // Classic BPE training, counted in tokens so that the vocabulary has exactly `size - 3` entries.
+  const { vocab, tokens, merges } = trainByteLevelBpe([TINY_CORPUS], { split: JS_SPLIT, byteOrder: 'gpt2', budget: { tokens: target } });
   const add = (t: string): void => {
     vocab.set(t, tokens.length);
     tokens.push(t);
   };
-  for (const { char } of alphabet) add(char);
-  const target = size - TINY_SPECIALS.length;
-  const merges: Array<[string, string]> = [];
-
-  // Word counts of the corpus, in byte-level characters.
-  const counts = new Map<string, number>();
-  for (const m of TINY_CORPUS.matchAll(JS_SPLIT)) {
-    const word = [...Buffer.from(m[0], 'utf8')].map((b) => byteChar[b] as string).join('');
-    counts.set(word, (counts.get(word) ?? 0) + 1);
-  }
-  // Sorted so that the result never depends on Map insertion details.
-  const words = [...counts.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([w, c]) => ({ syms: [...w], count: c }));
-
-  // Classic BPE training: merge the most frequent adjacent pair (ties: smaller pair string) until done.
-  while (tokens.length < target) {
-    const pairCounts = new Map<string, number>();
-    for (const w of words) {
-      for (let i = 0; i + 1 < w.syms.length; i++) {
-        const key = `${w.syms[i]}\u0000${w.syms[i + 1]}`;
-        pairCounts.set(key, (pairCounts.get(key) ?? 0) + w.count);
-      }
-    }
-    let best: string | undefined;
-    let bestCount = 0;
-    for (const [key, c] of pairCounts) {
-      if (c > bestCount || (c === bestCount && best !== undefined && key < best)) {
-        best = key;
-        bestCount = c;
-      }
-    }
-    if (best === undefined) break;
-    const [a, b] = best.split('\u0000') as [string, string];
-    merges.push([a, b]);
-    if (!vocab.has(a + b)) add(a + b);
-    for (const w of words) {
-      const next: string[] = [];
-      for (let i = 0; i < w.syms.length; i++) {
-        if (i + 1 < w.syms.length && w.syms[i] === a && w.syms[i + 1] === b) {
-          next.push(a + b);
-          i++;
-        } else next.push(w.syms[i] as string);
-      }
-      w.syms = next;
-    }
-  }
   // The corpus ran out of pairs: fill the rest with valid merges of existing tokens, in id order
   // (space-prefixed learned tokens first, so fillers resemble words rather than punctuation runs).
   outer: for (let i = 256; tokens.length < target; i++) {
@@ -370,45 +310,6 @@ export const CHATML_TEMPLATE =
 
 function addedToken(id: number, content: string): Record<string, unknown> {
   return { id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true };
-}
-
-/**
- * The Hugging Face `tokenizer.json` object of a byte-level BPE (GPT-2 style: a regex split, then bytes mapped
- * to printable characters), as the tiny tokenizers and the world tokenizer write it.
- */
-export function byteLevelBpeJson(o: {
-  addedTokens: Array<Record<string, unknown>>;
-  normalizer: Record<string, unknown> | null;
-  splitPattern: string;
-  vocab: Record<string, number>;
-  merges: unknown[];
-}): Record<string, unknown> {
-  const byteLevel = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false };
-  return {
-    version: '1.0',
-    truncation: null,
-    padding: null,
-    added_tokens: o.addedTokens,
-    normalizer: o.normalizer,
-    pre_tokenizer: {
-      type: 'Sequence',
-      pretokenizers: [{ type: 'Split', pattern: { Regex: o.splitPattern }, behavior: 'Isolated', invert: false }, byteLevel],
-    },
-    post_processor: byteLevel,
-    decoder: byteLevel,
-    model: {
-      type: 'BPE',
-      dropout: null,
-      unk_token: null,
-      continuing_subword_prefix: '',
-      end_of_word_suffix: '',
-      fuse_unk: false,
-      byte_fallback: false,
-      ignore_merges: false,
-      vocab: o.vocab,
-      merges: o.merges,
-    },
-  };
 }
 
 /** tokenizer.json and tokenizer_config.json of a byte-level BPE with exactly `size` ids. */

@@ -24,8 +24,13 @@ interface BenchArgs extends CommonArgs {
   out?: string;
 }
 
-/** `--backend auto` measures both in-process backends; any other choice measures that one only. */
+/**
+ * `--backend auto` measures both in-process backends; any other choice measures that one only. The suites time
+ * kernels as the synchronous backends run them, which says nothing on webgpu (its kernels run after the call
+ * returns): its numbers come from the device check.
+ */
 function backendsFor(choice: CommonArgs['backend']): BenchBackend[] {
+  if (choice === 'webgpu') throw new Error('sesa-train bench times synchronous backends only; the webgpu numbers come from the device check (bench/gpu-check.ts, scripts/gpu-check.sh; docs/scale-out.md)');
   return choice === 'auto' ? ['wasm', 'cpu'] : [choice];
 }
 

@@ -12,6 +12,8 @@ import { checkRetriever } from './retriever.js';
 import { checkDisk, checkNode, checkpointBytes, freeBytesAt } from './system.js';
 import { checkGpuWorkers, checkTensorBackends, checkWasm, defaultLibraryDirs, listGpus } from './tensor-backends.js';
 import type { CheckResult, CommandOutput, DoctorOptions, Probes } from './types.js';
+import { checkWebgpu, checkWebgpuModel } from './webgpu.js';
+import { probeWebgpu } from '../tensor/webgpu.js';
 
 export function defaultProbes(): Probes {
   return {
@@ -28,6 +30,7 @@ export function defaultProbes(): Probes {
     libraryDirs: defaultLibraryDirs(),
     freeBytes: freeBytesAt,
     totalMemoryBytes: totalmem(),
+    webgpu: () => probeWebgpu(),
   };
 }
 
@@ -41,13 +44,17 @@ export async function runDoctor(options: DoctorOptions, probes: Probes = default
   const results: CheckResult[] = [checkNode(probes)];
   const tensor = await checkTensorBackends(probes, options);
   results.push(...tensor);
+  const webgpu = probes.webgpu();
+  results.push(checkWebgpu(webgpu, options));
   results.push(await checkWasm(options));
   results.push(await checkLlamaCpp(options));
 
   // The backend the run would use, and how much memory that backend can hold.
   const tfLoads = (name: string): boolean => tensor.some((r) => r.check === name && r.status === 'ok');
   const gpuBackend = (options.backend === 'tensorflow' || options.backend === 'auto') && tfLoads('tfjs-node-gpu');
-  const cpuTensorflow = !gpuBackend && (options.backend === 'tensorflow' || options.backend === 'auto') && tfLoads('tfjs-node');
+  // auto takes a GPU adapter after tfjs-node-gpu and before tfjs-node (src/tensor/backend.ts).
+  const webgpuAdapter = webgpu.ok && (options.backend === 'webgpu' || (options.backend === 'auto' && !gpuBackend && !webgpu.adapter.cpuRenderer)) ? webgpu.adapter : undefined;
+  const cpuTensorflow = !gpuBackend && !webgpuAdapter && (options.backend === 'tensorflow' || options.backend === 'auto') && tfLoads('tfjs-node');
   if ((options.gpus ?? 1) > 1) results.push(await checkGpuWorkers(probes, options.gpus as number, gpuBackend));
   let limit = Math.min(WASM_HEAP_BYTES, probes.totalMemoryBytes);
   let limitName = 'the wasm heap (4 GiB cap)';
@@ -56,6 +63,10 @@ export async function runDoctor(options: DoctorOptions, probes: Probes = default
     const smallest = 'gpus' in listed && listed.gpus.length > 0 ? Math.min(...listed.gpus.map((g) => g.memoryMiB)) : undefined;
     limit = smallest !== undefined ? smallest * 2 ** 20 : probes.totalMemoryBytes;
     limitName = smallest !== undefined ? 'one GPU' : 'system memory (no GPU listed)';
+  } else if (webgpuAdapter) {
+    // WebGPU does not report the device's memory; system memory bounds what tfjs stages through.
+    limit = probes.totalMemoryBytes;
+    limitName = 'system memory (WebGPU reports no device memory)';
   } else if (cpuTensorflow || options.backend === 'cpu') {
     limit = probes.totalMemoryBytes;
     limitName = 'system memory';
@@ -73,7 +84,9 @@ export async function runDoctor(options: DoctorOptions, probes: Probes = default
     if (model.config) results.push(checkModelNeeds(memoryNeedOfConfig(model.config), 'config.json'));
     else if (entry) results.push(checkModelNeeds(memoryNeedOfEntry(entry), `the registry's size of ${entry.name}`));
     if (model.config) {
-      results.push(checkModelMemory(model.config, limit, limitName, !gpuBackend && !cpuTensorflow && options.backend !== 'cpu'));
+      // Only wasm holds XNNPACK's packed copy of the weights besides them (src/model/memory-need.ts).
+      results.push(checkModelMemory(model.config, limit, limitName, !gpuBackend && !webgpuAdapter && !cpuTensorflow && options.backend !== 'cpu'));
+      if (webgpuAdapter) results.push(checkWebgpuModel(model.config, webgpuAdapter));
       oneCheckpoint = checkpointBytes(loraParamsPerRank(model.config), options.loraR);
     }
   }

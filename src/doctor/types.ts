@@ -2,6 +2,7 @@
 // is worth knowing), fails (the run as given would not start) or does not apply to the run as given.
 // The outside world (imports, files, commands, the network) reaches the checks through `Probes`, so tests
 // hand them broken fixtures.
+import type { WebgpuProbe } from '../tensor/webgpu.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail' | 'info';
 
@@ -19,7 +20,7 @@ export interface CheckResult {
 export interface DoctorOptions {
   /** `--model`: a folder, a registry name, 'demo' (models/demo, the CLI's default) or 'tiny' (the tiny random model: no folder to check; also when undefined). */
   model?: string;
-  backend: 'auto' | 'tensorflow' | 'wasm' | 'cpu';
+  backend: 'auto' | 'tensorflow' | 'webgpu' | 'wasm' | 'cpu';
   retrieverUrl?: string;
   embedder: 'e5' | 'lexical';
   e5Model?: string;
@@ -54,6 +55,8 @@ export interface Probes {
   freeBytes(path: string): number;
   /** Bytes the tensor backend can hold: the wasm heap cap, system RAM, or GPU memory. */
   totalMemoryBytes: number;
+  /** The WebGPU adapter Dawn finds, or why there is none (src/tensor/webgpu.ts). */
+  webgpu(): WebgpuProbe;
 }
 
 export const GIB = 2 ** 30;

@@ -3,7 +3,7 @@
 // world. Every line is checked before any question runs; a problem names the file, the line and the field.
 import { readFileSync, statSync } from 'node:fs';
 import { basename, extname, join } from 'node:path';
-import { generateSyntheticCorpus } from '../corpus/synthetic.js';
+import { generateSyntheticCorpus } from '../corpus/synthetic/index.js';
 import { Rng } from '../util/rng.js';
 
 export interface EvalQuestion {

@@ -1,7 +1,7 @@
 // Building what an evaluation searches with and retrieves skills from, each checked before any question runs
 // (docs/evaluation.md): the search tool answers a probe query, and a skill bank opens only with the embedder
 // it was recorded with.
-import { generateSyntheticCorpus } from '../corpus/synthetic.js';
+import { generateSyntheticCorpus } from '../corpus/synthetic/index.js';
 import { Bm25Index } from '../search/bm25-index.js';
 import { parseContents } from '../search/corpus.js';
 import { SearchR1Client } from '../search/searchr1-client.js';

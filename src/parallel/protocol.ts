@@ -17,7 +17,7 @@ export interface WorkerInit {
   rank: number;
   worldSize: number;
   modelDir: string;
-  backend: 'wasm' | 'cpu' | 'tensorflow';
+  backend: 'wasm' | 'cpu' | 'tensorflow' | 'webgpu';
   roles: Record<string, RoleInit>;
   grpo: Omit<GrpoUpdateConfig, 'normalizer'>;
   /**

@@ -1,7 +1,7 @@
 // The search tool of a run, built from its configuration: the generated world, a Search-R1 retrieval server,
 // the embedded demo encyclopedia or a local corpus file, with the answer seeds a local corpus supplies. The
 // trainer and its step workers (./step-worker.ts) build it the same way, so every process searches alike.
-import { generateSyntheticCorpus, goldenAnswers } from '../corpus/synthetic.js';
+import { generateSyntheticCorpus, goldenAnswers } from '../corpus/synthetic/index.js';
 import { Bm25Index } from '../search/bm25-index.js';
 import { loadCorpus, parseContents } from '../search/corpus.js';
 import { SearchR1Client } from '../search/searchr1-client.js';

@@ -37,6 +37,7 @@ export function stepSettingsOf(config: TrainConfig): StepSettings {
       rejectRepeatedQueries: config.rejectRepeatedQueries,
     },
     failureEvidenceChars: config.failureEvidenceChars,
+    queueFailures: config.queueFailures,
     skipUniformGroups: config.skipUniformGroups,
     epochs: { solver: config.solverEpochs, proposer: config.proposerEpochs },
   };

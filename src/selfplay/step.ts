@@ -64,6 +64,8 @@ export interface StepSettings {
   rules: QuestionRules;
   /** Characters of retrieved evidence kept in a failure record. */
   failureEvidenceChars: number;
+  /** Which wrong answers are queued: of frontier questions only (0 < p̂ < 1, the paper), or all; default frontier. */
+  queueFailures?: 'frontier' | 'all';
   /** Leave groups of two or more with all-equal rewards out of the updates (docs/method.md, "GRPO"). */
   skipUniformGroups: boolean;
   /** Optimizer updates of each role per step over the same groups (docs/method.md, "GRPO"); 1 if absent. */
@@ -259,8 +261,9 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     if (bank) {
       for (const id of group.skillIds) usedSkills.add(id);
       for (const outcome of outcomes) bank.recordOutcome(group.skillIds, outcome);
-      // Informative frontier failures: well-formed wrong answers of questions the group sometimes solves.
-      if (pHat > 0 && pHat < 1) {
+      // Informative frontier failures: well-formed wrong answers of questions the group sometimes solves
+      // (with queueFailures 'all', every well-formed wrong answer: bootstrap mining).
+      if (settings.queueFailures === 'all' || (pHat > 0 && pHat < 1)) {
         group.rollouts.forEach((r, ri) => {
           if (outcomes[ri] !== 'wrong') return;
           const evidence = allPassages(r)

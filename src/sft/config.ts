@@ -1,125 +1,118 @@
-// The settings of an SFT run (docs/sft.md), their defaults and their validation. The resolved settings are
-// saved in the run folder as sft.json; a resumed run reads them back from there.
-import type { SaveDtype } from '../checkpoint/full-model.js';
-import { PROJECTIONS, type ProjectionName } from '../model/qwen3.js';
-import type { BackendChoice } from '../tensor/backend.js';
-import { LOSS_ON, type LossOn } from './transcript.js';
+// The settings of an SFT run (docs/sft.md), declared once in a table built with the trainer's helpers
+// (src/selfplay/config/setting.ts): `sesa-train sft`'s flags and --help, its --config files (JSON or YAML,
+// kebab-case or camelCase keys), the defaults and the checks all derive from it. A setting that train also has
+// carries train's name (lr-schedule, enable-thinking, warmup-steps, micro-batch-size, lora-r, lora-alpha,
+// lora-targets, seed, ...); the defaults are SFT's own. The resolved settings are saved in the run folder as
+// sft.json; a resumed run reads them back from there (readSavedSftConfig: keys of older runs still read).
+//
+// TO ADD A SETTING: one entry in SFT_SETTINGS (key, default, help, check); read it from the SftConfig where it
+// is used (./trainer.ts). A rule that ties two settings together goes into sftProblems.
+import { PROJECTIONS } from '../model/qwen3.js';
+import { bool, choice, type ConfigOf, fixedOnResumeExcept, int, list, num, optionalStr, requiredChoice, requiredStr } from '../selfplay/config/setting.js';
+import { defaultsOf, flagName, resolveSettings, type SettingsLayer } from '../selfplay/config/table.js';
+import { BACKEND_CHOICES } from '../tensor/backend.js';
+import { LOSS_ON } from './transcript.js';
 
-export type SftMode = 'full' | 'lora';
+export const SFT_SETTINGS = fixedOnResumeExcept(
+  {
+    model: requiredStr({ help: 'model folder or name (qwen3-0.6b, ...)' }),
+    data: requiredStr({ help: 'training transcripts: JSONL of {"messages":[{role, content}, ...]} (roles system, user, assistant, tool)' }),
+    out: requiredStr({ help: 'run folder (sft.json, loss.jsonl, checkpoints/, final/)' }),
+    mode: requiredChoice(['full', 'lora'], { help: 'full: train every weight (small models); lora: train a LoRA adapter on the frozen model (--full and --lora are short for these)' }),
+    evalData: optionalStr({ help: 'held-out transcripts for the eval loss (instead of, or besides, --eval-fraction)' }),
+    evalFraction: num(0, { min: 0, below: 1, help: 'fraction of --data held out for the eval loss (0: none)' }),
+    loraR: int(16, { help: 'r, the LoRA rank' }),
+    loraAlpha: num(32, { above: 0, help: 'α, the LoRA scale is α / r' }),
+    loraTargets: list(PROJECTIONS, PROJECTIONS, { help: 'projections that get an adapter' }),
+    epochs: int(1, { help: 'passes over the training transcripts' }),
+    maxSteps: int(0, { min: 0, help: 'stop after this many optimizer steps (0: all epochs)' }),
+    batchSize: int(8, { help: 'transcripts per optimizer step' }),
+    microBatchSize: int(4, { help: 'transcripts per forward/backward pass (gradients accumulate over the passes of a step)' }),
+    microBatchTokens: int(0, {
+      min: 0,
+      help: 'padded tokens per forward/backward at most (0: no limit): a pass takes up to --micro-batch-size transcripts of similar length while transcripts × longest ≤ this, so short ones share a pass and long ones go alone',
+    }),
+    lr: num(1e-4, { above: 0, help: 'η, the peak AdamW learning rate' }),
+    warmupSteps: int(0, { min: 0, help: 'linear learning-rate warmup (optimizer steps)' }),
+    lrSchedule: choice(['constant', 'cosine'], 'cosine', { help: 'after warmup: constant, or cosine decay to lr·min-lr-ratio at the last step' }),
+    minLrRatio: num(0.1, { min: 0, max: 1, help: 'the cosine floor as a fraction of lr' }),
+    weightDecay: num(0.01, { min: 0, help: 'AdamW decoupled weight decay' }),
+    maxGradNorm: num(1.0, { above: 0, help: 'gradient clipping at this global norm' }),
+    seed: int(0, { min: 0, help: 'data order, held-out split and LoRA init', check: (v) => (v <= 0xffffffff ? undefined : `must be below 2^32, got ${v}`) }),
+    maxTokens: int(4096, { help: 'longest rendered transcript allowed (tokens); a longer one is an error naming its line, never cut' }),
+    saveEvery: int(100, { help: 'write a checkpoint every N optimizer steps (and at the end)' }),
+    evalEvery: int(0, { min: 0, help: 'eval loss every N optimizer steps (and at step 0 and the end); 0: at step 0 and the end only' }),
+    keepCheckpoints: int(2, { help: 'complete checkpoints kept (older ones are deleted)' }),
+    saveDtype: choice(['f32', 'f16', 'bf16'], 'f32', { help: 'dtype of the final full model (checkpoints stay f32, for exact resume)' }),
+    enableThinking: bool(false, { help: "Qwen3 thinking in the chat template when rendering prompts (the template's enable_thinking)" }),
+    lossOn: choice(LOSS_ON, 'assistant', { help: "loss targets: the assistant's tokens (SFT), or every token of the transcript (language modelling)" }),
+    logitsChunkSize: int(128, { help: 'rows of logits formed at once in the fused log-prob kernel' }),
+    recomputeLayers: bool(true, {
+      help: 'recompute layer activations in the backward: the same gradient in far less memory per pass, about 1/3 more compute (--no-recompute-layers: faster, more memory)',
+    }),
+    backend: choice(BACKEND_CHOICES, 'auto', { help: 'tensor backend (auto picks the fastest available)' }),
+  },
+  [],
+  "a resumed run continues with the settings in its sft.json",
+);
 
-export interface SftConfig {
-  /** Model folder or short name. */
-  model: string;
-  /** Training transcripts, JSONL of {"messages": [...]}. */
-  data: string;
-  /** Held-out transcripts for the eval loss (instead of, or besides, a held-out fraction of `data`). */
-  evalData?: string;
-  /** Fraction of `data` held out for the eval loss (0: none). */
-  evalFraction: number;
-  /** Run folder. */
-  out: string;
-  mode: SftMode;
-  loraR: number;
-  loraAlpha: number;
-  loraTargets: ProjectionName[];
-  epochs: number;
-  /** Stop after this many optimizer steps (0: run all epochs). */
-  maxSteps: number;
-  /** Sequences per optimizer step. */
-  batchSize: number;
-  /** Sequences per forward/backward pass (gradients accumulate over the passes of a step). */
-  microBatchSize: number;
-  /**
-   * Padded tokens per pass at most (0: no limit): a pass takes up to `microBatchSize` sequences of similar
-   * length while sequences × longest ≤ this, so short examples share a pass and long ones go alone.
-   */
-  microBatchTokens: number;
-  lr: number;
-  warmupSteps: number;
-  schedule: 'constant' | 'cosine';
-  /** Cosine floor as a fraction of lr. */
-  minLrRatio: number;
-  weightDecay: number;
-  maxGradNorm: number;
-  seed: number;
-  /** Longest rendered transcript allowed (tokens); longer ones are an error naming the line. */
-  maxTokens: number;
-  /** Checkpoint every N optimizer steps (and always at the end). */
-  saveEvery: number;
-  /** Eval loss every N optimizer steps (and at step 0 and the end); 0: only at the end. */
-  evalEvery: number;
-  /** Complete checkpoints kept (older ones are deleted). */
-  keepCheckpoints: number;
-  /** dtype of the final full model's weights (checkpoints are always f32, for exact resume). */
-  saveDtype: SaveDtype;
-  /** Qwen3's `enable_thinking` when rendering prompts (the rollout default, off). */
-  enableThinking: boolean;
-  /** Loss targets: the assistant's tokens (SFT), or every token (language modelling on whole transcripts). */
-  lossOn: LossOn;
-  /** Rows of logits formed at once in the fused log-prob kernel. */
-  logitsChunkSize: number;
-  /** Recompute layer activations in the backward (same gradient, far less memory per pass; ~1/3 more compute). */
-  recomputeLayers: boolean;
-  backend: BackendChoice;
+export type SftConfig = ConfigOf<typeof SFT_SETTINGS>;
+export type SftMode = SftConfig['mode'];
+
+/** The defaults of every setting that has one (all but model, data, out and mode; evalData is unset). */
+export const SFT_DEFAULTS: Omit<SftConfig, 'model' | 'data' | 'out' | 'mode'> = defaultsOf(SFT_SETTINGS);
+
+/**
+ * Flags and settings-file keys renamed to train's names. The old names are refused with a message naming the
+ * new one (docs/sft.md); an sft.json of an older run still reads (readSavedSftConfig).
+ */
+export const SFT_RENAMED: Readonly<Record<string, keyof SftConfig>> = { schedule: 'lrSchedule', thinking: 'enableThinking' };
+
+/** The new key of an old flag or file key (kebab- or camelCase, with or without --no-), or undefined. */
+export function renamedSetting(name: string): keyof SftConfig | undefined {
+  return SFT_RENAMED[name.replace(/^--/, '').replace(/^no-/, '')];
 }
 
-export const SFT_DEFAULTS: Omit<SftConfig, 'model' | 'data' | 'out' | 'mode'> = {
-  evalFraction: 0,
-  loraR: 16,
-  loraAlpha: 32,
-  loraTargets: [...PROJECTIONS],
-  epochs: 1,
-  maxSteps: 0,
-  batchSize: 8,
-  microBatchSize: 4,
-  microBatchTokens: 0,
-  lr: 1e-4,
-  warmupSteps: 0,
-  schedule: 'cosine',
-  minLrRatio: 0.1,
-  weightDecay: 0.01,
-  maxGradNorm: 1.0,
-  seed: 0,
-  maxTokens: 4096,
-  saveEvery: 100,
-  evalEvery: 0,
-  keepCheckpoints: 2,
-  saveDtype: 'f32',
-  enableThinking: false,
-  lossOn: 'assistant',
-  logitsChunkSize: 128,
-  recomputeLayers: true,
-  backend: 'auto',
-};
-
-function positiveInt(c: SftConfig, key: keyof SftConfig, min = 1): void {
-  const v = c[key];
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min) throw new Error(`SFT setting '${key}' must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+/** Rules that tie settings together, each naming the flags. */
+export function sftProblems(c: SftConfig): string[] {
+  return c.microBatchSize <= c.batchSize ? [] : [`--micro-batch-size (${c.microBatchSize}) must not exceed --batch-size (${c.batchSize})`];
 }
 
-/** Checks every setting; errors name the setting. */
+/**
+ * Defaults ← each layer (a settings file, the flags given) in order, then every setting's check and sftProblems.
+ * A file that uses an old name is refused naming the new one. Throws one error listing every problem.
+ */
+export function resolveSftConfig(layers: readonly SettingsLayer[]): SftConfig {
+  const problems: string[] = [];
+  for (const layer of layers) {
+    if (!('file' in layer) || typeof layer.raw !== 'object' || layer.raw === null) continue;
+    for (const k of Object.keys(layer.raw)) {
+      const to = renamedSetting(k);
+      if (to) problems.push(`${layer.file}: setting '${k}' was renamed '${flagName(to)}' (the name train uses): use '${flagName(to)}'`);
+    }
+  }
+  if (problems.length > 0) throw new Error(`invalid settings:\n  - ${problems.join('\n  - ')}`);
+  return resolveSettings(SFT_SETTINGS, layers, sftProblems);
+}
+
+/** Checks a complete configuration (a program's own, or one read back); errors name the flags. */
 export function validateSftConfig(c: SftConfig): SftConfig {
-  for (const key of ['model', 'data', 'out'] as const) {
-    if (typeof c[key] !== 'string' || c[key].length === 0) throw new Error(`SFT setting '${key}' is required`);
+  return resolveSftConfig([{ flags: c as unknown as Record<string, unknown> }]);
+}
+
+/**
+ * An sft.json read back. Keys of runs written before the settings table still read: `schedule` is
+ * lrSchedule; a run without `lossOn` trained on the assistant's tokens, one without `recomputeLayers` did not
+ * recompute (the gradient is the same either way), one without `microBatchTokens` had no token limit.
+ */
+export function readSavedSftConfig(raw: unknown, file: string): SftConfig {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error(`${file}: the saved settings must be an object`);
+  const saved: Record<string, unknown> = { recomputeLayers: false, ...(raw as Record<string, unknown>) };
+  for (const [from, to] of Object.entries(SFT_RENAMED)) {
+    if (from in saved) {
+      if (!(to in saved)) saved[to] = saved[from];
+      delete saved[from];
+    }
   }
-  if (c.mode !== 'full' && c.mode !== 'lora') throw new Error(`SFT setting 'mode' must be full or lora, got ${JSON.stringify(c.mode)}`);
-  for (const key of ['loraR', 'epochs', 'batchSize', 'microBatchSize', 'maxTokens', 'saveEvery', 'keepCheckpoints', 'logitsChunkSize'] as const) positiveInt(c, key);
-  for (const key of ['maxSteps', 'warmupSteps', 'evalEvery', 'seed', 'microBatchTokens'] as const) positiveInt(c, key, 0);
-  if (c.seed > 0xffffffff) throw new Error(`SFT setting 'seed' must be below 2^32, got ${c.seed}`);
-  if (!(c.evalFraction >= 0 && c.evalFraction < 1)) throw new Error(`SFT setting 'evalFraction' must be in [0, 1), got ${c.evalFraction}`);
-  if (!(c.lr > 0)) throw new Error(`SFT setting 'lr' must be positive, got ${c.lr}`);
-  if (!(c.loraAlpha > 0)) throw new Error(`SFT setting 'loraAlpha' must be positive, got ${c.loraAlpha}`);
-  if (!(c.weightDecay >= 0)) throw new Error(`SFT setting 'weightDecay' must be >= 0, got ${c.weightDecay}`);
-  if (!(c.maxGradNorm > 0)) throw new Error(`SFT setting 'maxGradNorm' must be positive, got ${c.maxGradNorm}`);
-  if (!(c.minLrRatio >= 0 && c.minLrRatio <= 1)) throw new Error(`SFT setting 'minLrRatio' must be in [0, 1], got ${c.minLrRatio}`);
-  if (c.schedule !== 'constant' && c.schedule !== 'cosine') throw new Error(`SFT setting 'schedule' must be constant or cosine, got ${JSON.stringify(c.schedule)}`);
-  if (!['f32', 'f16', 'bf16'].includes(c.saveDtype)) throw new Error(`SFT setting 'saveDtype' must be f32, f16 or bf16, got ${JSON.stringify(c.saveDtype)}`);
-  if (typeof c.recomputeLayers !== 'boolean') throw new Error(`SFT setting 'recomputeLayers' must be true or false, got ${JSON.stringify(c.recomputeLayers)}`);
-  if (!(LOSS_ON as readonly string[]).includes(c.lossOn)) throw new Error(`SFT setting 'lossOn' must be ${LOSS_ON.join(' or ')}, got ${JSON.stringify(c.lossOn)}`);
-  if (c.loraTargets.length === 0) throw new Error(`SFT setting 'loraTargets' must not be empty`);
-  for (const t of c.loraTargets) {
-    if (!(PROJECTIONS as readonly string[]).includes(t)) throw new Error(`SFT setting 'loraTargets' names '${t}', not one of ${PROJECTIONS.join(', ')}`);
-  }
-  if (c.microBatchSize > c.batchSize) throw new Error(`SFT setting 'microBatchSize' (${c.microBatchSize}) must not exceed 'batchSize' (${c.batchSize})`);
-  return c;
+  return resolveSettings(SFT_SETTINGS, [{ file, raw: saved }], sftProblems);
 }

@@ -26,7 +26,7 @@ import { accumulateGradients, disposeGrads } from '../rl/accumulate.js';
 import { AdamW } from '../rl/optimizer.js';
 import { type BackendInfo, describeBackend, initBackend, tf } from '../tensor/backend.js';
 import { Rng } from '../util/rng.js';
-import { SFT_DEFAULTS, type SftConfig, validateSftConfig } from './config.js';
+import { readSavedSftConfig, type SftConfig, validateSftConfig } from './config.js';
 import { countTargets, maskedNll, type MaskedSequence } from './nll.js';
 import { readTranscripts, renderTranscript, type RenderedExample } from './transcript.js';
 
@@ -225,11 +225,14 @@ function latestCheckpoint(runDir: string): Checkpoint | undefined {
 function readConfig(runDir: string): SftConfig {
   const file = join(runDir, CONFIG_FILE);
   if (!existsSync(file)) throw new Error(`${runDir} is not an SFT run folder: ${file} does not exist`);
+  let raw: unknown;
   try {
-    const saved = JSON.parse(readFileSync(file, 'utf8')) as Partial<SftConfig>;
-    // Folders written before `lossOn` existed trained on the assistant's tokens.
-    // Folders written before `recomputeLayers` existed did not recompute (the gradient is the same either way).
-    return validateSftConfig({ ...saved, lossOn: saved.lossOn ?? SFT_DEFAULTS.lossOn, recomputeLayers: saved.recomputeLayers ?? false, microBatchTokens: saved.microBatchTokens ?? 0 } as SftConfig);
+    raw = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new Error(`${file}: not valid JSON (${(err as Error).message})`);
+  }
+  try {
+    return readSavedSftConfig(raw, file);
   } catch (err) {
     throw new Error(`${file}: ${(err as Error).message}`);
   }
@@ -296,8 +299,8 @@ export async function runSft(configIn: SftConfig | undefined, hooks: SftHooks, r
   const held = [...split.held, ...(config.evalData ? renderAll(config.evalData, tokenizer, config) : [])];
   const perEpoch = Math.ceil(train.length / config.batchSize);
   const totalSteps = config.maxSteps > 0 ? Math.min(config.maxSteps, perEpoch * config.epochs) : perEpoch * config.epochs;
-  if (config.schedule === 'cosine' && totalSteps <= config.warmupSteps) {
-    throw new Error(`the cosine schedule needs more steps (${totalSteps}) than warmupSteps (--warmup-steps ${config.warmupSteps}); lower the warmup or use --schedule constant`);
+  if (config.lrSchedule === 'cosine' && totalSteps <= config.warmupSteps) {
+    throw new Error(`--lr-schedule cosine needs more steps (${totalSteps}) than --warmup-steps (${config.warmupSteps}); lower the warmup or use --lr-schedule constant`);
   }
   log(`data: ${train.length} training transcripts (${countTargets(train)} target tokens: ${config.lossOn === 'all' ? 'every token' : "the assistant's"}), ${held.length} held out; ${perEpoch} steps per epoch, ${totalSteps} steps`);
 
@@ -324,7 +327,7 @@ export async function runSft(configIn: SftConfig | undefined, hooks: SftHooks, r
   const optimizer = new AdamW(params, {
     lr: config.lr,
     warmupSteps: config.warmupSteps,
-    schedule: config.schedule,
+    schedule: config.lrSchedule,
     totalSteps: totalSteps,
     minLrRatio: config.minLrRatio,
     weightDecay: config.weightDecay,

@@ -4,8 +4,12 @@
 //   are imported only when installed (their install downloads libtensorflow, impossible on some machines).
 // - `wasm`: @tensorflow/tfjs-backend-wasm (XNNPACK, SIMD), with the workarounds in ./wasm-fixes.ts; on more
 //   than one thread (the default: all cores) its threaded build, started by ./wasm-threads.ts.
+// - `webgpu`: @tensorflow/tfjs-backend-webgpu on Dawn (npm `webgpu`), optional peers in the side folder
+//   `.webgpu/`, started by ./webgpu.ts with the workarounds in ./webgpu-fixes.ts. Where Dawn finds no adapter it
+//   is refused with Dawn's reason.
 // - `cpu`: the pure-JS reference backend (slow, but exact and always present).
-// - `auto`: the fastest that is available, in that order, and it says which it picked.
+// - `auto`: the fastest that is available and it says which it picked, and why not the ones before it:
+//   tfjs-node-gpu, then webgpu on a GPU adapter (not a CPU renderer), then tfjs-node, then wasm.
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import * as tf from '@tensorflow/tfjs';
@@ -13,12 +17,14 @@ import '@tensorflow/tfjs-backend-wasm';
 import { registerWasmFixes } from './wasm-fixes.js';
 import { activateThreadedWasm, releaseThreadedWasm } from './wasm-threads.js';
 import { registerGradientFixes } from './gradient-fixes.js';
+import { activateWebgpu, describeAdapter, probeWebgpu, WEBGPU_FLAGS_ENV, type WebgpuAdapterReport } from './webgpu.js';
+import { registerWebgpuFixes } from './webgpu-fixes.js';
 
 export { tf };
 
-export const BACKEND_CHOICES = ['auto', 'tensorflow', 'wasm', 'cpu'] as const;
+export const BACKEND_CHOICES = ['auto', 'tensorflow', 'webgpu', 'wasm', 'cpu'] as const;
 export type BackendChoice = (typeof BACKEND_CHOICES)[number];
-export type BackendName = 'tensorflow' | 'wasm' | 'cpu';
+export type BackendName = 'tensorflow' | 'webgpu' | 'wasm' | 'cpu';
 
 export interface BackendInfo {
   /** The tfjs backend that is active. */
@@ -27,8 +33,10 @@ export interface BackendInfo {
   provider: string;
   /** Why it was picked (for `auto`) or that it was asked for. */
   reason: string;
-  /** Compute threads: wasm runs exactly this many; cpu is 1; tensorflow: its own pool (undefined). */
+  /** Compute threads: wasm runs exactly this many; cpu is 1; tensorflow, webgpu: not ours to set (undefined). */
   threads: number | undefined;
+  /** The WebGPU adapter, on the webgpu backend. */
+  adapter?: WebgpuAdapterReport;
 }
 
 export interface BackendOptions {
@@ -38,7 +46,7 @@ export interface BackendOptions {
 
 /** `backend: wasm (provider; reason; 2 threads)`, the line commands print at start. */
 export function describeBackend(info: BackendInfo): string {
-  const threads = info.threads === undefined ? 'threads managed by libtensorflow' : `${info.threads} thread${info.threads === 1 ? '' : 's'}`;
+  const threads = info.name === 'webgpu' ? `adapter ${info.adapter ? describeAdapter(info.adapter) : '?'}` : info.threads === undefined ? 'threads managed by libtensorflow' : `${info.threads} thread${info.threads === 1 ? '' : 's'}`;
   return `${info.name} (${info.provider}; ${info.reason}; ${threads})`;
 }
 
@@ -82,14 +90,27 @@ async function tryImport(pkg: string): Promise<boolean> {
 }
 
 /** Loads the native TensorFlow binding if one is installed; returns its package name or undefined. */
-async function loadTensorflowBinding(): Promise<string | undefined> {
-  for (const pkg of ['@tensorflow/tfjs-node-gpu', '@tensorflow/tfjs-node']) {
+async function loadTensorflowBinding(which: 'gpu' | 'cpu' | 'any' = 'any'): Promise<string | undefined> {
+  const pkgs = { gpu: ['@tensorflow/tfjs-node-gpu'], cpu: ['@tensorflow/tfjs-node'], any: ['@tensorflow/tfjs-node-gpu', '@tensorflow/tfjs-node'] }[which];
+  for (const pkg of pkgs) {
     if (await tryImport(pkg)) return pkg;
   }
   return undefined;
 }
 
+const WEBGPU_PROVIDER = '@tensorflow/tfjs-backend-webgpu on Dawn (webgpu)';
+
+/** The sentence `--backend webgpu` is refused with where it cannot run. */
+export function webgpuRefusal(reason: string): string {
+  return `--backend webgpu cannot start: ${reason}. Use --backend wasm (or auto, which picks wasm here)${reason.includes('not installed') ? '' : `; ${WEBGPU_FLAGS_ENV} passes Dawn's options (docs/scale-out.md)`}.`;
+}
+
 async function activate(name: BackendName, threads: number | undefined): Promise<void> {
+  if (name === 'webgpu') {
+    await activateWebgpu(probeWebgpu(), registerWebgpuFixes);
+    registerGradientFixes();
+    return;
+  }
   if (name === 'wasm' && threads !== undefined && threads > 1) {
     await activateThreadedWasm(threads);
   } else {
@@ -115,7 +136,11 @@ export async function initBackend(choice: BackendChoice = 'auto', options: Backe
   const requested = options.threads;
   if (requested !== undefined && (!Number.isInteger(requested) || requested < 1)) throw new Error(`--threads must be a positive integer, got ${requested}`);
   let info: Omit<BackendInfo, 'threads'>;
-  if (choice === 'tensorflow') {
+  if (choice === 'webgpu') {
+    const probe = probeWebgpu();
+    if (!probe.ok) throw new Error(webgpuRefusal(probe.reason));
+    info = { name: 'webgpu', provider: WEBGPU_PROVIDER, reason: 'requested', adapter: probe.adapter };
+  } else if (choice === 'tensorflow') {
     const pkg = await loadTensorflowBinding();
     if (!pkg) {
       throw new Error(
@@ -130,14 +155,7 @@ export async function initBackend(choice: BackendChoice = 'auto', options: Backe
   } else if (choice === 'cpu') {
     info = { name: 'cpu', provider: '@tensorflow/tfjs', reason: 'requested' };
   } else {
-    const pkg = await loadTensorflowBinding();
-    info = pkg
-      ? { name: 'tensorflow', provider: pkg, reason: `auto: ${pkg} is installed` }
-      : {
-          name: 'wasm',
-          provider: '@tensorflow/tfjs-backend-wasm',
-          reason: 'auto: no native TensorFlow binding installed; wasm (SIMD) is the fastest available',
-        };
+    info = await autoChoice();
   }
   let threads: number | undefined;
   if (info.name === 'wasm') threads = requested ?? availableParallelism();
@@ -145,11 +163,34 @@ export async function initBackend(choice: BackendChoice = 'auto', options: Backe
     if (requested !== undefined && requested > 1) throw new Error(`--threads ${requested}: the cpu backend runs on one thread; use --backend wasm for more`);
     threads = 1;
   } else if (requested !== undefined) {
-    throw new Error(`--threads ${requested}: the tensorflow backend sizes its own thread pool; leave --threads unset`);
+    throw new Error(
+      info.name === 'webgpu'
+        ? `--threads ${requested}: the webgpu backend computes on its adapter, not on CPU threads; leave --threads unset`
+        : `--threads ${requested}: the tensorflow backend sizes its own thread pool; leave --threads unset`,
+    );
   }
   await activate(info.name, threads);
   active = { ...info, threads };
   return active;
+}
+
+/**
+ * `auto`: tfjs-node-gpu, then webgpu on a GPU adapter, then tfjs-node, then wasm; the reason names why each
+ * one before the pick was passed over (never a silent fallback).
+ */
+async function autoChoice(): Promise<Omit<BackendInfo, 'threads'>> {
+  const gpuPkg = await loadTensorflowBinding('gpu');
+  if (gpuPkg) return { name: 'tensorflow', provider: gpuPkg, reason: `auto: ${gpuPkg} is installed` };
+  const probe = probeWebgpu();
+  if (probe.ok && !probe.adapter.cpuRenderer) return { name: 'webgpu', provider: WEBGPU_PROVIDER, reason: `auto: Dawn found the WebGPU adapter ${describeAdapter(probe.adapter)}`, adapter: probe.adapter };
+  const webgpuWhy = probe.ok ? `webgpu's adapter is ${describeAdapter(probe.adapter)}, slower than wasm` : probe.installed ? `webgpu: ${probe.reason}` : 'webgpu is not installed';
+  const cpuPkg = await loadTensorflowBinding('cpu');
+  if (cpuPkg) return { name: 'tensorflow', provider: cpuPkg, reason: `auto: ${cpuPkg} is installed (${webgpuWhy})` };
+  return {
+    name: 'wasm',
+    provider: '@tensorflow/tfjs-backend-wasm',
+    reason: `auto: no native TensorFlow binding installed; ${webgpuWhy}; wasm (SIMD) is the fastest available`,
+  };
 }
 
 export function activeBackend(): BackendInfo {

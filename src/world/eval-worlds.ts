@@ -13,7 +13,7 @@
 // training world's fact by name: the same subject name, relation and object name. Such a fact could be known
 // from training rather than found by search, so a question with one on its chain is left out of the set
 // (heldOutFactProblems checks the result).
-import type { HeldOutQuestion } from '../corpus/synthetic.js';
+import type { HeldOutQuestion } from '../corpus/synthetic/index.js';
 import type { EvalQuestion } from '../eval/dataset.js';
 import { DEMO_WORLD, EVAL_WORLD_SEEDS, FRESH_WORLD, trainingWorldSeeds, World } from './world.js';
 

@@ -2,7 +2,7 @@
 // (src/eval/runner.ts: greedy, one rollout per question, the solver's prompt and tool protocol exactly as in
 // training, with the bank's cards for SESA-On and none for SESA-Off), summarized by hop count. Only the model
 // and the search tool act. See docs/world.md.
-import type { HeldOutQuestion } from '../corpus/synthetic.js';
+import type { HeldOutQuestion } from '../corpus/synthetic/index.js';
 import { evaluateSolver, type PredictionRecord } from '../eval/runner.js';
 import type { Policy } from '../model/policy.js';
 import type { Searcher } from '../search/types.js';

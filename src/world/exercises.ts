@@ -12,7 +12,7 @@
 //
 // Windows are cut from solver transcripts that are already clean of held-out strings; first-turn questions
 // are drawn from the same training worlds and pass the same check (see ./transcripts.ts).
-import type { SynthFact } from '../corpus/synthetic.js';
+import type { SynthFact } from '../corpus/synthetic/index.js';
 import type { Relation } from '../corpus/questions.js';
 import { renderResults, SEARCH_TOP_K, type Searcher } from '../search/types.js';
 import type { Rng } from '../util/rng.js';

@@ -12,7 +12,7 @@
 // - the proposer skips the confirming second search of a one-hop question at `oneSearchRate` and forgets the
 //   long form of a short question (under ten words) at `shortFormRate`; both make the question invalid.
 // Each transcript records which errors it made, so tests can check that an error-free one is right.
-import type { SynthFact } from '../corpus/synthetic.js';
+import type { SynthFact } from '../corpus/synthetic/index.js';
 import type { Relation } from '../corpus/questions.js';
 import { proposerMessages, solverMessages } from '../selfplay/prompts.js';
 import type { Passage, Searcher } from '../search/types.js';

@@ -69,7 +69,9 @@ function mentions(text: string, name: string): boolean {
  * and so how many links it chains.
  */
 export function questionShape(question: string): { shape: string; cues: string[]; links: number } {
-  const words = question.replace(/\?\s*$/, '').split(/\s+/);
+  // A preamble that frames the question ("According to the documents in the collection, …") asks nothing.
+  const asked = question.replace(/^according to [^,?]*,\s*/i, '');
+  const words = (asked.charAt(0).toUpperCase() + asked.slice(1)).replace(/\?\s*$/, '').split(/\s+/);
   const out: string[] = [];
   for (let i = 0; i < words.length; i++) {
     const w = words[i] as string;

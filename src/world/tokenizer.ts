@@ -6,7 +6,7 @@
 // decodes back exactly. The protocol tags (`<search>`, `</answer>`, ...) and the chat specials are whole
 // tokens. See docs/world.md.
 import { join } from 'node:path';
-import { byteLevelBpeJson } from '../checkpoint/make-tiny.js';
+import { byteLevelBpeJson, byteLevelWords, trainByteLevelBpe } from '../model/bpe-trainer.js';
 import { writeJsonAtomic } from '../util/atomic.js';
 
 /** Chat specials, as Qwen names them: the tokenizer folder is a drop-in for a ChatML model. */
@@ -29,34 +29,12 @@ export const WORLD_CHAT_TEMPLATE =
   "{%- for message in messages %}{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}{%- endfor %}" +
   "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
 
-/** GPT-2's reversible map from bytes to printable characters (so a byte-level vocabulary is plain strings). */
-export function bytesToUnicode(): string[] {
-  const keep: number[] = [];
-  for (let b = 33; b <= 126; b++) keep.push(b);
-  for (let b = 161; b <= 172; b++) keep.push(b);
-  for (let b = 174; b <= 255; b++) keep.push(b);
-  const out: string[] = new Array(256);
-  let extra = 0;
-  for (let b = 0; b < 256; b++) {
-    out[b] = keep.includes(b) ? String.fromCharCode(b) : String.fromCharCode(256 + extra++);
-  }
-  return out;
-}
-
-const BYTE_CHARS = bytesToUnicode();
-const UTF8 = new TextEncoder();
+// The byte table lives with the trainer (src/model/bpe-trainer.ts); re-exported for old importers.
+export { bytesToUnicode } from '../model/bpe-trainer.js';
 
 /** Splits text the way the tokenizer's pre-tokenizer does, each piece mapped to byte characters. */
 export function pretokenize(text: string): string[] {
-  const re = new RegExp(PRETOKENIZE_PATTERN, 'gu');
-  const out: string[] = [];
-  for (const m of text.matchAll(re)) {
-    if (m[0].length === 0) continue;
-    let s = '';
-    for (const b of UTF8.encode(m[0])) s += BYTE_CHARS[b];
-    out.push(s);
-  }
-  return out;
+  return byteLevelWords(text, new RegExp(PRETOKENIZE_PATTERN, 'gu'));
 }
 
 export interface TrainedBpe {
@@ -76,58 +54,19 @@ export interface BpeTrainOptions {
 }
 
 /**
- * Byte-level BPE training: start from the 256 byte characters and repeatedly merge the most frequent
- * adjacent pair (ties broken by the pair's text, so the result depends on the input alone). The added tokens
- * are cut out of the text first, as the tokenizer does when encoding.
+ * Byte-level BPE training (src/model/bpe-trainer.ts): start from the 256 byte characters and repeatedly merge
+ * the most frequent adjacent pair (ties broken by the pair's text, so the result depends on the input alone).
+ * The added tokens are cut out of the text first, as the tokenizer does when encoding, and take the last ids.
  */
 export function trainBpe(texts: Iterable<string>, opts: BpeTrainOptions): TrainedBpe {
   // The chat specials last, so that they take the ids make-tiny gives its own (bos = V−3, eos = V−1).
   const addedTokens = [...PROTOCOL_TAGS, ...CHAT_SPECIALS];
   const budget = opts.vocabSize - 256 - addedTokens.length;
   if (!Number.isInteger(opts.vocabSize) || budget < 0) throw new Error(`world tokenizer: vocabSize must be an integer ≥ ${256 + addedTokens.length}, got ${opts.vocabSize}`);
-  const minFrequency = opts.minFrequency ?? 2;
-  const splitter = new RegExp(addedTokens.map((t) => t.replace(/[|[\]\\/^$.*+?()]/g, '\\$&')).join('|'), 'g');
-
-  const wordCounts = new Map<string, number>();
-  for (const text of texts) {
-    for (const piece of text.split(splitter)) {
-      for (const w of pretokenize(piece)) wordCounts.set(w, (wordCounts.get(w) ?? 0) + 1);
-    }
-  }
-  const words = [...wordCounts.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1));
-  const symbols: string[][] = words.map(([w]) => [...w]);
-  const freq = words.map(([, c]) => c);
-
-  const vocab = new Map<string, number>();
-  for (const ch of BYTE_CHARS) vocab.set(ch, vocab.size);
-  const merges: Array<[string, string]> = [];
-  while (merges.length < budget) {
-    const pairs = new Map<string, number>();
-    symbols.forEach((s, i) => {
-      for (let k = 0; k + 1 < s.length; k++) {
-        const key = `${s[k]} ${s[k + 1]}`;
-        pairs.set(key, (pairs.get(key) ?? 0) + (freq[i] as number));
-      }
-    });
-    let best: string | undefined;
-    let bestCount = 0;
-    for (const [key, c] of pairs) {
-      if (c > bestCount || (c === bestCount && best !== undefined && key < best)) {
-        best = key;
-        bestCount = c;
-      }
-    }
-    if (best === undefined || bestCount < minFrequency) break;
-    const [a, b] = best.split(' ') as [string, string];
-    const joined = a + b;
-    merges.push([a, b]);
-    if (!vocab.has(joined)) vocab.set(joined, vocab.size);
-    for (const s of symbols) {
-      for (let k = 0; k + 1 < s.length; k++) {
-        if (s[k] === a && s[k + 1] === b) s.splice(k, 2, joined);
-      }
-    }
-  }
+  // Counted in merges (the world tokenizer's ids were made that way); ids are byte values, then merged tokens.
+  const { vocab, merges } = trainByteLevelBpe(texts, {
+    split: new RegExp(PRETOKENIZE_PATTERN, 'gu'), byteOrder: 'byte', budget: { merges: budget }, minFrequency: opts.minFrequency ?? 2, cutOut: addedTokens,
+  });
   const added = addedTokens.map((content) => {
     const id = vocab.size;
     vocab.set(content, id);

@@ -1,6 +1,6 @@
 // The warm-start data set: expert solver and proposer transcripts from the training worlds (never the demo or
 // the fresh world), as JSONL of `{"messages": [...], "meta": {...}}` for `sesa-train sft`. See docs/world.md.
-import type { SynthFact } from '../corpus/synthetic.js';
+import type { SynthFact } from '../corpus/synthetic/index.js';
 import { writeFileAtomic } from '../util/atomic.js';
 import { Rng } from '../util/rng.js';
 import { firstTurnExercises, readingDrills, turnWindows } from './exercises.js';

@@ -1,11 +1,11 @@
-// One world: a generated encyclopedia (src/corpus/synthetic.ts) at a given seed and size, with the lookups the
+// One world: a generated encyclopedia (src/corpus/synthetic/) at a given seed and size, with the lookups the
 // world's scripted parts need — how a question names its start entity, how a question's wording maps back to
 // a chain of relations, which facts a passage states — and a BM25 search tool over its passages.
 //
 // Worlds differ only by seed: the same generator gives other names, facts and answers. The demo world is the
 // one self-play and the held-out eval run in; the warm-start transcripts come from other seeds, so nothing of
 // the demo world's held-out set (questions, answers, supporting passages) can be in them. See docs/world.md.
-import { generateSyntheticCorpus, goldenAnswers, type HeldOutQuestion, type SynthEntity, type SynthFact, type SyntheticCorpus } from '../corpus/synthetic.js';
+import { generateSyntheticCorpus, goldenAnswers, type HeldOutQuestion, type SynthEntity, type SynthFact, type SyntheticCorpus } from '../corpus/synthetic/index.js';
 import { capitalize, fill, type Relation, WORDING, wordings } from '../corpus/questions.js';
 import { Bm25Index } from '../search/bm25-index.js';
 import { parseContents } from '../search/corpus.js';

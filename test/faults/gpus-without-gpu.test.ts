@@ -26,6 +26,7 @@ function smi(gpus: number): Probes {
     libraryDirs: [],
     freeBytes: () => 2 ** 40,
     totalMemoryBytes: 2 ** 36,
+    webgpu: () => ({ ok: false, installed: false, reason: 'not installed (test double)' }),
   };
 }
 

@@ -11,7 +11,7 @@ const families = (v: string): string | undefined =>
 export const SKILL_SP_SETTINGS = fixedOnResumeExcept(
   {
     model: str('tiny', { help: "model folder or name for the proposer and solver (one frozen base, two LoRA adapters); 'tiny' = the embedded tiny random Qwen3" }),
-    backend: choice(['auto', 'tensorflow', 'wasm', 'cpu'], 'auto', { help: 'tensor backend (auto picks the fastest available)' }),
+    backend: choice(['auto', 'tensorflow', 'webgpu', 'wasm', 'cpu'], 'auto', { help: 'tensor backend (auto picks the fastest available)' }),
     threads: optionalNum({ min: 1, check: (v) => (v === undefined || Number.isInteger(v) ? undefined : `must be a whole number of threads, got ${v}`), help: 'compute threads of the wasm backend (default: all cores; a count the backend does not honour is an error)' }),
     out: str('runs/skill-sp', { help: 'run folder (config.json, metrics.jsonl, library.json, adapters)' }),
     iterations: int(5, { help: 'self-play iterations (the paper: 5; on --resume: a larger value extends the run)' }),

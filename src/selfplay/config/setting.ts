@@ -23,6 +23,8 @@ export interface Setting<T> {
   choices?: readonly string[];
   /** The value may be left unset. */
   optional?: boolean;
+  /** No default: every configuration must give it (a command's input file, its run folder). */
+  required?: boolean;
   /** A problem with a value, as the rest of a sentence after the flag ("must be ..."); undefined when fine. */
   check?: (value: T) => string | undefined;
   resume: ResumePolicy;
@@ -102,6 +104,16 @@ export function str(def: string, o: Common<string>): Setting<string> {
 export function optionalStr(o: Common<string | undefined>): Setting<string | undefined> {
   const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v.trim().length > 0 ? undefined : 'must not be empty');
   return { kind: 'string', default: undefined, optional: true, help: o.help, resume: o.resume ?? CHANGE, check: both(nonEmpty, o.check) };
+}
+
+/** A string with no default, which every configuration must give (an input file, a run folder). */
+export function requiredStr(o: Common<string>): Setting<string> {
+  return { ...str('', o), default: undefined as unknown as string, required: true };
+}
+
+/** One of a fixed set of strings, with no default: every configuration must choose. */
+export function requiredChoice<const C extends string>(values: readonly C[], o: Common<C>): Setting<C> {
+  return { ...choice(values, values[0] as C, o), default: undefined as unknown as C, required: true };
 }
 
 /** A switch: `--name` / `--no-name` on the command line, true/false in a file. */

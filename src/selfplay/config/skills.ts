@@ -35,6 +35,9 @@ export const SKILLS_SETTINGS = {
   maxCards: int(B.maxCards, { help: 'bank cap; over it the lowest-scoring non-seed cards go' }),
   renderTokenBudget: int(B.renderTokenBudget, { help: 'tokens of rendered cards in the solver prompt' }),
   failureEvidenceChars: int(2000, { help: 'characters of retrieved evidence kept in a failure record' }),
+  queueFailures: choice(['frontier', 'all'], 'frontier', {
+    help: 'which wrong answers enter the failure queue: frontier = those of questions the group sometimes solves (0 < p̂ < 1, the paper); all = every well-formed wrong answer (bootstrap mining, scripts/mine-priming-cards.ts)',
+  }),
   distillEvidenceChars: int(B.distillEvidenceChars, { help: 'characters of evidence put into a distillation prompt' }),
   distillConcurrency: int(B.distillConcurrency, { help: 'distiller calls in flight at once' }),
   distillMaxTokens: int(B.distillMaxTokens, { help: "the distiller's reply budget (tokens)" }),

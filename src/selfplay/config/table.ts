@@ -120,7 +120,7 @@ export function flagValueOf(key: string, s: AnySetting, v: unknown): unknown {
 /** The yargs option of a setting: its type, choices and a help line that shows the defaults. */
 /** `defaults`: the help's bracket, when the caller knows more starts than the default and the tiny model's. */
 export function yargsOptionOf(s: AnySetting, defaultsText?: string): { type: 'number' | 'string' | 'boolean'; choices?: string[]; describe: string } {
-  const defaults = defaultsText ?? (s.tiny !== undefined ? `default ${showValue(s.default)}; tiny ${showValue(s.tiny)}` : `default ${showValue(s.default)}`);
+  const defaults = s.required ? 'required' : (defaultsText ?? (s.tiny !== undefined ? `default ${showValue(s.default)}; tiny ${showValue(s.tiny)}` : `default ${showValue(s.default)}`));
   const describe = `${s.help} [${defaults}]`;
   switch (s.kind) {
     case 'int':
@@ -157,7 +157,7 @@ export function settingProblems(table: SettingTable, values: Record<string, unkn
   for (const [k, s] of Object.entries(table)) {
     const v = values[k];
     if (v === undefined) {
-      if (!s.optional) problems.push(`--${flagName(k)} is missing`);
+      if (!s.optional) problems.push(`--${flagName(k)} is ${s.required ? 'required' : 'missing'}`);
       continue;
     }
     const p = s.check?.(v);
