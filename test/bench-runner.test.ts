@@ -1,11 +1,13 @@
 // The benchmark runner's formatting and result files, with a fake suite (no timing is measured or asserted).
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { benchBackends, formatRatio, formatTable, formatValue, isWasmAbort, median, runBenchmarks, type SuiteResult } from '../bench/run.js';
 import type { BenchContext, BenchRow, BenchSuite } from '../bench/types.js';
 
+const ROOT = resolve(import.meta.dirname, '..');
 const root = mkdtempSync(join(tmpdir(), 'sesa-bench-runner-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
@@ -172,4 +174,15 @@ describe('benchmark runner (fake suites)', () => {
     expect((await import('../bench/inference.bench.js')).suite.name).toBe('inference');
     expect((await import('../bench/matmul.bench.js')).suite.name).toBe('matmul');
   });
+
+  it('bench --help lists every suite by name, and each suite is named as its file (which the list is read from)', async () => {
+    const { benchSuiteNames } = await import('../src/cli/bench.js');
+    const { discoverSuites } = await import('../bench/run.js');
+    const names = benchSuiteNames();
+    expect(names.length).toBeGreaterThan(5);
+    expect((await discoverSuites()).map((s) => s.name).sort()).toEqual(names);
+    const r = spawnSync(process.execPath, [join(ROOT, 'bin', 'sesa-train.mjs'), 'bench', '--help'], { encoding: 'utf8', env: { ...process.env, COLUMNS: '400' } });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout.replace(/\s+/g, ' ')).toContain(`suites to run, comma-separated (default: all): ${names.join(', ')}`);
+  }, 120_000);
 });

@@ -383,5 +383,9 @@ describe('doctor: the wasm check', () => {
     const cores = availableParallelism();
     expect(r.detail).toContain(`${cores} thread${cores === 1 ? '' : 's'}`);
     expect(r.detail).not.toMatch(/threads off/);
+    // doctor --threads N checks the count the run asks for, as train --threads N starts it.
+    const one = await checkWasm({ backend: 'wasm', threads: 1 });
+    expect(one.status).toBe('ok');
+    expect(one.detail).toContain('1 thread (the single-threaded build, as --threads 1 asks)');
   });
 });

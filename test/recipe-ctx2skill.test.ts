@@ -176,6 +176,7 @@ describe('the Ctx2Skill loop with a scripted LLM double', () => {
     expect(md).toMatch(/## code-ALPHA/);
     expect(md).toMatch(/## code-EPSILON/);
     expect(md).not.toMatch(/code-ETA/);
+    expect(md).toContain('Reasoner skills of iteration 3 of 4, ρ_hard 0.857 (5 of 6 hard probes solved) · ρ_easy 1.000 (5 of 5 easy probes solved) = 0.857');
     expect(JSON.parse(readFileSync(join(out, 'skills.json'), 'utf8')).iteration).toBe(3);
     expect(readHistory(out)).toEqual(JSON.parse(JSON.stringify(h)));
     // Reasoner calls: 12 in the loop, then S1, S3 and S4 each on the 11 probes (S2 = S1 is reused).

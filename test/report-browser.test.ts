@@ -75,6 +75,7 @@ describe('a demo run with the held-out eval, reported and opened in Chromium', (
     expect(tuned.code, tuned.stderr).toBe(0);
     const rep = await cli(['report', join(root, 'run'), '--eval', join(root, 'eval-base'), '--eval', join(root, 'eval-sesa-on'), '--out', join(root, 'report.html'), '--json']);
     expect(rep.code, rep.stderr).toBe(0);
+    expect(rep.stderr).not.toMatch(/Warning: /);
     const { charts } = JSON.parse(rep.stdout) as { charts: string[] };
     // A random tiny model writes no valid question, so there is no p̂ heat map (the page says why instead).
     expect(charts).toEqual(expect.arrayContaining(['held-out', 'training-accuracy', 'invalid-reasons', 'rewards', 'phase-timings', 'update-kl', 'bank-size', 'eval-comparison']));
@@ -105,6 +106,8 @@ describe('a demo run with the held-out eval, reported and opened in Chromium', (
         expect(await page.locator(`section[data-chart="${id}"] svg g[aria-label]`).count(), id).toBeGreaterThan(0);
       }
       expect(await page.locator('section.chart').count()).toBe(charts.length);
+      // Observable Plot draws a ⚠ into a chart it warned about (test/report-html.test.ts has the short run that did).
+      expect(await page.locator('svg text', { hasText: '\u26a0' }).count(), 'Plot warning marks').toBe(0);
       expect(await page.locator('[data-empty="p-hat-heatmap"]').textContent()).toMatch(/no valid question/i);
       expect(await page.locator('table[data-table="eval-comparison"] tr').count()).toBe(3);
       const shot = process.env.SESA_REPORT_SCREENSHOT;

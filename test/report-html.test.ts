@@ -3,7 +3,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { renderReport } from '../src/report/html.js';
 import { readEvalFolder, readRun, type RunData, type StepRow } from '../src/report/run-data.js';
 import type { SkillCard } from '../src/skills/card.js';
@@ -65,6 +65,23 @@ describe('renderReport', () => {
     // KPIs: before → after of the held-out eval, per skills mode.
     expect(html).toContain('10.0% → 30.0%');
     expect(html).toContain('5.0% → 20.0%');
+  });
+
+  it('draws a short run (one point per series) with no Plot warning: no ⚠ mark in a chart, nothing on the console', () => {
+    // Plot groups a line's points by its colour channel; with as many groups as points it warned that "the
+    // implicit z channel has high cardinality" and drew a ⚠ into the chart (six charts of a demo report).
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    try {
+      for (const steps of [[step(1)], [step(1), step(2, { solver: undefined })]]) {
+        const { html, chartIds } = renderReport({ run: run({ steps, evals: [{ kind: 'eval', step: 0, skills: 'on', em: 0.1, f1: 0.2, questions: 5 }, { kind: 'eval', step: 0, skills: 'off', em: 0.1, f1: 0.2, questions: 5 }] }), evals: [], generatedAt: '2026-01-01T00:00:00Z' });
+        expect(chartIds).toContain('update-kl');
+        expect(html).not.toContain('\u26a0');
+        expect(html).not.toMatch(/warnings?\. Please check the console/);
+      }
+      expect(warn.mock.calls.map((c) => String(c[0]))).toEqual([]);
+    } finally {
+      warn.mockRestore();
+    }
   });
 
   it('maps p̂ per step: one cell per (step, p̂) with its count', () => {

@@ -4,7 +4,8 @@ import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { lookupModel, MODEL_REGISTRY, registryNames } from '../models/registry.js';
+import { lookupModel, MODEL_REGISTRY, type RegistryEntry, registryNames } from '../models/registry.js';
+import { memoryNeedOfEntry, memoryNeedStatement } from '../src/model/memory-need.js';
 import {
   downloadErrorMessage,
   downloadModel,
@@ -163,6 +164,8 @@ describe('resolveModel', () => {
       '  npx sesa-train download qwen3-4b',
       '  huggingface-cli download Qwen/Qwen3-4B',
       'or pass a local folder that holds config.json.',
+      // With no tensor backend started (or one that holds it), what it needs per backend (docs/models.md).
+      `What qwen3-4b needs: ${memoryNeedStatement(memoryNeedOfEntry(lookupModel('qwen3-4b') as RegistryEntry))}.`,
     ].join('\n');
     expect(missingModelMessage('qwen3-4b', 'Qwen/Qwen3-4B', cache)).toBe(expected);
     await expect(resolveModel('qwen3-4b')).rejects.toThrow(expected);

@@ -95,6 +95,11 @@ describe('sesa-train skills', () => {
     const human = await cli('skills', 'search', 'Which countries does the Danube river flow through?', '--bank', path);
     expect(human).toMatch(new RegExp(`^bank version 2, embedder lexical; top 3 for: Which countries .*\\n1\\. 0\\.\\d{4}  ${idB}  \\[geography, distilled\\]\\n`));
     expect(human).toContain('solver prompt block (~');
+    // A question that shares no word with any card: no card listed at score 0, and it says that none matched.
+    const none = await cli('skills', 'search', 'x', '--bank', path);
+    expect(none).toBe(`bank version 2, embedder lexical; top 3 for: x\nno card matched: all 19 cards score 0 for this question\n`);
+    const noneJson = JSON.parse(await cli('skills', 'search', 'x', '--bank', path, '--json')) as { hits: unknown[]; unmatched: number };
+    expect([noneJson.hits, noneJson.unmatched]).toEqual([[], 3]);
   });
 
   it('export and import round-trip, init creates a bank, and errors are clear', async () => {

@@ -61,6 +61,11 @@ describe('sesa-train end to end (tiny random model)', () => {
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stderr).toMatch(/resumed from step \d/);
     expect(metricsOf('run-killed')).toEqual(metricsOf('run-full'));
+    // The resumed run's summary covers the whole run, as the uninterrupted one's does, and says what was resumed.
+    expect(resumed.stdout).toMatch(/^steps 1–3 \(steps 1–\d before the resume from checkpoint step \d, \d–3 trained now\)$/m);
+    const pooled = (out: string): string[] => out.split('\n').filter((l) => /^(valid questions|solver accuracy|p̂ of valid questions)/.test(l));
+    expect(pooled(full.stdout).length).toBeGreaterThan(0);
+    expect(pooled(resumed.stdout)).toEqual(pooled(full.stdout));
     const bank = (run: string): unknown => {
       const b = JSON.parse(readFileSync(join(root, run, 'skills.json'), 'utf8')) as { version: number; cards: unknown; queue: unknown };
       return { version: b.version, cards: b.cards, queue: b.queue };

@@ -122,8 +122,9 @@ describe('sesa-train --workers', () => {
     for (const role of ['proposer', 'solver']) expect(adapterDiff('w2', 'w2-killed', 3, role), role).toBeLessThanOrEqual(TOL);
   }, 1_200_000);
 
-  it('--gpus 2 runs 2 workers (one wasm thread each here); a worker SIGKILLed mid-run stops the run with its error (no hang); no worker outlives it', async () => {
-    const run = start(trainArgs('w2-worker-killed', ['--gpus', '2'], 6));
+  it('--workers 2 (one wasm thread each); a worker SIGKILLed mid-run stops the run with its error (no hang); no worker outlives it', async () => {
+    // (--gpus 2 is refused here: it needs the GPU backend, test/faults/gpus-without-gpu.test.ts.)
+    const run = start(trainArgs('w2-worker-killed', ['--workers', '2'], 6));
     const pid = run.child.pid as number;
     let workers: number[] = [];
     // Once step 1 is checkpointed the run is in its next step: kill worker 1 there.
@@ -370,9 +371,10 @@ describe('the step sharded over workers', () => {
 
 describe.skipIf(llamaCppMissing !== undefined)(llamaCppTitle('sesa-train --rollout-engine llama.cpp'), () => {
   it('trains the demo world end to end and checkpoints both adapters', async () => {
-    const r = await start(trainArgs('llama', ['--rollout-engine', 'llama.cpp'], 2)).done;
+    // --threads reaches llama.cpp's contexts too (it used to open them on all cores whatever was asked).
+    const r = await start(trainArgs('llama', ['--rollout-engine', 'llama.cpp', '--threads', '1'], 2)).done;
     expect(r.code, r.stderr).toBe(0);
-    expect(readFileSync(join(root, 'llama', 'train.log'), 'utf8')).toMatch(/rollouts: llama\.cpp \(cpu build\)/);
+    expect(readFileSync(join(root, 'llama', 'train.log'), 'utf8')).toMatch(/rollouts: llama\.cpp \(cpu build, 1 thread\)/);
     expect(metricsOf('llama')).toHaveLength(2);
     expect(existsSync(join(root, 'llama', 'checkpoints', 'step-2', 'solver', 'adapter_model.safetensors'))).toBe(true);
   }, 1_200_000);

@@ -1,5 +1,5 @@
 // The declarative settings table: every setting round-trips from a YAML file through config.json, --help
-// shows each with its default and help, the README's option table is the generated one, recipes fix their
+// shows each with its default and help, docs/options.md holds the generated option table (README.md links to it), recipes fix their
 // values and refuse contradictions, nonsense combinations are refused with the reason, and a repeated flag
 // is an error naming it.
 import { spawnSync } from 'node:child_process';
@@ -12,6 +12,7 @@ import { repeatedScalarFlags } from '../src/cli/common.js';
 import { resolveTrainConfig } from '../src/cli/train.js';
 import {
   configProblems,
+  defaultsText,
   flagName,
   parseSavedConfig,
   RECIPE_PRESETS,
@@ -26,7 +27,7 @@ import {
 } from '../src/selfplay/config.js';
 import { RunFolder } from '../src/selfplay/run-folder.js';
 import { optimizerConfigOf, rolloutSettingsOf } from '../src/selfplay/step-settings.js';
-import { README_END, README_START, readmeOptionsSection } from '../scripts/options-table.js';
+import { OPTIONS_END, OPTIONS_PAGE, OPTIONS_START, optionsSection } from '../scripts/options-table.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const CLI = join(ROOT, 'bin', 'sesa-train.mjs');
@@ -232,25 +233,35 @@ describe('the settings table', () => {
   });
 });
 
-describe('the settings on the command line and in the README', () => {
-  it('train --help shows every setting with its default and help', () => {
+describe('the settings on the command line and in docs/options.md', () => {
+  it('train --help shows every setting with its help and the defaults that apply, each labelled where they differ', () => {
     const r = spawnSync(process.execPath, [CLI, 'train', '--help'], { encoding: 'utf8', env: { ...process.env, COLUMNS: '400' } });
     expect(r.status, r.stderr).toBe(0);
     const help = r.stdout.replace(/\s+/g, ' ');
     for (const key of SETTING_KEYS) {
       const s = SETTINGS[key] as { help: string; default: unknown };
       expect(help, key).toContain(`--${flagName(key)}`);
-      expect(help, key).toContain(`${s.help.replace(/\s+/g, ' ')} [default ${showValue(s.default)}`);
+      expect(help, key).toContain(`${s.help.replace(/\s+/g, ' ')} [${defaultsText(key)}]`);
     }
+    // A plain `npx sesa-train` runs 8 steps with the lexical embedder, not the general 200 and e5: both shown, labelled.
+    expect(help).toContain('training steps (on --resume: a larger value extends the run) [no arguments (--model demo): 8; --model M: 200; --model tiny: 3]');
+    expect(help).toContain('[no arguments (--model demo): lexical; --model M: e5; --model tiny: lexical]');
+    expect(help).toContain(`[default ${showValue(TRAIN_DEFAULTS.seed)}]`);
+    // --recipe lists the recipe its help names (handed to its own command before train parses).
+    expect(help).toMatch(/--recipe .*\[choices: "sesa", "ssp", "skill-sp"\]/);
   });
 
-  it("the README's option table is the one generated from the table", () => {
+  it('docs/options.md holds the option table generated from the table; README.md links to it and holds no copy', () => {
+    const page = readFileSync(join(ROOT, OPTIONS_PAGE), 'utf8');
+    const start = page.indexOf(OPTIONS_START);
+    const end = page.indexOf(OPTIONS_END);
+    expect(start, `${OPTIONS_PAGE} option-table start marker`).toBeGreaterThan(0);
+    expect(page.slice(start, end + OPTIONS_END.length)).toBe(optionsSection());
+    expect(optionsSection()).toContain(settingsMarkdown());
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const start = readme.indexOf(README_START);
-    const end = readme.indexOf(README_END);
-    expect(start, 'README option-table start marker').toBeGreaterThan(0);
-    expect(readme.slice(start, end + README_END.length)).toBe(readmeOptionsSection());
-    expect(readmeOptionsSection()).toContain(settingsMarkdown());
+    expect(readme).not.toContain(OPTIONS_START);
+    expect(readme).not.toContain('| flag | default');
+    expect(readme).toContain('](docs/options.md)');
   });
 
   it('a repeated single-value flag is an error naming it; list options may repeat', () => {

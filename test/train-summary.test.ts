@@ -2,7 +2,9 @@
 // between, or 1; the valid-question rate; the solver's training accuracy. Each pools the given steps (the
 // summary gives each half of the run), and says nothing when there is nothing to pool.
 import { describe, expect, it } from 'vitest';
-import { pHatLine, solverAccuracyLine, validLine } from '../src/cli/train.js';
+import { pHatLine, solverAccuracyLine, summaryText, validLine } from '../src/cli/train.js';
+import type { StepMetrics } from '../src/selfplay/step.js';
+import type { TrainSummary } from '../src/selfplay/trainer.js';
 import { pooledPHat } from '../src/report/pooled.js';
 
 describe('pHatLine', () => {
@@ -34,5 +36,30 @@ describe('validLine and solverAccuracyLine', () => {
   it('say nothing without proposals or rollouts', () => {
     expect(validLine([])).toBeUndefined();
     expect(solverAccuracyLine([{ solverAccuracy: 0, solverRollouts: 0 }])).toBeUndefined();
+  });
+});
+
+describe('the summary of a resumed run', () => {
+  // Steps 1–4 ran before the run was killed and resumed from checkpoint step 4; this process trained 5–8.
+  const row = (step: number, valid: number): StepMetrics => ({ step, validQuestions: valid, proposals: 8, solverAccuracy: 0.5, solverRollouts: 4 * valid, pHatHistogram: valid > 0 ? { '0.50': valid } : {} }) as unknown as StepMetrics;
+  const before = [1, 2, 3, 4].map((s) => row(s, 1));
+  const now = [5, 6, 7, 8].map((s) => row(s, 2));
+  const summary: TrainSummary = { runDir: 'runs/x', model: 'qwen3-0.6b', firstStep: 5, lastStep: 8, stoppedEarly: false, resumedFrom: 4, metrics: now };
+
+  it('covers the whole run, saying which steps came before the resume', () => {
+    const text = summaryText(summary, false, [...before, ...now]);
+    expect(text).toContain('steps 1–8 (steps 1–4 before the resume from checkpoint step 4, 5–8 trained now)');
+    // Pooled over halves of all 8 steps: 4 of 32 → 8 of 32, not over 5–8 alone (4 of 16 → 4 of 16).
+    expect(text).toContain('valid questions, first half → second half of the steps: 13% (4 of 32) → 25% (8 of 32)');
+  });
+
+  it("the tiny model's closing hint names a real model with a backend that holds it", () => {
+    const text = summaryText({ ...summary, resumedFrom: undefined, firstStep: 1 }, true);
+    expect(text).toContain('npx sesa-train --model qwen3-0.6b --backend tensorflow');
+    expect(text).toContain("does not fit the wasm backend's 4 GiB heap (docs/models.md)");
+  });
+
+  it('without the run folder rows it still says it was resumed', () => {
+    expect(summaryText(summary, false)).toContain('steps 5–8 (resumed from step 4)');
   });
 });

@@ -1,8 +1,22 @@
 // `sesa-train bench`: runs the benchmark suites of bench/*.bench.ts (inference vs llama.cpp, matMul), writes
 // bench/results/<suite>.json and prints one table per suite (or, with --json, one JSON object).
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
 import type { BenchBackend, RunOptions } from '../../bench/run.js';
+import { repoRoot } from '../util/shared-data.js';
 import { type CommonArgs, withCommonOptions } from './common.js';
+
+/**
+ * The suite names for --help, read from the file names (bench/NAME.bench.ts; a suite is named as its file,
+ * test/bench-runner.test.ts checks it) so that help does not import every suite.
+ */
+export function benchSuiteNames(dir: string = join(repoRoot(), 'bench')): string[] {
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.bench.ts'))
+    .map((f) => f.slice(0, -'.bench.ts'.length))
+    .sort();
+}
 
 interface BenchArgs extends CommonArgs {
   only?: string[];
@@ -28,7 +42,7 @@ export const command: CommandModule<object, BenchArgs> = {
       .option('only', {
         type: 'string',
         array: true,
-        describe: 'suites to run, e.g. --only inference,matmul (default: all)',
+        describe: `suites to run, comma-separated (default: all): ${benchSuiteNames().join(', ')}`,
         coerce: (v: string[]) => v.flatMap((s) => s.split(',')).map((s) => s.trim()).filter((s) => s.length > 0),
       })
       .option('quick', { type: 'boolean', default: false, describe: 'small sizes and few repeats (a smoke run)' })

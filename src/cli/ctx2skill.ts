@@ -5,16 +5,16 @@ import type { Argv, CommandModule } from 'yargs';
 import type { TextGenerator } from '../llm/types.js';
 import { ModelPolicy } from '../model/policy.js';
 import { CausalLM } from '../model/qwen3.js';
-import { resolveModel } from '../model/resolve.js';
+import { resolveModelName } from '../model/model-name.js';
 import { PolicyTextGenerator } from '../model/text-generator.js';
-import { ensureTinyDefaultModel, TINY_DEFAULT_NAME } from '../model/tiny-default.js';
+import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 import { loadTokenizer } from '../model/tokenizer.js';
 import { CTX2SKILL_SETTINGS, type Ctx2SkillConfig, ctx2skillProblems } from '../recipes/ctx2skill/config.js';
 import { loadContext } from '../recipes/ctx2skill/context.js';
 import { buildRoles, type EndpointSetting, inProcessRoles } from '../recipes/ctx2skill/role-endpoints.js';
 import { CTX2SKILL_ROLES, Ctx2SkillRun, type Ctx2SkillRole, readHistory } from '../recipes/ctx2skill/run.js';
 import { flagsGiven, readSettingsFile, resolveSettings, yargsOptionsOf } from '../selfplay/config/table.js';
-import { BACKEND_CHOICES, type BackendChoice, initBackend } from '../tensor/backend.js';
+import { BACKEND_CHOICES, type BackendChoice, describeBackend, initBackend } from '../tensor/backend.js';
 import { refusedOnResume } from './recipe-resume.js';
 
 interface Ctx2SkillArgs {
@@ -26,6 +26,7 @@ interface Ctx2SkillArgs {
   model?: string;
   download: boolean;
   backend: BackendChoice;
+  threads?: number;
   json: boolean;
 }
 
@@ -48,8 +49,9 @@ function endpointFlags(role: string, who: string): Record<string, { type: 'strin
 /** The in-process model, one generator per role (each with its own sampling seed) over one loaded model. */
 async function inProcessGenerators(args: Ctx2SkillArgs, seed: number, log: (l: string) => void): Promise<Record<Ctx2SkillRole, TextGenerator>> {
   const name = args.model as string;
-  await initBackend(args.backend);
-  const dir = name === TINY_DEFAULT_NAME ? ensureTinyDefaultModel(log) : (await resolveModel(name, { download: args.download })).dir;
+  const backend = await initBackend(args.backend, args.threads !== undefined ? { threads: args.threads } : {});
+  log(`backend: ${describeBackend(backend)}`);
+  const dir = (await resolveModelName(name, { download: args.download, log })).dir;
   const model = await CausalLM.load(dir);
   const tokenizer = await loadTokenizer(dir);
   const policy = new ModelPolicy(name, model, tokenizer, undefined);
@@ -70,6 +72,7 @@ export const command: CommandModule<object, Ctx2SkillArgs> = {
       .option('model', { type: 'string', describe: `in-process model for the roles without a URL (a folder, a name such as qwen3-0.6b, or '${TINY_DEFAULT_NAME}')` })
       .option('download', { type: 'boolean', default: false, describe: 'fetch --model into the Hugging Face cache when missing' })
       .option('backend', { choices: BACKEND_CHOICES, default: 'auto' as BackendChoice, describe: 'tensor backend of the in-process model' })
+      .option('threads', { type: 'number', describe: 'compute threads of the wasm backend for the in-process model (default: all cores)' })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON summary at the end' });
     for (const [flag, o] of Object.entries(yargsOptionsOf(CTX2SKILL_SETTINGS))) b = b.option(flag, o);
     for (const [flag, o] of Object.entries(endpointFlags('llm', 'every role'))) b = b.option(flag, o);
@@ -127,6 +130,9 @@ export const command: CommandModule<object, Ctx2SkillArgs> = {
     try {
       const run = args.resume ? Ctx2SkillRun.resume(outDir, context, roles, events) : Ctx2SkillRun.start(outDir, config, context, roles, events);
       const h = await run.run();
+      // Without a terminal the run's log printed every iteration's line and the replay's as they ended: the
+      // summary does not repeat them.
+      const shown = bar === undefined;
       bar?.stop();
       bar = undefined;
       const rp = h.replay;
@@ -145,8 +151,8 @@ export const command: CommandModule<object, Ctx2SkillArgs> = {
       };
       if (args.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
       else {
-        const lines = summary.iterations.map((it) => `iteration ${it.iteration}: solved ${it.solved}/${it.tasks}${it.judgeErrors ? ` (${it.judgeErrors} unparsed judgements)` : ''}; skills: Reasoner ${it.reasonerSkills}, Challenger ${it.challengerSkills}`);
-        if (summary.replay) lines.push(`replay: selected the Reasoner skills of iteration ${summary.replay.selected} (${summary.replay.hard} hard, ${summary.replay.easy} easy probes)`);
+        const lines = shown ? [] : summary.iterations.map((it) => `iteration ${it.iteration}: solved ${it.solved}/${it.tasks}${it.judgeErrors ? ` (${it.judgeErrors} unparsed judgements)` : ''}; skills: Reasoner ${it.reasonerSkills}, Challenger ${it.challengerSkills}`);
+        if (summary.replay && !shown) lines.push(`replay: selected the Reasoner skills of iteration ${summary.replay.selected} (${summary.replay.hard} hard, ${summary.replay.easy} easy probes)`);
         lines.push(`skills: ${outDir}/skills.md, ${outDir}/skills.json; history: ${outDir}/history.json`);
         process.stdout.write(`${lines.join('\n')}\n`);
       }

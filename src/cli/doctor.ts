@@ -17,12 +17,14 @@ interface DoctorArgs {
   'rollout-engine': 'native' | 'llama.cpp';
   out?: string;
   'lora-r': number;
+  gpus: number;
+  threads?: number;
   json: boolean;
 }
 
 export const command: CommandModule<object, DoctorArgs> = {
   command: 'doctor',
-  describe: 'Check that a run would start here (Node, backends, CUDA, llama.cpp, model, E5, retriever, disk)',
+  describe: 'Check that a run would start here (Node, backends, CUDA and GPUs, llama.cpp, model and its memory need, E5, retriever, disk)',
   builder: (y) =>
     y
       .option('model', { type: 'string', describe: `model folder or registry name of the run (default: ${TRAIN_DEFAULTS.model}, the demo world's model)` })
@@ -33,6 +35,15 @@ export const command: CommandModule<object, DoctorArgs> = {
       .option('rollout-engine', { choices: ['native', 'llama.cpp'] as const, default: 'native' as const, describe: 'rollout engine of the run' })
       .option('out', { type: 'string', describe: `run folder (its disk gets the checkpoints; default as in train: ${WORLD_DEFAULTS.out} with --model demo, ${TINY_DEFAULTS.out} with --model tiny, else ${TRAIN_DEFAULTS.out})` })
       .option('lora-r', { type: 'number', default: 16, describe: 'LoRA rank (checkpoint size estimate)' })
+      .option('gpus', { type: 'number', default: 1, describe: 'worker processes of the run, one per GPU (as train --gpus): checks the GPU backend and that many visible GPUs' })
+      .option('threads', { type: 'number', describe: 'wasm compute threads of the run (as train --threads; default: all cores): checks that the backend starts with that many' })
+      .check((a) => {
+        const th = a.threads as number | undefined;
+        if (th !== undefined && (!Number.isInteger(th) || th < 1)) throw new Error(`--threads must be a positive integer, got ${th}`);
+        const g = a.gpus as number;
+        if (!Number.isInteger(g) || g < 1) throw new Error(`--gpus must be a positive integer, got ${g}`);
+        return true;
+      })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON object for scripts' }) as never,
   handler: async (args) => {
     const model = args.model ?? TRAIN_DEFAULTS.model;
@@ -47,6 +58,8 @@ export const command: CommandModule<object, DoctorArgs> = {
       rolloutEngine: args['rollout-engine'],
       out: args.out ?? defaults.out,
       loraR: args['lora-r'],
+      gpus: args.gpus,
+      ...(args.threads !== undefined ? { threads: args.threads } : {}),
     });
     process.stdout.write(args.json ? `${JSON.stringify(report)}\n` : `${formatReport(report)}\n`);
     process.exitCode = report.ready ? 0 : 1;

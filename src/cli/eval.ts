@@ -14,14 +14,15 @@ import { endpointArgs, endpointOptions, textGeneratorFor } from '../llm/from-arg
 import type { TextGenerator } from '../llm/types.js';
 import { ModelPolicy } from '../model/policy.js';
 import { CausalLM } from '../model/qwen3.js';
-import { resolveModel } from '../model/resolve.js';
-import { ensureTinyDefaultModel, TINY_DEFAULT_NAME } from '../model/tiny-default.js';
+import { resolveModelName } from '../model/model-name.js';
+import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 import { loadTokenizer } from '../model/tokenizer.js';
 import { readBankFile, type SkillBank } from '../skills/bank.js';
 import { TRAIN_DEFAULTS, WORLD_DEFAULTS } from '../selfplay/config.js';
-import { DEMO_MODEL_NAME, demoModelDir } from '../world/setup.js';
+import { DEMO_MODEL_NAME } from '../world/setup.js';
 import { type CommonArgs, emit, startBackend, withCommonOptions } from './common.js';
 import { type EvalPlanArgs, evalSetsOf, planEval } from './eval-plan.js';
+import { etaText, formatSeconds } from './progress.js';
 
 interface EvalArgs extends CommonArgs, EvalPlanArgs {
   [key: string]: unknown;
@@ -44,6 +45,7 @@ async function scoreOnly(args: EvalArgs): Promise<void> {
 }
 
 async function runEval(args: EvalArgs): Promise<void> {
+  const setupStarted = Date.now();
   const human = !args.json;
   const log = (line: string): void => {
     if (human) process.stderr.write(`${line}\n`);
@@ -75,7 +77,7 @@ async function runEval(args: EvalArgs): Promise<void> {
 
   // 2. The model, its adapter (checked tensor by tensor against the base) and the bank with its embedder.
   await startBackend(args);
-  const modelDir = plan.model === TINY_DEFAULT_NAME ? ensureTinyDefaultModel(log) : plan.model === DEMO_MODEL_NAME ? demoModelDir() : (await resolveModel(plan.model, { download: args.download })).dir;
+  const modelDir = (await resolveModelName(plan.model, { download: args.download, log })).dir;
   const model = await CausalLM.load(modelDir);
   let bank: SkillBank | undefined;
   try {
@@ -94,11 +96,12 @@ async function runEval(args: EvalArgs): Promise<void> {
     const already = questions.length - pendingCount;
     log(
       `eval: ${questions.length} questions from ${sets.map((s) => s.dataset).join(', ')}; skills ${plan.bankPath ?? 'off'}; ` +
-        `${already > 0 ? `${already} already scored in ${plan.out}, ` : ''}${pendingCount} to go`,
+        `${already > 0 ? `${already} already scored in ${plan.out}, ` : ''}${pendingCount} to go (the model, search and bank took ${formatSeconds((Date.now() - setupStarted) / 1000)} to set up)`,
     );
     const tty = human && process.stderr.isTTY === true;
-    const bar = tty ? new SingleBar({ format: 'eval [{bar}] {value}/{total} | {percentage}% | ETA {eta_formatted} | EM {em}', hideCursor: true, etaBuffer: 20 }) : undefined;
-    bar?.start(questions.length, already, { em: '–' });
+    // The ETA is the time per question so far (src/cli/progress.ts), said with what it rests on, on a terminal too.
+    const bar = tty ? new SingleBar({ format: 'eval [{bar}] {value}/{total} | {percentage}% | EM {em} | {left}', hideCursor: true }) : undefined;
+    bar?.start(questions.length, already, { em: '–', left: `${pendingCount} to go` });
     let stop = false;
     const onSigint = (): void => {
       if (stop) process.exit(130);
@@ -114,11 +117,9 @@ async function runEval(args: EvalArgs): Promise<void> {
           folder.append(records);
           done += records.length;
           const em = folder.records.reduce((a, r) => a + r.em, 0) / Math.max(1, folder.records.length);
-          if (bar) bar.update(already + done, { em: pct(em) });
-          else if (human) {
-            const perQ = (Date.now() - started) / 1000 / done;
-            log(`eval: ${already + done}/${questions.length} (EM so far ${pct(em)}; ETA ${Math.round(perQ * (pendingCount - done))} s)`);
-          }
+          const eta = etaText((Date.now() - started) / 1000, done, pendingCount - done, 'question');
+          if (bar) bar.update(already + done, { em: pct(em), left: eta });
+          else if (human) log(`eval: ${already + done}/${questions.length} (EM so far ${pct(em)}); ${eta}`);
         },
         shouldStop: () => stop,
       });

@@ -5,7 +5,7 @@ import { exportGguf, type GgufExportDtype } from '../checkpoint/export-gguf.js';
 import { exportGgufLora } from '../checkpoint/export-gguf-lora.js';
 import { loadPeftAdapter, readPeftConfig, savePeftAdapter } from '../checkpoint/peft.js';
 import { loadModelConfig } from '../model/config.js';
-import { resolveModel } from '../model/resolve.js';
+import { resolveModelName } from '../model/model-name.js';
 import { emit, startBackend, withCommonOptions, type CommonArgs } from './common.js';
 
 export const EXPORT_FORMATS = ['gguf', 'peft'] as const;
@@ -37,7 +37,7 @@ export const command: CommandModule<object, ExportArgs> = {
       }) as unknown as Argv<ExportArgs>,
   handler: async (args) => {
     // Export reads and writes files only: no tensor backend is started.
-    const resolved = await resolveModel(args.model);
+    const resolved = await resolveModelName(args.model, { log: (line) => process.stderr.write(`${line}\n`) });
     const { dir } = resolved;
     if (args.adapter !== undefined) {
       const modelConfig = loadModelConfig(dir);

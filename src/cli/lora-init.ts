@@ -4,7 +4,7 @@ import { savePeftAdapter } from '../checkpoint/peft.js';
 import { loadModelConfig } from '../model/config.js';
 import { LORA_DEFAULTS, LoraAdapter } from '../model/lora.js';
 import { PROJECTIONS, type ProjectionName } from '../model/qwen3.js';
-import { resolveModel } from '../model/resolve.js';
+import { peftBaseModel, resolveModelName } from '../model/model-name.js';
 import { type CommonArgs, emit, startBackend, withCommonOptions } from './common.js';
 
 interface LoraInitArgs extends CommonArgs {
@@ -33,7 +33,7 @@ export const command: CommandModule<object, LoraInitArgs> = {
       .option('seed', { type: 'number', default: 0 }) as unknown as Argv<LoraInitArgs>,
   handler: async (args) => {
     await startBackend(args);
-    const resolved = await resolveModel(args.model);
+    const resolved = await resolveModelName(args.model, { log: (line) => process.stderr.write(`${line}\n`) });
     const modelConfig = loadModelConfig(resolved.dir);
     const adapter = LoraAdapter.create(
       'adapter',
@@ -41,7 +41,7 @@ export const command: CommandModule<object, LoraInitArgs> = {
       { r: args.r, alpha: args.alpha, dropout: args.dropout, targets: args.targets as ProjectionName[] },
       { seed: args.seed, randomB: args['random-b'] },
     );
-    await savePeftAdapter(adapter, args.out, { baseModel: resolved.repoId ?? resolved.dir });
+    await savePeftAdapter(adapter, args.out, { baseModel: peftBaseModel(resolved) });
     const params = adapter.parameterCount();
     adapter.dispose();
     emit(

@@ -6,7 +6,8 @@ import type { Argv } from 'yargs';
 import { loadPeftAdapter } from '../checkpoint/peft.js';
 import type { LoraAdapter } from '../model/lora.js';
 import { CausalLM } from '../model/qwen3.js';
-import { resolveModel, type ResolvedModel } from '../model/resolve.js';
+import { resolveModelName } from '../model/model-name.js';
+import type { ResolvedModel } from '../model/resolve.js';
 import { loadTokenizer, type Tokenizer } from '../model/tokenizer.js';
 
 export interface ModelArgs {
@@ -20,7 +21,7 @@ export function withModelOptions<T>(y: Argv<T>): Argv<T & ModelArgs> {
     .option('model', {
       type: 'string',
       demandOption: true,
-      describe: 'a model folder (Hugging Face layout) or a name such as qwen3-4b, found in the Hugging Face cache',
+      describe: "a model folder (Hugging Face layout), a name such as qwen3-4b found in the Hugging Face cache, 'demo' (the demo world's warm start) or 'tiny' (a tiny random Qwen3)",
     })
     .option('download', { type: 'boolean', default: false, describe: 'fetch the model into the Hugging Face cache when it is missing' })
     .option('adapter', { type: 'string', describe: 'a LoRA adapter folder (PEFT format) to run with' }) as Argv<T & ModelArgs>;
@@ -34,7 +35,7 @@ export interface LoadedModel {
 }
 
 export async function loadModelFromArgs(args: ModelArgs): Promise<LoadedModel> {
-  const resolved = await resolveModel(args.model, { download: args.download });
+  const resolved = await resolveModelName(args.model, { download: args.download, log: (line) => process.stderr.write(`${line}\n`) });
   const model = await CausalLM.load(resolved.dir);
   const tokenizer = existsSync(join(resolved.dir, 'tokenizer.json')) ? await loadTokenizer(resolved.dir) : undefined;
   const adapter = args.adapter !== undefined ? loadPeftAdapter(args.adapter, 'adapter', model.config) : undefined;

@@ -61,13 +61,15 @@ export const command: CommandModule<object, SkillSpArgs> = {
         },
         args.resume !== undefined,
       );
+      // Without a terminal every iteration's line was printed as it ended: the summary does not repeat them.
+      const shown = bar === undefined;
       bar?.stop();
       if (args.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
       else {
         process.stdout.write(
           [
             `run folder: ${summary.out}${summary.resumedFrom !== undefined ? ` (resumed after iteration ${summary.resumedFrom})` : ''}`,
-            ...summary.metrics.map((m) => `iteration ${m.iteration}: ${iterationLine(m)}`),
+            ...(shown ? [] : summary.metrics.map((m) => `iteration ${m.iteration}: ${iterationLine(m)}`)),
             `library: ${summary.library.packages} skills (${summary.library.induced} induced), version ${summary.library.version}`,
             `adapters: ${summary.adapters.proposer}, ${summary.adapters.solver}`,
           ].join('\n') + '\n',

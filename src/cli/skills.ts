@@ -108,13 +108,19 @@ export async function runSkills(a: SkillsArgs): Promise<SkillsResult> {
     case 'search': {
       const bank = await openBank(a, false, false);
       try {
-        const hits = await bank.retrieve(a.arg as string, a.k);
+        // A card that scores 0 shares nothing with the question: it is left out of the list and counted, so
+        // the list holds only cards that matched (or says that none did).
+        const retrieved = await bank.retrieve(a.arg as string, a.k);
+        const hits = retrieved.filter((h) => h.score > 0);
+        const unmatched = retrieved.length - hits.length;
         const rendered = bank.render(hits);
-        const value = { version: bank.version, question: a.arg, hits: hits.map((h) => ({ id: h.card.id, score: h.score, category: h.card.category, source: h.card.source })), prompt: rendered.text, promptTokens: rendered.tokens };
+        const value = { version: bank.version, question: a.arg, hits: hits.map((h) => ({ id: h.card.id, score: h.score, category: h.card.category, source: h.card.source })), unmatched, prompt: rendered.text, promptTokens: rendered.tokens };
         const lines = hits.map((h, i) => `${i + 1}. ${h.score.toFixed(4)}  ${h.card.id}  [${h.card.category}, ${h.card.source}]`);
+        const head = `bank version ${bank.version}, embedder ${bank.embedderInfo.name}; top ${a.k} for: ${a.arg}`;
+        if (hits.length === 0) return { value, human: [head, `no card matched: all ${bank.cards.length} cards score 0 for this question`].join('\n') };
         return {
           value,
-          human: [`bank version ${bank.version}, embedder ${bank.embedderInfo.name}; top ${a.k} for: ${a.arg}`, ...lines, '', `solver prompt block (~${rendered.tokens} tokens):`, rendered.text].join('\n'),
+          human: [head, ...lines, ...(unmatched > 0 ? [`(${unmatched} more of the top ${a.k} scored 0, matching nothing: left out)`] : []), '', `solver prompt block (~${rendered.tokens} tokens):`, rendered.text].join('\n'),
         };
       } finally {
         await bank.dispose();

@@ -26,8 +26,9 @@ import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 import { join } from 'node:path';
 import { halves, pooledPHat, pooledSolverAccuracy, pooledValid } from '../report/pooled.js';
 import { renderReport } from '../report/html.js';
-import { readRun } from '../report/run-data.js';
+import { readRun, type StepRow } from '../report/run-data.js';
 import { writeFileAtomic } from '../util/atomic.js';
+import { TrainProgressText } from './progress.js';
 import { SKILL_SP_RECIPE } from './recipe-dispatch.js';
 import { DEMO_MODEL_NAME } from '../world/setup.js';
 
@@ -85,7 +86,7 @@ function stepLine(m: StepMetrics): string {
 }
 
 /** `{0: 40%, (0,1): 35%, 1: 25%} of 20` over the valid questions of `steps`; undefined when there were none. */
-export function pHatLine(steps: ReadonlyArray<Pick<StepMetrics, 'pHatHistogram'>>): string | undefined {
+export function pHatLine(steps: ReadonlyArray<Partial<Pick<StepMetrics, 'pHatHistogram'>>>): string | undefined {
   const p = pooledPHat(steps);
   if (p === undefined) return undefined;
   const pct = (n: number): string => `${((100 * n) / p.of).toFixed(0)}%`;
@@ -100,19 +101,22 @@ function writeRunReport(runDir: string): string {
 }
 
 /** Valid questions of the given steps, pooled: "14% (26 of 192)"; undefined without proposals. */
-export function validLine(steps: ReadonlyArray<Pick<StepMetrics, 'validQuestions' | 'proposals'>>): string | undefined {
+export function validLine(steps: ReadonlyArray<Partial<Pick<StepMetrics, 'validQuestions' | 'proposals'>>>): string | undefined {
   const p = pooledValid(steps);
   return p === undefined ? undefined : `${(100 * p.rate).toFixed(0)}% (${p.count} of ${p.of})`;
 }
 
 /** The solver's training accuracy over the given steps' rollouts, pooled: "17% of 104 rollouts". */
-export function solverAccuracyLine(steps: ReadonlyArray<Pick<StepMetrics, 'solverAccuracy' | 'solverRollouts'>>): string | undefined {
+export function solverAccuracyLine(steps: ReadonlyArray<Partial<Pick<StepMetrics, 'solverAccuracy' | 'solverRollouts'>>>): string | undefined {
   const p = pooledSolverAccuracy(steps);
   return p === undefined ? undefined : `${(100 * p.rate).toFixed(0)}% of ${p.of} rollouts`;
 }
 
+/** What the run-level lines pool: a step's row as metrics.jsonl holds it (this process's or an earlier one's). */
+type SummaryStep = Pick<StepRow, 'step' | 'validQuestions' | 'proposals' | 'solverAccuracy' | 'solverRollouts' | 'pHatHistogram'>;
+
 /** "label: a → b" over the first and second half of the steps, or "label: a" for one step or one empty half. */
-function halvesLine(label: string, steps: readonly StepMetrics[], line: (steps: readonly StepMetrics[]) => string | undefined): string | undefined {
+function halvesLine<T>(label: string, steps: readonly T[], line: (steps: readonly T[]) => string | undefined): string | undefined {
   const [first, second] = halves(steps);
   const early = line(first);
   const late = line(second);
@@ -121,7 +125,11 @@ function halvesLine(label: string, steps: readonly StepMetrics[], line: (steps: 
   return all === undefined ? undefined : `${label}: ${all}`;
 }
 
-function summaryText(s: TrainSummary, tiny: boolean): string {
+/**
+ * The closing summary. `runSteps`: every step row of the run (metrics.jsonl), so that a resumed run's summary
+ * covers the whole run and says which steps came from before the resume; absent, this process's steps.
+ */
+export function summaryText(s: TrainSummary, tiny: boolean, runSteps?: readonly SummaryStep[]): string {
   if (s.finished) {
     return [
       '',
@@ -130,12 +138,16 @@ function summaryText(s: TrainSummary, tiny: boolean): string {
       `to train further: --resume ${s.runDir} --steps N with N > ${s.lastStep}`,
     ].join('\n');
   }
-  const lines = [
-    '',
-    `run folder: ${s.runDir}`,
-    `steps ${s.firstStep}–${s.lastStep}${s.resumedFrom !== undefined ? ` (resumed from step ${s.resumedFrom})` : ''}${s.stoppedEarly ? ' (stopped early)' : ''}`,
-  ];
-  for (const line of [halvesLine('valid questions', s.metrics, validLine), halvesLine("solver accuracy on the proposer's questions", s.metrics, solverAccuracyLine)]) {
+  const steps: readonly SummaryStep[] = runSteps && runSteps.length > 0 ? runSteps : s.metrics;
+  const first = steps[0]?.step ?? s.firstStep;
+  const resumed =
+    s.resumedFrom === undefined
+      ? ''
+      : s.resumedFrom >= first
+        ? ` (steps ${first}–${s.resumedFrom} before the resume from checkpoint step ${s.resumedFrom}, ${s.firstStep}–${s.lastStep} trained now)`
+        : ` (resumed from step ${s.resumedFrom})`;
+  const lines = ['', `run folder: ${s.runDir}`, `steps ${first}–${s.lastStep}${resumed}${s.stoppedEarly ? ' (stopped early)' : ''}`];
+  for (const line of [halvesLine('valid questions', steps, validLine), halvesLine("solver accuracy on the proposer's questions", steps, solverAccuracyLine)]) {
     if (line !== undefined) lines.push(line);
   }
   for (const h of s.heldOut ?? []) {
@@ -145,11 +157,11 @@ function summaryText(s: TrainSummary, tiny: boolean): string {
         `; F1 ${(100 * h.first.f1).toFixed(1)}% → ${(100 * h.last.f1).toFixed(1)}%`,
     );
   }
-  const pHat = halvesLine('p̂ of valid questions', s.metrics, pHatLine);
+  const pHat = halvesLine('p̂ of valid questions', steps, pHatLine);
   if (pHat !== undefined) lines.push(pHat);
   if (s.bank) {
     lines.push(
-      `skill bank: ${s.bank.cardsAtStart} → ${s.bank.cardsAtEnd} cards (version ${s.bank.versionAtEnd}); ${s.bank.admitted} distilled card${s.bank.admitted === 1 ? '' : 's'} admitted; ` +
+      `skill bank${s.resumedFrom !== undefined ? ` since the resume (step ${s.resumedFrom})` : ''}: ${s.bank.cardsAtStart} → ${s.bank.cardsAtEnd} cards (version ${s.bank.versionAtEnd}); ${s.bank.admitted} distilled card${s.bank.admitted === 1 ? '' : 's'} admitted; ` +
         `${s.bank.cardsWithEvidence} card${s.bank.cardsWithEvidence === 1 ? '' : 's'} with utility evidence from retrievals`,
     );
   }
@@ -160,7 +172,8 @@ function summaryText(s: TrainSummary, tiny: boolean): string {
       '',
       'This was the tiny model with random weights, which learns nothing meaningful (its',
       'questions and answers are noise). It shows the whole loop running. Train a real model with',
-      '  npx sesa-train --model qwen3-0.6b   (or any Hugging Face Qwen3 folder; --corpus FILE.jsonl for your own passages)',
+      '  npx sesa-train --model qwen3-0.6b --backend tensorflow   (or any Hugging Face Qwen3 folder; --corpus FILE.jsonl for your own passages)',
+      "with @tensorflow/tfjs-node or tfjs-node-gpu installed: a 0.6B model does not fit the wasm backend's 4 GiB heap (docs/models.md).",
     );
   }
   return lines.join('\n');
@@ -170,8 +183,16 @@ export const command: CommandModule<object, TrainArgs> = {
   command: ['train', '$0'],
   describe: 'SESA self-play training (the default command; with no arguments: SESA in the demo world from its warm start; --model tiny: the tiny random model)',
   builder: (y: Argv) => {
-    let b = y.usage('$0 [train] [options]\n\nSESA self-play training. Every setting below can also be given in a --config file (JSON or YAML, same names).');
-    for (const key of SETTING_KEYS) b = b.option(flagName(key), { ...yargsOption(key), group: `${groupTitleOf(key)}:` });
+    let b = y.usage(
+      '$0 [train] [options]\n\nSESA self-play training. Every setting below can also be given in a --config file (JSON or YAML, same names).\n' +
+        'Defaults: with no arguments (npx sesa-train = --model demo, the demo world) the demo world\'s apply; with --model M (a real model) the general ones; with --model tiny the tiny model\'s. ' +
+        'Where they differ, each setting lists all three (docs/options.md).',
+    );
+    for (const key of SETTING_KEYS) {
+      const option = yargsOption(key);
+      // --recipe skill-sp is handed to its own command before this one parses (./recipe-dispatch.ts).
+      b = b.option(flagName(key), { ...option, ...(key === 'recipe' ? { choices: [...(option.choices ?? []), SKILL_SP_RECIPE] } : {}), group: `${groupTitleOf(key)}:` });
+    }
     return b
       .option('resume', { type: 'string', describe: 'continue the run in this folder from its last checkpoint (flags given with it change its config.json, or are refused where unsound)' })
       .option('config', { type: 'string', describe: 'settings file (JSON or YAML); flags override it' })
@@ -186,10 +207,12 @@ export const command: CommandModule<object, TrainArgs> = {
     const human = !args.json;
     const tty = human && process.stderr.isTTY === true;
     let bar: SingleBar | undefined;
+    // A line per step, per eval batch and per phase that took long (./progress.ts); on a terminal, the bar.
+    let progress: TrainProgressText | undefined;
     const log = (line: string): void => {
       if (!human) return;
       // Warnings are printed in full even under the progress bar, which redraws itself on its next update.
-      if (bar && !line.startsWith('warning:')) bar.update({ msg: line.slice(0, 60) });
+      if (bar && !line.startsWith('warning:')) bar.update({ activity: line.slice(0, 80) });
       else process.stderr.write(`${bar ? '\n' : ''}${line}\n`);
     };
     let stopRequested = false;
@@ -209,14 +232,25 @@ export const command: CommandModule<object, TrainArgs> = {
             process.stderr.write(
               `training ${info.runDir}: steps ${info.firstStep}–${info.lastStep} on ${info.backend.name}${info.resumedFrom !== undefined ? ` (resumed from step ${info.resumedFrom})` : ''}\n`,
             );
+            progress = new TrainProgressText(info.firstStep, info.lastStep, info.heldOutSteps);
             if (tty) {
-              bar = new SingleBar({ format: 'step {value}/{total} [{bar}] {percentage}% | ETA {eta_formatted} | {last}', hideCursor: true, etaBuffer: 5 });
-              bar.start(info.lastStep, info.firstStep - 1, { last: 'starting…', msg: '' });
+              bar = new SingleBar({ format: 'step {value}/{total} [{bar}] {percentage}% | {left} | {activity}', hideCursor: true });
+              bar.start(info.lastStep, info.firstStep - 1, { left: progress.eta(), activity: 'starting…' });
             }
           },
+          onProgress: (e) => {
+            if (!progress) return;
+            const line = progress.line(e);
+            const activity = progress.activity(e);
+            if (bar) {
+              if (activity !== undefined) bar.update({ activity });
+            } else if (line !== undefined) process.stderr.write(`${line}\n`);
+          },
           onStepEnd: (m) => {
-            if (bar) bar.update(m.step, { last: stepLine(m) });
-            else if (human) process.stderr.write(`step ${m.step}: ${stepLine(m)}\n`);
+            if (!progress) return;
+            const eta = progress.stepEnd(m.step);
+            if (bar) bar.update(m.step, { left: progress.eta(), activity: `step ${m.step}: ${stepLine(m)}` });
+            else process.stderr.write(`${progress.stamp()} step ${m.step}/${progress.lastStep}: ${stepLine(m)} | ${eta}\n`);
           },
           shouldStop: () => stopRequested,
         },
@@ -226,7 +260,11 @@ export const command: CommandModule<object, TrainArgs> = {
       bar?.stop();
       const report = summary.finished ? undefined : writeRunReport(summary.runDir);
       if (args.json) process.stdout.write(`${JSON.stringify({ ...summary, ...(report ? { report } : {}) })}\n`);
-      else process.stdout.write(`${summaryText(summary, summary.model === TINY_DEFAULT_NAME)}${report ? `\nreport: ${report}` : ''}\n`);
+      else {
+        // A resumed run's summary covers the steps before the resume too (metrics.jsonl holds every step).
+        const runSteps = summary.resumedFrom !== undefined && !summary.finished ? readRun(summary.runDir).steps : undefined;
+        process.stdout.write(`${summaryText(summary, summary.model === TINY_DEFAULT_NAME, runSteps)}${report ? `\nreport: ${report}` : ''}\n`);
+      }
     } finally {
       bar?.stop();
       process.off('SIGINT', onSigint);

@@ -5,13 +5,14 @@ import { join, resolve } from 'node:path';
 import { SafetensorsCheckpoint } from '../checkpoint/safetensors.js';
 import { expectedTensors, loadModelConfig, type ModelConfig } from '../model/config.js';
 import { projectionShape } from '../model/lora.js';
+import { memoryNeedStatement, parameterCount, type MemoryNeed, WORKING_MEMORY_FRACTION } from '../model/memory-need.js';
 import { resolveModel } from '../model/resolve.js';
+import { packedWeightBytes } from '../rl/memory-budget.js';
 import { type CheckResult, type DoctorOptions, firstLine, formatBytes } from './types.js';
 
 /** The wasm heap is a 32-bit address space: ~4 GiB, whatever the machine has. */
 export const WASM_HEAP_BYTES = 4 * 2 ** 30;
-/** Activations, KV cache, LoRA and optimizer state on top of the f32 weights, as a fraction of them (ours). */
-export const WORKING_MEMORY_FRACTION = 0.3;
+export { parameterCount, WORKING_MEMORY_FRACTION };
 
 export interface ModelCheck {
   results: CheckResult[];
@@ -31,12 +32,6 @@ export function loraParamsPerRank(cfg: ModelConfig): number {
     n += inDim + outDim;
   }
   return n * cfg.numLayers;
-}
-
-export function parameterCount(cfg: ModelConfig): number {
-  let n = 0;
-  for (const shape of expectedTensors(cfg).values()) n += shape.reduce((a, b) => a * b, 1);
-  return n;
 }
 
 /** Every file a training run reads from the model folder, checked without loading the weights. */
@@ -91,14 +86,25 @@ export async function checkModelFolder(model: string): Promise<ModelCheck> {
   return config ? { results, config } : { results };
 }
 
-/** The f32 weights plus working memory against what the backend can hold. */
-export function checkModelMemory(config: ModelConfig, limitBytes: number, limitName: string): CheckResult {
+/**
+ * The f32 weights plus working memory against what the backend can hold. On wasm (`packedCopy`) the heap also
+ * holds XNNPACK's packed copy of the weights, so the model runs only when both fit (src/model/memory-need.ts).
+ */
+export function checkModelMemory(config: ModelConfig, limitBytes: number, limitName: string, packedCopy = false): CheckResult {
   const weights = 4 * parameterCount(config);
-  const need = weights * (1 + WORKING_MEMORY_FRACTION);
-  const detail = `${(parameterCount(config) / 1e6).toFixed(1)}M parameters: ${formatBytes(weights)} of f32 weights, ≈ ${formatBytes(need)} with working memory; ${limitName} holds ${formatBytes(limitBytes)}`;
-  if (weights > limitBytes) return { check: 'model-memory', status: 'fail', detail, fix: 'a smaller model, or a backend with more memory (tfjs-node on the CPU has no 4 GiB cap; tfjs-node-gpu uses the GPU memory)' };
+  const run = packedCopy ? weights + packedWeightBytes(parameterCount(config)) : weights;
+  const need = run + weights * WORKING_MEMORY_FRACTION;
+  const detail =
+    `${(parameterCount(config) / 1e6).toFixed(1)}M parameters: ${formatBytes(weights)} of f32 weights${packedCopy ? `, ${formatBytes(run)} with XNNPACK's packed copy` : ''}, ` +
+    `≈ ${formatBytes(need)} with working memory; ${limitName} holds ${formatBytes(limitBytes)}`;
+  if (run > limitBytes) return { check: 'model-memory', status: 'fail', detail, fix: 'a smaller model, or a backend with more memory (tfjs-node on the CPU has no 4 GiB cap; tfjs-node-gpu uses the GPU memory; docs/models.md)' };
   if (need > limitBytes) return { check: 'model-memory', status: 'warn', detail, fix: 'lower --micro-batch-size and the token budgets, or use a backend with more memory' };
   return { check: 'model-memory', status: 'ok', detail };
+}
+
+/** What the model needs on every backend (docs/models.md): from config.json, or the registry's rounded size. */
+export function checkModelNeeds(need: MemoryNeed, source: string): CheckResult {
+  return { check: 'model-needs', status: 'info', detail: `${source}: ${memoryNeedStatement(need)}` };
 }
 
 /** The E5 folder the skill embedder loads (offline): config, tokenizer and the ONNX weights. */

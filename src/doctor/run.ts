@@ -1,14 +1,16 @@
 // Runs every check that applies to the run as given, in the order a user would fix things, and decides the
 // exit code: 0 only when no check fails.
 import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
-import { DEMO_MODEL_NAME, demoModelPath } from '../world/setup.js';
+import { DEMO_MODEL_NAME, demoModelPath } from '../model/model-name.js';
 import { execFile } from 'node:child_process';
 import { totalmem } from 'node:os';
 import { checkLlamaCpp } from './llama-cpp.js';
-import { checkE5, checkModelFolder, checkModelMemory, loraParamsPerRank, WASM_HEAP_BYTES } from './model.js';
+import { lookupModel } from '../../models/registry.js';
+import { memoryNeedOfConfig, memoryNeedOfEntry } from '../model/memory-need.js';
+import { checkE5, checkModelFolder, checkModelMemory, checkModelNeeds, loraParamsPerRank, WASM_HEAP_BYTES } from './model.js';
 import { checkRetriever } from './retriever.js';
 import { checkDisk, checkNode, checkpointBytes, freeBytesAt } from './system.js';
-import { checkTensorBackends, checkWasm, defaultLibraryDirs, listGpus } from './tensor-backends.js';
+import { checkGpuWorkers, checkTensorBackends, checkWasm, defaultLibraryDirs, listGpus } from './tensor-backends.js';
 import type { CheckResult, CommandOutput, DoctorOptions, Probes } from './types.js';
 import { checkWebgpu, checkWebgpuModel } from './webgpu.js';
 import { probeWebgpu } from '../tensor/webgpu.js';
@@ -53,6 +55,7 @@ export async function runDoctor(options: DoctorOptions, probes: Probes = default
   // auto takes a GPU adapter after tfjs-node-gpu and before tfjs-node (src/tensor/backend.ts).
   const webgpuAdapter = webgpu.ok && (options.backend === 'webgpu' || (options.backend === 'auto' && !gpuBackend && !webgpu.adapter.cpuRenderer)) ? webgpu.adapter : undefined;
   const cpuTensorflow = !gpuBackend && !webgpuAdapter && (options.backend === 'tensorflow' || options.backend === 'auto') && tfLoads('tfjs-node');
+  if ((options.gpus ?? 1) > 1) results.push(await checkGpuWorkers(probes, options.gpus as number, gpuBackend));
   let limit = Math.min(WASM_HEAP_BYTES, probes.totalMemoryBytes);
   let limitName = 'the wasm heap (4 GiB cap)';
   if (gpuBackend) {
@@ -76,8 +79,13 @@ export async function runDoctor(options: DoctorOptions, probes: Probes = default
     // --model demo: the demo world's warm-start model shipped in models/demo.
     const model = await checkModelFolder(options.model === DEMO_MODEL_NAME ? demoModelPath() : options.model);
     results.push(...model.results);
+    // What the model needs on each backend, also before it is downloaded (a registry name gives its size).
+    const entry = lookupModel(options.model);
+    if (model.config) results.push(checkModelNeeds(memoryNeedOfConfig(model.config), 'config.json'));
+    else if (entry) results.push(checkModelNeeds(memoryNeedOfEntry(entry), `the registry's size of ${entry.name}`));
     if (model.config) {
-      results.push(checkModelMemory(model.config, limit, limitName));
+      // Only wasm holds XNNPACK's packed copy of the weights besides them (src/model/memory-need.ts).
+      results.push(checkModelMemory(model.config, limit, limitName, !gpuBackend && !webgpuAdapter && !cpuTensorflow && options.backend !== 'cpu'));
       if (webgpuAdapter) results.push(checkWebgpuModel(model.config, webgpuAdapter));
       oneCheckpoint = checkpointBytes(loraParamsPerRank(model.config), options.loraR);
     }

@@ -102,6 +102,30 @@ export async function checkCuda(probes: Probes, required: boolean): Promise<Chec
   return results;
 }
 
+/**
+ * `--gpus N` (N > 1): one worker process on each of N GPUs, which needs the tensorflow GPU backend and N visible
+ * GPUs (CUDA_VISIBLE_DEVICES, when set, names them). Without a GPU backend it fails, naming --workers N, which
+ * runs N worker processes on the CPU: the trainer refuses --gpus there too rather than fall back to the CPU.
+ */
+export async function checkGpuWorkers(probes: Probes, gpus: number, gpuBackend: boolean, visible: string | undefined = process.env.CUDA_VISIBLE_DEVICES): Promise<CheckResult> {
+  const cpuWorkers = `--workers ${gpus} runs ${gpus} worker processes on the CPU (one wasm thread each)`;
+  if (!gpuBackend) {
+    return {
+      check: 'gpu-workers',
+      status: 'fail',
+      detail: `--gpus ${gpus} places one worker process on each of ${gpus} GPUs, which needs @tensorflow/tfjs-node-gpu to load, and it does not (see tfjs-node-gpu above)`,
+      fix: `${GPU_FIX.replace(', or run on wasm', '')}; or ${cpuWorkers}`,
+    };
+  }
+  const listed = await listGpus(probes);
+  if ('error' in listed) return { check: 'gpu-workers', status: 'fail', detail: `--gpus ${gpus}: ${listed.error}`, fix: `install the NVIDIA driver (nvidia-smi comes with it); or ${cpuWorkers}` };
+  const named = visible !== undefined && visible.trim() !== '' ? visible.split(',').map((d) => d.trim()).filter((d) => d !== '') : undefined;
+  const count = named ? Math.min(named.length, listed.gpus.length) : listed.gpus.length;
+  const where = named ? `CUDA_VISIBLE_DEVICES=${visible} names ${named.length} of the ${listed.gpus.length} GPUs nvidia-smi lists` : `nvidia-smi lists ${listed.gpus.length}`;
+  if (count < gpus) return { check: 'gpu-workers', status: 'fail', detail: `--gpus ${gpus} needs ${gpus} GPUs, one per worker process; ${where}`, fix: `--gpus ${count} (or fewer), or make more GPUs visible` };
+  return { check: 'gpu-workers', status: 'ok', detail: `--gpus ${gpus}: one worker process on each of ${gpus} GPUs (${where}); each holds the whole model and both adapters` };
+}
+
 /** tfjs-node-gpu, tfjs-node and wasm: which load, and why not. */
 export async function checkTensorBackends(probes: Probes, options: Pick<DoctorOptions, 'backend'>): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
@@ -138,14 +162,14 @@ export async function checkTensorBackends(probes: Probes, options: Pick<DoctorOp
  * stock single-threaded build on a one-core machine. The stock build's own multithread flag is off in Node
  * whatever the trainer runs, so it is not what this reports.
  */
-export async function checkWasm(options: Pick<DoctorOptions, 'backend'>): Promise<CheckResult> {
+export async function checkWasm(options: Pick<DoctorOptions, 'backend' | 'threads'>): Promise<CheckResult> {
   const needed = options.backend === 'wasm' || options.backend === 'auto';
   try {
     const { tf, initBackend } = await import('../tensor/backend.js');
     const { releaseThreadedWasm, threadedWasmThreads } = await import('../tensor/wasm-threads.js');
     await import('@tensorflow/tfjs-backend-wasm');
     const simd = (await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT')) === true;
-    const info = await initBackend('wasm');
+    const info = await initBackend('wasm', options.threads !== undefined ? { threads: options.threads } : {});
     if (tf.getBackend() !== 'wasm') throw new Error(`active backend is '${tf.getBackend()}'`);
     const running = threadedWasmThreads() ?? 1;
     if (running !== info.threads) throw new Error(`asked for ${info.threads} threads, the backend runs ${running}`);
@@ -153,7 +177,7 @@ export async function checkWasm(options: Pick<DoctorOptions, 'backend'>): Promis
     return {
       check: 'wasm',
       status: simd ? 'ok' : 'warn',
-      detail: `@tensorflow/tfjs-backend-wasm initialises as training starts it; SIMD ${simd ? 'on' : 'off'}, ${running} thread${running === 1 ? '' : 's'} (${running > 1 ? "the threaded-SIMD build; training's --threads N changes it" : 'one core'})`,
+      detail: `@tensorflow/tfjs-backend-wasm initialises as training starts it; SIMD ${simd ? 'on' : 'off'}, ${running} thread${running === 1 ? '' : 's'} (${running > 1 ? `the threaded-SIMD build; ${options.threads !== undefined ? 'as --threads asks' : "training's --threads N changes it"}` : options.threads !== undefined ? 'the single-threaded build, as --threads 1 asks' : 'one core'})`,
       ...(simd ? {} : { fix: 'use Node ≥ 20.19 (SIMD is on by default there)' }),
     };
   } catch (err) {

@@ -30,13 +30,26 @@ export interface HeldOutEval {
   records: PredictionRecord[];
 }
 
-/** Evaluates the solver with skills on (when there is a bank) and off, over every set; one row per mode. */
-export async function heldOutRows(step: number, solver: { policy: Policy; bank?: SkillBank }, sets: readonly EvalSet[], settings: EvalSettings): Promise<HeldOutEval[]> {
+/**
+ * Evaluates the solver with skills on (when there is a bank) and off, over every set; one row per mode.
+ * `onBatch` is told the questions done of each mode, 0 at its start and then after every batch (progress lines).
+ */
+export async function heldOutRows(
+  step: number,
+  solver: { policy: Policy; bank?: SkillBank },
+  sets: readonly EvalSet[],
+  settings: EvalSettings,
+  onBatch?: (skills: 'on' | 'off', done: number, total: number) => void,
+): Promise<HeldOutEval[]> {
   const modes: Array<{ skills: 'on' | 'off'; bank?: SkillBank }> = solver.bank ? [{ skills: 'on', bank: solver.bank }, { skills: 'off' }] : [{ skills: 'off' }];
   const out: HeldOutEval[] = [];
   for (const mode of modes) {
     const t0 = performance.now();
-    const { records, results } = await evaluateSets({ policy: solver.policy, ...(mode.bank ? { bank: mode.bank } : {}) }, sets, settings);
+    const total = sets.reduce((n, set) => n + set.questions.length, 0);
+    let done = 0;
+    onBatch?.(mode.skills, 0, total);
+    const hooks = onBatch ? { onBatch: (batch: readonly unknown[]) => onBatch(mode.skills, (done += batch.length), total) } : {};
+    const { records, results } = await evaluateSets({ policy: solver.policy, ...(mode.bank ? { bank: mode.bank } : {}) }, sets, settings, hooks);
     out.push({
       row: {
         kind: 'eval',

@@ -67,6 +67,11 @@ export class LlamaCppEngine {
     private readonly model: LlamaModel,
   ) {}
 
+  /** CPU threads of every context: `threads`, else all cores. */
+  get threads(): number {
+    return this.options.threads ?? availableParallelism();
+  }
+
   /** Exports the base model (unless `workDir` already holds this export) and loads it into llama.cpp. */
   static async open(options: LlamaCppEngineOptions): Promise<LlamaCppEngine> {
     mkdirSync(options.workDir, { recursive: true });
@@ -110,7 +115,7 @@ export class LlamaCppEngine {
     if (opts.maxNewTokens === 0) return results;
     const lora = adapter ? await this.loraFile(adapter) : undefined;
     const perSequence = Math.max(...prompts.map((p) => p.length)) + opts.maxNewTokens + 1;
-    const threads = this.options.threads ?? availableParallelism();
+    const threads = this.threads;
     const context: LlamaContext = await this.model.createContext({
       contextSize: prompts.length * perSequence,
       sequences: prompts.length,

@@ -21,6 +21,7 @@ import { linearFrozen, matMulTrainable } from '../tensor/ops.js';
 import { recomputed } from '../tensor/recompute.js';
 import { SafetensorsCheckpoint } from '../checkpoint/safetensors.js';
 import { type ModelConfig, expectedTensors, loadModelConfig } from './config.js';
+import { activeBackendName, backendRefusal, memoryNeedOfConfig } from './memory-need.js';
 import { inverseFrequencies, ropeTables } from './rope.js';
 import { KVCache } from './kv-cache.js';
 
@@ -144,6 +145,9 @@ export class CausalLM {
    */
   static async load(dir: string, opts: LoadOptions = {}): Promise<CausalLM> {
     const cfg = loadModelConfig(dir);
+    // Refused before a weight is read when the active backend cannot hold the model (./memory-need.ts).
+    const refusal = backendRefusal(dir, memoryNeedOfConfig(cfg), activeBackendName());
+    if (refusal !== undefined) throw new Error(refusal);
     const ckpt = new SafetensorsCheckpoint(dir);
     const shapes = expectedTensors(cfg);
     for (const name of shapes.keys()) {

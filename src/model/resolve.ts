@@ -5,8 +5,10 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { lookupModel, registryNames } from '../../models/registry.js';
+import { activeBackendName, backendRefusal, memoryNeedOfEntry, memoryNeedStatement } from './memory-need.js';
 
-export type ModelSource = 'folder' | 'hf-cache' | 'download';
+/** 'demo' and 'tiny' are the models that ship with sesa (./model-name.ts). */
+export type ModelSource = 'folder' | 'hf-cache' | 'download' | 'demo' | 'tiny';
 
 export interface ResolvedModel {
   /** A folder with config.json (and weights, tokenizer files). */
@@ -91,6 +93,13 @@ export function missingModelMessage(name: string, repoId: string, cacheDir: stri
     `  huggingface-cli download ${repoId}`,
     `or pass a local folder that holds config.json.`,
   ];
+  if (entry) {
+    // Before anyone downloads it: whether the backend of this run can hold it at all (./memory-need.ts).
+    const need = memoryNeedOfEntry(entry);
+    const refusal = backendRefusal(`--model ${name}`, need, activeBackendName());
+    if (refusal !== undefined) lines.unshift(refusal, '');
+    else lines.push(`What ${entry.name} needs: ${memoryNeedStatement(need)}.`);
+  }
   if (entry?.gated) {
     lines.push(
       `${repoId} is gated: accept its licence at https://huggingface.co/${repoId} and set HF_TOKEN before downloading.`,
@@ -111,7 +120,12 @@ export async function resolveModel(nameOrDir: string, opts: ResolveOptions = {})
   const asPath = resolve(expandHome(nameOrDir));
   // An existing folder wins, even when its relative path also looks like `Org/Name`.
   if (isDir(asPath)) {
-    if (existsSync(join(asPath, 'config.json'))) return { dir: asPath, source: 'folder' };
+    if (existsSync(join(asPath, 'config.json'))) {
+      // A snapshot folder of the Hugging Face cache (…/models--Org--Name/snapshots/<hash>) knows its repo id.
+      const snapshot = /[\\/]models--([^\\/]+)[\\/]snapshots[\\/][^\\/]+$/.exec(asPath);
+      const repoId = snapshot?.[1]?.split('--').join('/');
+      return { dir: asPath, ...(repoId !== undefined && REPO_ID_RE.test(repoId) ? { repoId } : {}), source: 'folder' };
+    }
     // A cache repo folder (models--Org--Name) given directly.
     if (isDir(join(asPath, 'snapshots'))) {
       const m = /^models--(.+)$/.exec(asPath.split(/[\\/]/).pop() ?? '');
@@ -127,7 +141,7 @@ export async function resolveModel(nameOrDir: string, opts: ResolveOptions = {})
     throw new Error(
       looksLikePath
         ? `model folder not found: ${asPath}`
-        : `unknown model '${nameOrDir}': not a folder, a known name (${registryNames().join(', ')}) or a Hub repo id Org/Name`,
+        : `unknown model '${nameOrDir}': not a folder, a known name (${registryNames().join(', ')}; 'demo' and 'tiny' ship with sesa) or a Hub repo id Org/Name`,
     );
   }
   const cacheDir = hubCacheDir();

@@ -101,7 +101,9 @@ function lineChart(points: Point[], opts: { y: string; width?: number; height?: 
     color: { legend: true, ...colourScale(points.map((p) => p.series)) },
     marks: [
       ...(opts.zero ? [Plot.ruleY([0], { stroke: '#bbb' })] : []),
-      Plot.line(points, { x: 'step', y: 'value', stroke: 'series', strokeWidth: 2, }),
+      // z: one line per series, said explicitly: Plot infers it from the stroke and warns (a ⚠ in the chart)
+      // when a short run gives as many series as points.
+      Plot.line(points, { x: 'step', y: 'value', z: 'series', stroke: 'series', strokeWidth: 2 }),
       ...(many ? [] : [Plot.dot(points, { x: 'step', y: 'value', fill: 'series', r: 2.5 })]),
       Plot.tip(points, Plot.pointerX({ x: 'step', y: 'value', stroke: 'series', title: (d: Point) => `${d.series}\nstep ${d.step}: ${d.value.toPrecision(3)}` })),
     ],
@@ -146,8 +148,8 @@ export function heldOutChart(evals: readonly EvalRow[]): Chart | undefined {
       y: { label: 'score (%)', percent: true, grid: true, domain: yDomain(all.map((p) => 100 * p.value), { zero: true, minSpan: 10 }), nice: true },
       color: { legend: true, ...colourScale(all.map((p) => p.series)) },
       marks: [
-        Plot.line(em, { x: 'step', y: 'value', stroke: 'series', strokeWidth: 2.5 }),
-        Plot.line(f1, { x: 'step', y: 'value', stroke: 'series', strokeWidth: 1.5, strokeDasharray: '5,4' }),
+        Plot.line(em, { x: 'step', y: 'value', z: 'series', stroke: 'series', strokeWidth: 2.5 }),
+        Plot.line(f1, { x: 'step', y: 'value', z: 'series', stroke: 'series', strokeWidth: 1.5, strokeDasharray: '5,4' }),
         ...(few ? [Plot.dot(em, { x: 'step', y: 'value', fill: 'series', r: 3.5 }), Plot.dot(f1, { x: 'step', y: 'value', stroke: 'series', fill: 'white', r: 3 })] : []),
         Plot.tip(all, Plot.pointer({ x: 'step', y: 'value', title: (d: Point) => `${d.series}, step ${d.step}\n${em.includes(d) ? 'EM' : 'F1'} ${(100 * d.value).toFixed(1)}%` })),
       ],

@@ -5,10 +5,10 @@
 // (`int`, `num`, `str`, `bool`, `onOff`, `choice`, `list`, `optionalStr`, `optionalNum`): key, default, the
 // tiny model's default if it differs (`tiny`), help text with the paper's symbol, check, and whether --resume may change it. The
 // TrainConfig type, the `train` flags and --help, config-file parsing (JSON/YAML, kebab-case or camelCase
-// keys), validation, the resume rules and the README option table (`npx tsx scripts/options-table.ts
+// keys), validation, the resume rules and the option table of docs/options.md (`npx tsx scripts/options-table.ts
 // --write`) all follow from that entry. A rule that ties two settings together goes into CROSS_CHECKS below.
 // Then read the value from the TrainConfig where it is used (src/selfplay/trainer.ts builds everything),
-// regenerate the README table, and give the setting a non-default value in test/train-settings.test.ts
+// regenerate that table, and give the setting a non-default value in test/train-settings.test.ts
 // (EVERY_SETTING: the round-trip test requires one per setting).
 import { EVAL_SETTINGS } from './config/eval.js';
 import { GRPO_SETTINGS } from './config/grpo.js';
@@ -24,7 +24,7 @@ import { defaultsOf, tinyDefaultsOf, flagName, flagValueOf, keyOf, settingProble
 
 export { flagName, keyOf, RECIPES, type RecipeName, showValue, workerCount };
 
-/** The groups in the order --help and the README show them. */
+/** The groups in the order --help and docs/options.md show them. */
 export const SETTING_GROUPS = {
   run: RUN_SETTINGS,
   rollout: ROLLOUT_SETTINGS,
@@ -232,12 +232,27 @@ export function flagValue(key: SettingKey, v: unknown): unknown {
   return flagValueOf(key, TABLE[key] as AnySetting, v);
 }
 
-/** The yargs option of a setting: its type, choices and a help line that shows the defaults. */
-export function yargsOption(key: SettingKey): ReturnType<typeof yargsOptionOf> {
-  return yargsOptionOf(TABLE[key] as AnySetting);
+/**
+ * The defaults of a setting as `train --help` shows them: one value when the three starts agree, else each one
+ * labelled, the plain `npx sesa-train` (the demo world) first, since that is what runs with no arguments.
+ */
+export function defaultsText(key: SettingKey): string {
+  const s = TABLE[key] as AnySetting;
+  const real = showValue(s.default);
+  if (key === 'model') return `default ${real}`;
+  const world = (WORLD_DEFAULTS as Record<string, unknown>)[key];
+  const demo = world !== undefined ? showValue(world) : real;
+  const tiny = s.tiny !== undefined ? showValue(s.tiny) : real;
+  if (demo === real && tiny === real) return `default ${real}`;
+  return `no arguments (--model demo): ${demo}; --model M: ${real}; --model tiny: ${tiny}`;
 }
 
-/** The README's option table: one section per group, one row per setting. */
+/** The yargs option of a setting: its type, choices and a help line that shows the defaults that apply. */
+export function yargsOption(key: SettingKey): ReturnType<typeof yargsOptionOf> {
+  return yargsOptionOf(TABLE[key] as AnySetting, defaultsText(key));
+}
+
+/** The option table of docs/options.md: one section per group, one row per setting. */
 export function settingsMarkdown(): string {
   const cell = (s: string): string => s.replace(/\|/g, '\\|');
   const out: string[] = [];

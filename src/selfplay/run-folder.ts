@@ -10,8 +10,8 @@
 // Every file is written atomically. A checkpoint is written into a temp folder and renamed into place, and
 // its manifest is the last file: a checkpoint is restored only when every file matches its manifest and
 // loads, else the next older one is tried, and the log says which was skipped and why.
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { ensureDir, writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
 import { checkManifest, writeManifest } from '../checkpoint/manifest.js';
 import { FileLock } from '../util/lock.js';
@@ -64,6 +64,8 @@ export class RunFolder {
   readonly lockPath: string;
   private metricsLines: string[] = [];
   private lock: FileLock | undefined;
+  /** The folders create() made (the run folder and missing parents), deepest first. */
+  private createdDirs: string[] = [];
 
   constructor(readonly dir: string) {
     this.configPath = join(dir, 'config.json');
@@ -80,6 +82,7 @@ export class RunFolder {
     if (existsSync(run.configPath)) {
       throw new Error(`${dir} already holds a run (${run.configPath} exists): resume it with --resume ${dir}, or choose another --out`);
     }
+    for (let d = resolve(dir); !existsSync(d) && dirname(d) !== d; d = dirname(d)) run.createdDirs.push(d);
     ensureDir(dir);
     run.lock = FileLock.acquire(run.lockPath, `run folder ${dir}`, 'training', warn);
     if (existsSync(run.configPath)) {
@@ -121,14 +124,24 @@ export class RunFolder {
   }
 
   /**
-   * After a start that failed before the first step: removes what create() wrote (config, empty metrics,
-   * the empty checkpoints folder), so the same command can run again; train.log stays, with the error.
+   * After a new run's start failed before its first step: removes what create() and the start wrote (config,
+   * empty metrics, the empty checkpoints folder, train.log, the new bank, the llama.cpp export, the lock) and the
+   * folders create() made when nothing else is in them, so a
+   * failed start leaves nothing behind and the same command can run again. The error is on the console.
    */
   discardUnstarted(): void {
     rmSync(this.configPath, { force: true });
     if (this.metricsLines.length === 0) rmSync(this.metricsPath, { force: true });
     if (existsSync(this.checkpointsDir) && readdirSync(this.checkpointsDir).length === 0) rmSync(this.checkpointsDir, { recursive: true, force: true });
+    rmSync(this.logPath, { force: true });
+    // What a start writes before its first step besides these: the new skill bank with its lock, and the
+    // llama.cpp engine's export of the base model.
+    for (const f of [this.bankPath, `${this.bankPath}.lock`, join(this.dir, 'llama-cpp')]) rmSync(f, { recursive: true, force: true });
     this.release();
+    for (const d of this.createdDirs) {
+      if (!existsSync(d) || readdirSync(d).length > 0) break;
+      rmdirSync(d);
+    }
   }
 
   /** Removes temp files and folders that a killed writer left (never those of a process still running). */

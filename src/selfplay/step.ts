@@ -42,7 +42,12 @@ export interface StepDeps {
    * `ragJudge`; with the step sharded, the worker of each item's seed (./step-judging.ts, docs/scale-out.md).
    */
   judging?: StepJudging;
+  /** Told when each phase starts and ends (with its seconds), for progress lines; nothing depends on it. */
+  onPhase?(step: number, phase: StepPhase, state: 'start' | 'end', seconds?: number): void;
 }
+
+/** The phases of a step, in order (their seconds are in StepMetrics.seconds). */
+export type StepPhase = 'propose' | 'validate' | 'solve' | 'judge' | 'update' | 'consolidate';
 
 export interface StepSettings {
   seedsPerStep: number;
@@ -148,11 +153,13 @@ export function pickSeeds(pool: readonly AnswerSeed[], n: number, rng: Rng): Ans
 export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], deps: StepDeps, settings: StepSettings): Promise<StepResult> {
   const t0 = performance.now();
   const seconds = { propose: 0, validate: 0, solve: 0, judge: 0, update: 0, consolidate: 0, total: 0 };
-  const clock = (phase: keyof typeof seconds, since: number): number => {
+  const clock = (phase: StepPhase, since: number): number => {
     const now = performance.now();
     seconds[phase] += (now - since) / 1000;
+    deps.onPhase?.(step, phase, 'end', (now - since) / 1000);
     return now;
   };
+  const begin = (phase: StepPhase): void => deps.onPhase?.(step, phase, 'start');
   const rng = Rng.derive(settings.seed, step);
   const rolloutSeed = (): number => rng.nextU32() & 0x7fffffff;
   const bank = deps.skills;
@@ -160,10 +167,12 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   const unparsedBefore = deps.judge.unparsedReplies;
 
   // 1. Propose: n_p proposals per seed.
+  begin('propose');
   let t = performance.now();
   const seeds = pickSeeds(seedPool, settings.seedsPerStep, rng);
   const proposed = await deps.proposer.propose(seeds, settings.proposalsPerSeed, rolloutSeed());
   t = clock('propose', t);
+  begin('validate');
 
   // 2. Extract and validate: the rule checks, then the RAG check on the survivors.
   const proposals: ProposalRecord[] = [];
@@ -203,6 +212,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     if (!ragPassed[k]) p.invalid = 'rag-check-failed';
   });
   t = clock('validate', t);
+  begin('solve');
 
   // 3. Solve each valid question G times, with the top-k skills retrieved for it (solver only).
   const valid = proposals.map((p, i) => ({ p, i })).filter(({ p }) => !p.invalid && p.question !== undefined);
@@ -215,6 +225,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     valid.map(({ p }) => p.seedIndex),
   );
   t = clock('solve', t);
+  begin('judge');
 
   // 4-7. Judge, rewards, skill utility, failure queue. The verdicts come back in global-index order, and the
   // bank (one writer: this process) takes the outcomes and failures in that order.
@@ -268,6 +279,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   for (const p of proposals) if (p.invalid) p.reward = settings.reward.invalidReward;
   const cardsUsed = bank ? cardUse(groups.map((g, k) => ({ skillIds: g.skillIds, rollouts: g.rollouts, rewards: (solverGroups[k] as RolloutGroup).rewards })), cardsThisStep) : undefined;
   t = clock('judge', t);
+  begin('update');
 
   // 9 (start). Consolidation runs alongside the updates; it is committed below, at this step's boundary.
   const job = bank && deps.distiller ? bank.startConsolidation(step, deps.distiller) : null;
@@ -287,6 +299,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   }));
   const proposerUpdate = await updateRole('proposer', trained(proposerGroups));
   t = clock('update', t);
+  begin('consolidate');
 
   // 9 (commit). The step boundary: wait for the job, apply its change, persist stats and queue.
   let consolidation: StepMetrics['consolidation'];

@@ -16,9 +16,8 @@ import type { Policy } from '../model/policy.js';
 import { LoraAdapter } from '../model/lora.js';
 import { ModelPolicy } from '../model/policy.js';
 import { CausalLM } from '../model/qwen3.js';
-import { resolveModel } from '../model/resolve.js';
+import { peftBaseModel, resolveModelName } from '../model/model-name.js';
 import { PolicyTextGenerator } from '../model/text-generator.js';
-import { ensureTinyDefaultModel, TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 import { loadTokenizer } from '../model/tokenizer.js';
 import { AdamW } from '../rl/optimizer.js';
 import { DataParallelPool } from '../parallel/coordinator.js';
@@ -37,7 +36,7 @@ import { ProposerRole, SolverRole } from './roles.js';
 import { capHops, floorHops, readSeedsFile } from './seeds.js';
 import { buildSearch } from './search-setup.js';
 import { RunFolder } from './run-folder.js';
-import { type StepMetrics, sesaStep } from './step.js';
+import { type StepMetrics, type StepPhase, sesaStep } from './step.js';
 import { advantageSettingsOf, evalSettingsOf, grpoConfigOf, optimizerConfigOf, rolloutSettingsOf, stepSettingsOf } from './step-settings.js';
 import { DataParallelPolicyUpdater } from './data-parallel-updater.js';
 import { type RolloutRunner, ShardedRolloutRunner } from './rollout-runner.js';
@@ -45,16 +44,22 @@ import { ShardedJudging, type StepJudging } from './step-judging.js';
 import { STEP_WORKER_MODULE, type StepWorkerInit } from './step-worker.js';
 import { GrpoPolicyUpdater, type PolicyUpdater, type Role, type TrainedRole } from './updater.js';
 import { TemplateDistiller, WorldRagReader } from '../world/scripted-roles.js';
-import { DEMO_MODEL_NAME, demoModelDir, isWorldEvalData, WORLD_CORPUS, worldEvalSets, worldFor } from '../world/setup.js';
+import { isWorldEvalData, WORLD_CORPUS, worldEvalSets, worldFor } from '../world/setup.js';
 
 export interface TrainHooks {
   log(line: string): void;
   /** Called once everything is loaded, before the first step. */
-  onStart?(info: { runDir: string; firstStep: number; lastStep: number; backend: BackendInfo; modelDir: string; resumedFrom?: number }): void;
+  onStart?(info: { runDir: string; firstStep: number; lastStep: number; backend: BackendInfo; modelDir: string; resumedFrom?: number; heldOutSteps: number[] }): void;
   onStepEnd?(metrics: StepMetrics): void;
   /** Polled after every step: true stops the run at this step boundary (after a checkpoint). */
   shouldStop?(): boolean;
+  /** Progress inside a step (each phase's start and end) and a held-out eval (each batch), for progress lines. */
+  onProgress?(event: TrainProgressEvent): void;
 }
+
+export type TrainProgressEvent =
+  | { kind: 'phase'; step: number; phase: StepPhase; state: 'start' | 'end'; seconds?: number }
+  | { kind: 'eval-batch'; step: number; skills: 'on' | 'off'; done: number; total: number };
 
 export interface TrainSummary {
   runDir: string;
@@ -247,6 +252,13 @@ function pairedGainOf(firstFile: string, lastFile: string): HeldOutGain | undefi
 async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks, log: (line: string) => void, progress: { started: boolean }, resumeDir?: string): Promise<TrainSummary> {
   const backend = await initBackend(config.backend, config.threads !== undefined ? { threads: config.threads } : {});
   log(`backend: ${describeBackend(backend)}`);
+  // --gpus N means N GPUs: on another backend it would quietly become N CPU workers (--workers N says that).
+  if (config.gpus > 1 && backend.provider !== '@tensorflow/tfjs-node-gpu') {
+    throw new Error(
+      `--gpus ${config.gpus} places one worker process on each of ${config.gpus} GPUs, which needs the tensorflow GPU backend (@tensorflow/tfjs-node-gpu), but this run's backend is ${backend.name} (${backend.provider}): ` +
+        `--workers ${config.gpus} runs ${config.gpus} worker processes on the CPU instead; sesa-train doctor --gpus ${config.gpus} checks a GPU machine (docs/scale-out.md)`,
+    );
+  }
   // Held-out questions are read before anything heavy loads, so a bad --eval-data fails at once.
   // docs/world.md: `--corpus world` plays in a generated world; `--eval-data world` is its own held-out set and
   // `--eval-data eval-worlds` the evaluation worlds', each searched in its own corpus.
@@ -260,7 +272,8 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     const where = heldOutSets && heldOutSets.length > 1 ? ` (${heldOutSets.length} worlds, each in its own corpus)` : '';
     log(`held-out eval: ${heldOutCount} questions from ${config.evalData}${where} at step 0, every ${config.evalEvery} steps and at the end`);
   }
-  const modelDir = config.model === TINY_DEFAULT_NAME ? ensureTinyDefaultModel(log) : config.model === DEMO_MODEL_NAME ? demoModelDir() : (await resolveModel(config.model)).dir;
+  const resolvedModel = await resolveModelName(config.model, { log });
+  const modelDir = resolvedModel.dir;
   const model = await CausalLM.load(modelDir);
   const tokenizer = await loadTokenizer(modelDir);
   log(`model: ${modelDir} (${model.config.architecture}, ${(model.parameterCount() / 1e6).toFixed(1)}M parameters)`);
@@ -364,9 +377,9 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   // step count, so every update is exported and swapped in before the next rollout.
   const engine =
     (config.rolloutEngine ?? 'native') === 'llama.cpp'
-      ? await LlamaCppEngine.open({ modelDir, modelConfig: model.config, workDir: join(run.dir, 'llama-cpp') })
+      ? await LlamaCppEngine.open({ modelDir, modelConfig: model.config, workDir: join(run.dir, 'llama-cpp'), ...(config.threads !== undefined ? { threads: config.threads } : {}) })
       : undefined;
-  if (engine) log(`rollouts: llama.cpp (${engine.gpu} build); old log-probs recomputed with our forward`);
+  if (engine) log(`rollouts: llama.cpp (${engine.gpu} build, ${engine.threads} thread${engine.threads === 1 ? '' : 's'}); old log-probs recomputed with our forward`);
   const rolloutPolicy = (role: Role): Policy => {
     const native = new ModelPolicy(role, model, tokenizer, adapters[role], policyOptions);
     return engine ? new LlamaCppPolicy(native, engine, () => roles[role].optimizer.stepCount) : native;
@@ -430,10 +443,14 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     updater,
     ...(distiller ? { distiller } : {}),
     ...(judging ? { judging } : {}),
+    onPhase: (step: number, phase: StepPhase, state: 'start' | 'end', seconds?: number) => hooks.onProgress?.({ kind: 'phase', step, phase, state, ...(seconds !== undefined ? { seconds } : {}) }),
   };
   const settings = stepSettingsOf(config);
 
-  hooks.onStart?.({ runDir: run.dir, firstStep, lastStep: config.steps, backend, modelDir, ...(ckpt ? { resumedFrom: ckpt.step } : {}) });
+  // The steps whose held-out eval is still to run (0: before step 1), for the progress lines' ETA.
+  const evalAtZeroDone = run.metrics().some((m) => (m as { kind?: unknown; step?: unknown }).kind === 'eval' && (m as { step?: unknown }).step === 0);
+  const heldOutSteps = config.evalEvery === 0 ? [] : [...(evalAtZeroDone ? [] : [0]), ...Array.from({ length: config.steps - firstStep + 1 }, (_, i) => firstStep + i).filter((s) => s % config.evalEvery === 0 || s === config.steps)];
+  hooks.onStart?.({ runDir: run.dir, firstStep, lastStep: config.steps, backend, modelDir, heldOutSteps, ...(ckpt ? { resumedFrom: ckpt.step } : {}) });
   const metrics: StepMetrics[] = [];
   let lastCheckpoint: string | undefined;
   let stoppedEarly = false;
@@ -441,7 +458,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const saveCheckpoint = async (step: number): Promise<void> => {
     lastCheckpoint = await run.writeCheckpoint(step, { step, seed: config.seed, ...(bank ? { bankVersion: bank.version } : {}), savedAt: new Date().toISOString() }, async (dir) => {
       for (const r of ['proposer', 'solver'] as const) {
-        await savePeftAdapter(roles[r].adapter, join(dir, r), { baseModel: config.model === TINY_DEFAULT_NAME || config.model === DEMO_MODEL_NAME ? modelDir : config.model });
+        await savePeftAdapter(roles[r].adapter, join(dir, r), { baseModel: peftBaseModel(resolvedModel) });
         saveOptimizerState(join(dir, r), roles[r].optimizer.exportState());
       }
       if (bank) bank.writeSnapshot(join(dir, 'skills.json'));
@@ -454,7 +471,9 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const heldOut = heldOutSets ?? (heldOutFile ? [{ dataset: String(config.evalData), questions: heldOutFile, searcher }] : undefined);
   const runHeldOut = async (step: number): Promise<void> => {
     if (!heldOut) return;
-    const evals = await heldOutRows(step, { policy: deps.solver.policy, ...(bank ? { bank } : {}) }, heldOut, evalSettingsOf(config));
+    const evals = await heldOutRows(step, { policy: deps.solver.policy, ...(bank ? { bank } : {}) }, heldOut, evalSettingsOf(config), (skills, done, total) =>
+      hooks.onProgress?.({ kind: 'eval-batch', step, skills, done, total }),
+    );
     for (const { row, records } of evals) {
       run.writeEvalPredictions(step, row.skills, records);
       run.appendMetrics(row);

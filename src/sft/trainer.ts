@@ -20,7 +20,7 @@ import { loadOptimizerState, saveOptimizerState } from '../checkpoint/optimizer-
 import { loadPeftAdapter, savePeftAdapter } from '../checkpoint/peft.js';
 import { LoraAdapter } from '../model/lora.js';
 import { CausalLM } from '../model/qwen3.js';
-import { resolveModel } from '../model/resolve.js';
+import { peftBaseModel, resolveModelName } from '../model/model-name.js';
 import { loadTokenizer, type Tokenizer } from '../model/tokenizer.js';
 import { accumulateGradients, disposeGrads } from '../rl/accumulate.js';
 import { AdamW } from '../rl/optimizer.js';
@@ -287,7 +287,7 @@ export async function runSft(configIn: SftConfig | undefined, hooks: SftHooks, r
 
   const backend = await initBackend(config.backend, threads !== undefined ? { threads } : {});
   log(`backend: ${describeBackend(backend)}`);
-  const resolved = await resolveModel(config.model);
+  const resolved = await resolveModelName(config.model, { log });
   const modelDir = resolved.dir;
   const tokenizer = await loadTokenizer(modelDir);
   const padTokenId = tokenizer.padTokenId;
@@ -337,7 +337,7 @@ export async function runSft(configIn: SftConfig | undefined, hooks: SftHooks, r
   log(`model: ${modelDir} (${model.config.architecture}, ${(model.parameterCount() / 1e6).toFixed(2)}M parameters); ${config.mode === 'full' ? 'full-weight' : `LoRA r=${config.loraR} alpha=${config.loraAlpha} on ${config.loraTargets.join(',')}`}, ${trainableParameters.toLocaleString('en-US')} trainable`);
   hooks.onStart?.({ runDir, backend, modelDir, firstStep, totalSteps, trainExamples: train.length, evalExamples: held.length, trainableParameters, ...(ckpt ? { resumedFrom: ckpt.step } : {}) });
 
-  const baseModel = resolved.repoId ?? modelDir;
+  const baseModel = peftBaseModel(resolved);
   const saveTrained = async (dir: string, dtype: SftConfig['saveDtype']): Promise<void> => {
     if (adapter) await savePeftAdapter(adapter, dir, { baseModel });
     else await saveFullModel(model, modelDir, dir, dtype);

@@ -1,12 +1,9 @@
 // What the trainer needs to play in a world (`--corpus world --world-seed N`, and the shipped warm-start model
 // `--model demo`): the answer seeds with their aliases, the held-out questions in the eval's format, and the
 // model folder. See docs/world.md.
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import type { EvalQuestion } from '../eval/dataset.js';
 import type { EvalSet } from '../eval/runner.js';
 import type { AnswerSeed } from '../selfplay/roles.js';
-import { repoRoot } from '../util/shared-data.js';
 import { asEvalQuestions, EVAL_WORLDS_DATA, evalWorlds } from './eval-worlds.js';
 import { DEMO_WORLD, World } from './world.js';
 
@@ -14,21 +11,9 @@ import { DEMO_WORLD, World } from './world.js';
 export const WORLD_CORPUS = 'world';
 /** `--eval-data world`: the held-out questions of the world the run plays in. */
 export const WORLD_EVAL_DATA = 'world';
-/** `--model demo`: the warm-start model shipped in models/demo (scripts/make-demo-model.ts). */
-export const DEMO_MODEL_NAME = 'demo';
-
-/** Where the demo world's warm-start model ships (it may be missing in a checkout that dropped it). */
-export function demoModelPath(): string {
-  return join(repoRoot(), 'models', 'demo');
-}
-
-export function demoModelDir(): string {
-  const dir = demoModelPath();
-  if (!existsSync(join(dir, 'model.safetensors'))) {
-    throw new Error(`--model demo: ${join(dir, 'model.safetensors')} not found; build it with npx tsx scripts/make-demo-model.ts (see docs/world.md)`);
-  }
-  return dir;
-}
+// `--model demo` (the warm-start model shipped in models/demo) is resolved with every other model name in
+// src/model/model-name.ts.
+export { DEMO_MODEL_NAME, demoModelDir, demoModelPath } from '../model/model-name.js';
 
 export function worldFor(seed: number): World {
   return new World({ seed, passages: DEMO_WORLD.passages });

@@ -1,6 +1,6 @@
 // Files a failed write or start leaves behind, and paths that cannot be written: a write aimed at a folder,
 // or whose final rename fails, leaves no temp file and names the target; an impossible --out (under /proc)
-// is an error, not a hang; a start that fails leaves nothing that blocks the same command; a response budget
+// is an error, not a hang; a start that fails leaves nothing behind; a response budget
 // the model cannot hold and a damaged tokenizer.json are named.
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
@@ -64,14 +64,14 @@ describe('the CLI', () => {
     expect(r.stderr).toContain('cannot create /proc/sesa-x/run: mkdir /proc/sesa-x failed (ENOENT)');
   }, 60_000);
 
-  it('a start that fails leaves no run folder in the way: the same command fails the same way again', async () => {
+  it('a start that fails leaves nothing behind (the error is on the console): the same command fails the same way again', async () => {
     const out = join(root, 'failed-start');
     const args = trainArgs(model, out, 1).map((a) => (a === 'demo' ? join(root, 'no-such-corpus.jsonl') : a));
     const first = await run(root, args);
     expect(first.code).not.toBe(0);
     expect(first.stderr).toMatch(/no-such-corpus\.jsonl/);
-    expect(readFileSync(join(out, 'train.log'), 'utf8')).toMatch(/fatal: .*no-such-corpus\.jsonl/);
-    expect(existsSync(join(out, 'config.json'))).toBe(false);
+    // Not the run folder it made, not train.log, not the lock.
+    expect(existsSync(out), `${out} is left`).toBe(false);
     const second = await run(root, args);
     expect(second.stderr).not.toMatch(/already holds a run/);
     expect(second.stderr).toMatch(/no-such-corpus\.jsonl/);

@@ -16,6 +16,23 @@ import { checkChallengerReply, checkGeneratorReply, checkJudgeReply, checkPropos
 import type { Attempt, Ctx2SkillHistory, IterationRecord, ReplayCandidate, ReplayResult, Side, SideUpdate, SkillSet, Task } from './types.js';
 
 export const CTX2SKILL_ROLES = ['challenger', 'reasoner', 'judge', 'proposer', 'generator'] as const;
+
+/**
+ * How skills.md says what was selected: the iteration, and its replay scores with the probes they count. With
+ * no probe at all every candidate scores 1 by the Laplace smoothing, which is no evidence, so it says that
+ * instead of "ρ_hard 1.000 · ρ_easy 1.000 = 1.000"; an empty selected set is named as such.
+ */
+export function selectionNote(rp: { hardProbe: readonly string[]; easyProbe: readonly string[] }, cand: ReplayCandidate, skills: SkillSet, iterations: number): string {
+  const solved = (rs: readonly ReplayResult[]): number => rs.filter((r) => r.solved).length;
+  const what = skills.length === 0 ? `the Reasoner skill set of iteration ${cand.iteration} of ${iterations}, which is empty` : `Reasoner skills of iteration ${cand.iteration} of ${iterations}`;
+  if (rp.hardProbe.length + rp.easyProbe.length === 0) {
+    return `${what}; no replay probes (no task was judged solved or failed), so every candidate scores 1 by Laplace smoothing and the earliest was taken`;
+  }
+  return (
+    `${what}, ρ_hard ${cand.rhoHard?.toFixed(3)} (${solved(cand.hard)} of ${cand.hard.length} hard probes solved) · ` +
+    `ρ_easy ${cand.rhoEasy?.toFixed(3)} (${solved(cand.easy)} of ${cand.easy.length} easy probes solved) = ${cand.score?.toFixed(3)}`
+  );
+}
 export type Ctx2SkillRole = (typeof CTX2SKILL_ROLES)[number];
 export type Ctx2SkillRoles = Record<Ctx2SkillRole, TextGenerator>;
 
@@ -270,7 +287,7 @@ export class Ctx2SkillRun {
     if (!rp || rp.selected === undefined) return;
     const cand = rp.candidates.find((cd) => cd.iteration === rp.selected) as ReplayCandidate;
     const skills = this.history.iterations[rp.selected - 1]?.reasonerUpdate?.skills ?? [];
-    const note = `Ctx2Skill: Reasoner skills of iteration ${rp.selected} of ${this.history.iterations.length}, ρ_hard ${cand.rhoHard?.toFixed(3)} · ρ_easy ${cand.rhoEasy?.toFixed(3)} = ${cand.score?.toFixed(3)}; context ${this.history.context.source}`;
+    const note = `Ctx2Skill: ${selectionNote(rp, cand, skills, this.history.iterations.length)}; context ${this.history.context.source}`;
     writeJsonAtomic(join(this.outDir, 'skills.json'), { iteration: rp.selected, rhoHard: cand.rhoHard, rhoEasy: cand.rhoEasy, score: cand.score, skills });
     writeFileAtomic(join(this.outDir, 'skills.md'), skillsMarkdown(skills, note));
   }

@@ -2,7 +2,7 @@
 // (src/selfplay/config/setting.ts): --help, --config files and the checks all derive from it. From the paper:
 // 5 iterations, β = 1, τ = 5, the routing weights of its worked example (0.5, 0.25, 0.25), the clip [0.1, 1].
 // The rest are ours.
-import { bool, choice, type ConfigOf, fixedOnResumeExcept, int, num, str } from '../../selfplay/config/setting.js';
+import { bool, choice, type ConfigOf, fixedOnResumeExcept, int, num, optionalNum, str } from '../../selfplay/config/setting.js';
 import { defaultsOf } from '../../selfplay/config/table.js';
 
 const families = (v: string): string | undefined =>
@@ -12,6 +12,7 @@ export const SKILL_SP_SETTINGS = fixedOnResumeExcept(
   {
     model: str('tiny', { help: "model folder or name for the proposer and solver (one frozen base, two LoRA adapters); 'tiny' = the embedded tiny random Qwen3" }),
     backend: choice(['auto', 'tensorflow', 'webgpu', 'wasm', 'cpu'], 'auto', { help: 'tensor backend (auto picks the fastest available)' }),
+    threads: optionalNum({ min: 1, check: (v) => (v === undefined || Number.isInteger(v) ? undefined : `must be a whole number of threads, got ${v}`), help: 'compute threads of the wasm backend (default: all cores; a count the backend does not honour is an error)' }),
     out: str('runs/skill-sp', { help: 'run folder (config.json, metrics.jsonl, library.json, adapters)' }),
     iterations: int(5, { help: 'self-play iterations (the paper: 5; on --resume: a larger value extends the run)' }),
     promptsPerIteration: int(8, { help: 'proposer prompts per iteration (each a skill-stream or open-stream slot)' }),
@@ -48,8 +49,8 @@ export const SKILL_SP_SETTINGS = fixedOnResumeExcept(
     generationBatch: int(16, { help: "prompts generated together (bounds one batch's KV cache)" }),
     seed: int(0, { min: 0, help: 'run seed (routing, stream choice, sampling)' }),
   },
-  ['iterations'],
-  'a resumed run continues with the settings it recorded; only --iterations may extend it',
+  ['iterations', 'threads'],
+  'a resumed run continues with the settings it recorded; only --iterations may extend it (and --threads is this machine\'s)',
 );
 
 export type SkillSpConfig = ConfigOf<typeof SKILL_SP_SETTINGS>;

@@ -193,7 +193,8 @@ export async function skillSpIteration(iteration: number, deps: SkillSpDeps, c: 
     if (solverGroups.length > 0) solverUpdate = await deps.updater.update('solver', solverGroups);
   }
 
-  const version = lib.commit(iteration);
+  // A new version only when the skill set changed (induced or pruned skills), not for the statistics alone.
+  const version = lib.commit(iteration, newSkillIds.length > 0 || pruned.length > 0);
   const verified = records.filter((r) => r.mask === 1);
   const metrics: IterationMetrics = {
     iteration,

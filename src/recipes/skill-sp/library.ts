@@ -1,5 +1,6 @@
-// The skill library on disk (docs/recipes.md): one JSON file, rewritten atomically at every commit with its
-// version incremented, like the SESA skill bank. A torn or foreign file is an error naming the file.
+// The skill library on disk (docs/recipes.md): one JSON file, rewritten atomically at every commit (the routing
+// statistics change every iteration); its version counts the skill sets: it is incremented when a commit adds or
+// removes a skill, never for statistics alone. A torn or foreign file is an error naming the file.
 import { existsSync, readFileSync } from 'node:fs';
 import { writeJsonAtomic } from '../../util/atomic.js';
 import { type SkillPackage, seedPackages } from './packages.js';
@@ -25,7 +26,7 @@ export class SkillLibrary {
   static open(path: string, seeds: () => SkillPackage[] = seedPackages): SkillLibrary {
     if (!existsSync(path)) {
       const lib = new SkillLibrary(path, seeds(), 0, 0);
-      lib.commit(0);
+      lib.commit(0, true);
       return lib;
     }
     let raw: unknown;
@@ -49,9 +50,12 @@ export class SkillLibrary {
     return this.packages.find((p) => p.id === id);
   }
 
-  /** Writes the library atomically as the next version. */
-  commit(iteration: number): number {
-    this.version++;
+  /**
+   * Writes the library atomically; `changed` (skills added or removed since the last commit) makes it the next
+   * version. Returns the version written.
+   */
+  commit(iteration: number, changed: boolean): number {
+    if (changed) this.version++;
     this.iteration = iteration;
     const file: LibraryFile = { format: LIBRARY_FORMAT, version: this.version, iteration, packages: this.packages };
     writeJsonAtomic(this.path, file);

@@ -11,13 +11,12 @@ import { loadPeftAdapter, savePeftAdapter } from '../../checkpoint/peft.js';
 import { LoraAdapter } from '../../model/lora.js';
 import { ModelPolicy } from '../../model/policy.js';
 import { CausalLM } from '../../model/qwen3.js';
-import { resolveModel } from '../../model/resolve.js';
-import { ensureTinyDefaultModel, TINY_DEFAULT_NAME } from '../../model/tiny-default.js';
+import { peftBaseModel, resolveModelName } from '../../model/model-name.js';
 import { loadTokenizer } from '../../model/tokenizer.js';
 import { AdamW } from '../../rl/optimizer.js';
 import { RunFolder } from '../../selfplay/run-folder.js';
 import { GrpoPolicyUpdater, type TrainedRole } from '../../selfplay/updater.js';
-import { type BackendChoice, initBackend } from '../../tensor/backend.js';
+import { type BackendChoice, describeBackend, initBackend } from '../../tensor/backend.js';
 import { Rng, type RngState } from '../../util/rng.js';
 import { type SkillSpConfig, skillSpProblems } from './config.js';
 import { type IterationMetrics, skillSpIteration } from './iteration.js';
@@ -69,9 +68,10 @@ export async function runSkillSp(config: SkillSpConfig, hooks: SkillSpHooks = {}
   } else writeFileAtomic(folder.metricsPath, '');
   writeJsonAtomic(configPath, config);
 
-  const backend = await initBackend(config.backend as BackendChoice);
-  log(`backend: ${backend.name} (${backend.provider}; ${backend.reason})`);
-  const modelDir = config.model === TINY_DEFAULT_NAME ? ensureTinyDefaultModel(log) : (await resolveModel(config.model)).dir;
+  const backend = await initBackend(config.backend as BackendChoice, config.threads !== undefined ? { threads: config.threads } : {});
+  log(`backend: ${describeBackend(backend)}`);
+  const resolvedModel = await resolveModelName(config.model, { log });
+  const modelDir = resolvedModel.dir;
   const model = await CausalLM.load(modelDir);
   const tokenizer = await loadTokenizer(modelDir);
   log(`model: ${modelDir} (${(model.parameterCount() / 1e6).toFixed(1)}M parameters)`);
@@ -93,7 +93,7 @@ export async function runSkillSp(config: SkillSpConfig, hooks: SkillSpHooks = {}
     ...(config.update ? { updater: new GrpoPolicyUpdater(model, roles, { microBatchSize: config.microBatchSize, klCoef: config.klCoef, padTokenId: tokenizer.padTokenId }) } : {}),
   };
   const rng = ckpt ? new Rng(JSON.parse(readFileSync(join(ckpt.dir, 'rng.json'), 'utf8')) as RngState) : new Rng(config.seed);
-  const baseModel = config.model === TINY_DEFAULT_NAME ? modelDir : config.model;
+  const baseModel = peftBaseModel(resolvedModel);
   const metrics: IterationMetrics[] = [];
   try {
     for (let it = (ckpt?.step ?? 0) + 1; it <= config.iterations; it++) {

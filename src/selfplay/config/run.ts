@@ -24,7 +24,7 @@ export const RUN_SETTINGS = {
   }),
   backend: choice(['auto', 'tensorflow', 'webgpu', 'wasm', 'cpu'], 'auto', { help: 'tensor backend (auto picks the fastest available and says which)' }),
   gpus: int(1, {
-    help: 'devices: N > 1 runs the step on N worker processes, one device each (CUDA_VISIBLE_DEVICES=rank with the tensorflow GPU backend, one wasm thread each on the CPU); the same as --workers N',
+    help: 'GPUs: N > 1 runs the step on N worker processes, one GPU each (CUDA_VISIBLE_DEVICES=rank); needs the tensorflow GPU backend (@tensorflow/tfjs-node-gpu) and is refused on another backend, where --workers N runs N processes on the CPU',
   }),
   threads: optionalNum({ min: 1, check: (v) => (v === undefined || Number.isInteger(v) ? undefined : `must be a whole number of threads, got ${v}`), help: 'compute threads of the wasm backend (default: all cores; a count the backend does not honour is an error)' }),
   workers: int(1, {

@@ -1,6 +1,6 @@
 // One training setting, declared once: its kind, default, help text and check. Everything else about a
 // setting (its TypeScript type, its command-line flag, how a config file spells it, its validation, its line
-// in the README's option table, whether --resume may change it) is derived from this declaration by
+// in the option table of docs/options.md, whether --resume may change it) is derived from this declaration by
 // ../config.ts. The group tables (run.ts, rollout.ts, ...) are lists of these.
 
 export type SettingKind = 'int' | 'number' | 'string' | 'boolean' | 'on-off' | 'choice' | 'list';
@@ -17,7 +17,7 @@ export interface Setting<T> {
   default: T;
   /** The default with the tiny random model (`--model tiny`), where it differs. */
   tiny?: T;
-  /** One line for --help and the README, with the paper's symbol where there is one. */
+  /** One line for --help and docs/options.md, with the paper's symbol where there is one. */
   help: string;
   /** The allowed values of a 'choice' setting, or of each item of a 'list'. */
   choices?: readonly string[];

@@ -17,7 +17,7 @@ export function keyOf(name: string): string {
   return name.replace(/-([a-z0-9])/g, (_, ch: string) => ch.toUpperCase());
 }
 
-/** A value as --help and the README show it. */
+/** A value as --help and docs/options.md show it. */
 export function showValue(v: unknown): string {
   if (v === undefined) return 'unset';
   if (Array.isArray(v)) return v.join(',');
@@ -118,8 +118,9 @@ export function flagValueOf(key: string, s: AnySetting, v: unknown): unknown {
 }
 
 /** The yargs option of a setting: its type, choices and a help line that shows the defaults. */
-export function yargsOptionOf(s: AnySetting): { type: 'number' | 'string' | 'boolean'; choices?: string[]; describe: string } {
-  const defaults = s.required ? 'required' : s.tiny !== undefined ? `default ${showValue(s.default)}; tiny ${showValue(s.tiny)}` : `default ${showValue(s.default)}`;
+/** `defaults`: the help's bracket, when the caller knows more starts than the default and the tiny model's. */
+export function yargsOptionOf(s: AnySetting, defaultsText?: string): { type: 'number' | 'string' | 'boolean'; choices?: string[]; describe: string } {
+  const defaults = s.required ? 'required' : (defaultsText ?? (s.tiny !== undefined ? `default ${showValue(s.default)}; tiny ${showValue(s.tiny)}` : `default ${showValue(s.default)}`));
   const describe = `${s.help} [${defaults}]`;
   switch (s.kind) {
     case 'int':

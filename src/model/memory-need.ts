@@ -1,0 +1,140 @@
+// What a model needs in memory on each tensor backend, from its shape alone (config.json, or the registry's
+// parameter count for a model that is not downloaded yet), and the refusal before loading when the backend
+// cannot hold it (docs/models.md). Every backend holds the weights as f32, whatever the file's dtype.
+//
+// - wasm: one 32-bit heap of 4 GiB, whatever the machine has. Besides the weights it holds XNNPACK's packed copy
+//   of every weight matrix a matMul has read (as large again: ../rl/memory-budget.ts). When the heap cannot
+//   take a packed copy, XNNPACK fails to create the operator ("XNN status ... Got status 6") and the matMul
+//   does not run: measured on a Qwen3-0.6B-shaped model (0.6B parameters, 2.2 GiB of f32 weights), which
+//   loads, prints that warning 58 times in one 3-token forward and scores a token NaN. So a model runs on wasm
+//   only when its weights and their packed copy fit in 4 GiB: about 0.5B parameters at most.
+// - tensorflow with @tensorflow/tfjs-node-gpu (CUDA 11.2, cuDNN 8.1): the weights and the working memory on
+//   each GPU (with --gpus N every worker holds the whole model).
+// - tensorflow with @tensorflow/tfjs-node, and cpu: the same in system memory (cpu is the slow JS reference).
+import { totalmem } from 'node:os';
+import { MODEL_REGISTRY, type RegistryEntry } from '../../models/registry.js';
+import { packedWeightBytes, WASM_HEAP_LIMIT_BYTES } from '../rl/memory-budget.js';
+import { tf } from '../tensor/backend.js';
+import { expectedTensors, type ModelConfig } from './config.js';
+
+/** Activations, KV cache, LoRA and optimizer state on top of the f32 weights, as a fraction of them (an estimate). */
+export const WORKING_MEMORY_FRACTION = 0.3;
+
+const F32 = 4;
+
+export function parameterCount(cfg: ModelConfig): number {
+  let n = 0;
+  for (const shape of expectedTensors(cfg).values()) n += shape.reduce((a, b) => a * b, 1);
+  return n;
+}
+
+/** The backends as this page names them. */
+export type MemoryBackend = 'wasm' | 'tensorflow-gpu' | 'tensorflow-cpu' | 'cpu';
+
+export const MEMORY_BACKEND_LABELS: Record<MemoryBackend, string> = {
+  wasm: 'wasm (the default without a TensorFlow binding; 4 GiB heap)',
+  'tensorflow-gpu': '--backend tensorflow with @tensorflow/tfjs-node-gpu (CUDA 11.2, cuDNN 8.1), per GPU',
+  'tensorflow-cpu': '--backend tensorflow with @tensorflow/tfjs-node, system memory',
+  cpu: '--backend cpu (the JS reference, very slow), system memory',
+};
+
+export interface MemoryNeed {
+  parameters: number;
+  /** True when counted from config.json; false for the registry's rounded figure. */
+  exact: boolean;
+  weightBytes: number;
+  /** What the model needs on each backend to run (weights, wasm's packed copy) and with working memory. */
+  backends: Array<{ backend: MemoryBackend; runBytes: number; needBytes: number; limitBytes?: number; fits?: 'yes' | 'tight' | 'no' }>;
+}
+
+export function memoryNeed(parameters: number, exact: boolean): MemoryNeed {
+  const weightBytes = F32 * parameters;
+  const working = weightBytes * WORKING_MEMORY_FRACTION;
+  const wasmRun = weightBytes + packedWeightBytes(parameters);
+  const fits = wasmRun > WASM_HEAP_LIMIT_BYTES ? 'no' : wasmRun + working > WASM_HEAP_LIMIT_BYTES ? 'tight' : 'yes';
+  return {
+    parameters,
+    exact,
+    weightBytes,
+    backends: [
+      { backend: 'wasm', runBytes: wasmRun, needBytes: wasmRun + working, limitBytes: WASM_HEAP_LIMIT_BYTES, fits },
+      ...(['tensorflow-gpu', 'tensorflow-cpu', 'cpu'] as const).map((backend) => ({ backend, runBytes: weightBytes, needBytes: weightBytes + working })),
+    ],
+  };
+}
+
+export function memoryNeedOfConfig(cfg: ModelConfig): MemoryNeed {
+  return memoryNeed(parameterCount(cfg), true);
+}
+
+export function memoryNeedOfEntry(e: RegistryEntry): MemoryNeed {
+  return memoryNeed(Math.round(e.paramsB * 1e9), false);
+}
+
+export function gib(n: number): string {
+  return `${(n / 2 ** 30).toFixed(1)} GiB`;
+}
+
+function paramsText(n: MemoryNeed): string {
+  const count = n.parameters >= 1e9 ? `${(n.parameters / 1e9).toFixed(2)}B` : `${(n.parameters / 1e6).toFixed(1)}M`;
+  return `${n.exact ? '' : '≈ '}${count} parameters, ${n.exact ? '' : '≈ '}${gib(n.weightBytes)} of f32 weights`;
+}
+
+/** One line per backend: what the model needs there, and for wasm whether it fits the 4 GiB heap. */
+export function memoryNeedLines(n: MemoryNeed): string[] {
+  return n.backends.map((b) => {
+    if (b.backend === 'wasm') {
+      const verdict = b.fits === 'no' ? 'does not fit' : b.fits === 'tight' ? 'runs, with less working memory left than this estimate' : 'fits';
+      return `wasm: ${gib(b.runBytes)} with XNNPACK's packed copy of the weights, ≈ ${gib(b.needBytes)} with working memory: ${verdict} (heap 4.0 GiB)`;
+    }
+    return `${MEMORY_BACKEND_LABELS[b.backend]}: ≈ ${gib(b.needBytes)} (${gib(b.runBytes)} of weights + working memory)`;
+  });
+}
+
+/** The statement doctor prints for a model: its size, then one clause per backend. */
+export function memoryNeedStatement(n: MemoryNeed): string {
+  return `${paramsText(n)}. ${memoryNeedLines(n).join('; ')}`;
+}
+
+/**
+ * The refusal before loading: a message when the active tensor backend cannot hold the model (wasm: weights and
+ * their packed copy over the 4 GiB heap; cpu: weights over the machine's memory), naming the model, the
+ * figures and the backends that would hold it; undefined when it fits.
+ */
+export function backendRefusal(label: string, n: MemoryNeed, backend: string | undefined, systemBytes: number = totalmem()): string | undefined {
+  const wasm = n.backends.find((b) => b.backend === 'wasm');
+  const others = n.backends.filter((b) => b.backend !== 'wasm' && b.backend !== 'cpu');
+  const alternatives = others.map((b) => `${MEMORY_BACKEND_LABELS[b.backend]} with ≈ ${gib(b.needBytes)}`).join(', or ');
+  if (backend === 'wasm' && wasm && wasm.fits === 'no') {
+    return (
+      `${label}: ${paramsText(n)}; the wasm backend holds the weights and XNNPACK's packed copy of them (${gib(wasm.runBytes)}) in one 4 GiB heap, ` +
+      `so it cannot run this model. Backends that would: ${alternatives} (this machine has ${gib(systemBytes)} of memory). ` +
+      'The memory each model needs per backend: docs/models.md, or sesa-train doctor --model NAME'
+    );
+  }
+  // The cpu backend keeps every tensor in this process's memory. (With tensorflow the weights may live on a GPU,
+  // whose memory this process does not see: doctor checks it.)
+  if (backend === 'cpu' && n.weightBytes > systemBytes) {
+    return `${label}: ${paramsText(n)}, more than this machine's ${gib(systemBytes)} of memory, which the cpu backend keeps them in. Backends that would: ${alternatives} (docs/models.md)`;
+  }
+  return undefined;
+}
+
+/** The tensor backend that is active, without starting one (undefined before any command started its backend). */
+export function activeBackendName(): string | undefined {
+  const name = (tf.engine() as { backendName?: string | null }).backendName;
+  return typeof name === 'string' && name !== '' ? name : undefined;
+}
+
+/** The table of docs/models.md: every registry model, its size and what it needs per backend. */
+export function modelMemoryMarkdown(): string {
+  const head = '| model | parameters | f32 weights | wasm (4 GiB heap) | GPU memory per GPU (tfjs-node-gpu) | system memory (tfjs-node, cpu) |';
+  const rows = MODEL_REGISTRY.map((e) => {
+    const n = memoryNeedOfEntry(e);
+    const b = (k: MemoryBackend) => n.backends.find((x) => x.backend === k) as MemoryNeed['backends'][number];
+    const w = b('wasm');
+    const wasm = w.fits === 'no' ? `no (${gib(w.runBytes)} with the packed copy)` : w.fits === 'tight' ? `only just (${gib(w.runBytes)} to run, ≈ ${gib(w.needBytes)} with working memory)` : `yes (${gib(w.needBytes)})`;
+    return `| \`${e.name}\` | ${e.paramsB}B | ${gib(n.weightBytes)} | ${wasm} | ≥ ${gib(b('tensorflow-gpu').needBytes)} | ≥ ${gib(b('tensorflow-cpu').needBytes)} |`;
+  });
+  return [head, '|---|---|---|---|---|---|', ...rows].join('\n');
+}
