@@ -11,6 +11,7 @@ import type { Generation } from '../model/generate.js';
 import { type Policy, type PolicySession, replaySession } from '../model/policy.js';
 import type { Passage, Searcher } from '../search/types.js';
 import { renderResults } from '../search/types.js';
+import { yieldToEventLoop } from '../util/yield.js';
 
 export type FinalTag = 'answer' | 'question';
 
@@ -134,6 +135,8 @@ async function runTurns(
   for (let turn = 0; turn < config.maxTurns; turn++) {
     const active = live.filter((l) => !l.done);
     if (active.length === 0) break;
+    // A turn is seconds to minutes of synchronous tensor work: let signal handlers (Ctrl-C) in before each.
+    await yieldToEventLoop();
     const budgets = active.map((l) => Math.min(config.maxTokensPerTurn, config.maxResponseTokens - l.rollout.responseIds.length));
     const maxNewTokens = Math.max(...budgets);
     const generations: Generation[] = await session.generate(

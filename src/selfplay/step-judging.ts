@@ -7,6 +7,7 @@ import type { AnswerJudge, Judgement } from './judge.js';
 import type { CallCounts } from './role-health.js';
 import { lastTagContent } from './rollout.js';
 import type { TaskPool } from './rollout-runner.js';
+import { yieldToEventLoop } from '../util/yield.js';
 
 /** One answer to judge against its gold answers. */
 export interface JudgeItem {
@@ -39,17 +40,26 @@ export async function ragVerdict(reader: TextGenerator, judge: AnswerJudge, item
   return (await judge.judge(item.question, item.golds, answer)).correct;
 }
 
-/** Judging in this process, one item after another. */
+/**
+ * Judging in this process, one item after another; an in-process judge computes synchronously, so signal
+ * handlers (Ctrl-C) are let in before each item.
+ */
 export function localJudging(judge: AnswerJudge, reader: TextGenerator): StepJudging {
   return {
     async judge(items) {
       const out: Judgement[] = [];
-      for (const it of items) out.push(await judge.judge(it.question, it.golds, it.prediction));
+      for (const it of items) {
+        await yieldToEventLoop();
+        out.push(await judge.judge(it.question, it.golds, it.prediction));
+      }
       return out;
     },
     async ragCheck(items, maxTokens) {
       const out: boolean[] = [];
-      for (const it of items) out.push(await ragVerdict(reader, judge, it, maxTokens));
+      for (const it of items) {
+        await yieldToEventLoop();
+        out.push(await ragVerdict(reader, judge, it, maxTokens));
+      }
       return out;
     },
   };
