@@ -3,7 +3,7 @@
 // global-index order (the RAG check's distractor blocks, drawn from the step's random stream, included) and
 // reads the verdicts back in that order, so which process judged an item changes nothing.
 import type { ChatMessage, TextGenerator } from '../llm/types.js';
-import type { AnswerJudge, Judgement } from './judge.js';
+import { type AnswerJudge, isEndpointFailure, type Judgement } from './judge.js';
 import type { CallCounts } from './role-health.js';
 import { lastTagContent } from './rollout.js';
 import type { TaskPool } from './rollout-runner.js';
@@ -33,9 +33,18 @@ export interface StepJudging {
   ragCheck(items: readonly RagItem[], maxTokens: number): Promise<boolean[]>;
 }
 
-/** The RAG check of one item: the reader's <answer> (or its whole reply), judged against the golds. */
+/**
+ * The RAG check of one item: the reader's <answer> (or its whole reply), judged against the golds. A reader
+ * call that failed at its endpoint fails the check (counted as a failed call by the role watch).
+ */
 export async function ragVerdict(reader: TextGenerator, judge: AnswerJudge, item: RagItem, maxTokens: number): Promise<boolean> {
-  const reply = await reader.complete(item.messages, { maxTokens, temperature: 0 });
+  let reply: string;
+  try {
+    reply = await reader.complete(item.messages, { maxTokens, temperature: 0 });
+  } catch (err) {
+    if (isEndpointFailure(err)) return false;
+    throw err;
+  }
   const answer = lastTagContent(reply, 'answer') ?? reply.trim();
   return (await judge.judge(item.question, item.golds, answer)).correct;
 }
