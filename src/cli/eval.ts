@@ -19,6 +19,7 @@ import { resolveModel } from '../model/resolve.js';
 import { ensureTinyDefaultModel, TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 import { loadTokenizer } from '../model/tokenizer.js';
 import { readBankFile, type SkillBank } from '../skills/bank.js';
+import { redactUrl } from '../util/redact.js';
 import { type CommonArgs, emit, startBackend, withCommonOptions } from './common.js';
 
 interface EvalArgs extends CommonArgs {
@@ -80,7 +81,7 @@ async function runEval(args: EvalArgs): Promise<void> {
     maxNewTokens: args.maxNewTokens,
     maxResponseTokens: args.maxResponseTokens,
     enableThinking: args.enableThinking,
-    judge: judgeArgs.url ?? null,
+    judge: judgeArgs.url !== undefined ? redactUrl(judgeArgs.url) : null,
   };
   const folder = EvalFolder.open(args.out, identity);
   const corpus = args.corpus ?? (args.retrieverUrl === undefined && datasets.every((d) => d.name === 'demo') ? 'demo' : undefined);

@@ -5,7 +5,8 @@
 // server encodes a batch at once on its GPU. The server is a separate process that may be restarting or
 // overloaded, so network errors, timeouts and 5xx are retried with exponential backoff; a 4xx means our
 // request is wrong and is reported at once.
-import { redactSecrets } from '../util/redact.js';
+import { fetchFailure } from '../util/fetch-error.js';
+import { hasUserInfo, redactSecrets, redactUrl } from '../util/redact.js';
 import { parseContents } from './corpus.js';
 import type { Passage, Searcher } from './types.js';
 
@@ -50,13 +51,17 @@ export class SearchR1Error extends Error {
 /** The endpoint for a `--retriever-url`: as given, or with `/retrieve` added to a bare host. */
 export function retrieveEndpoint(url: string): string {
   let u: URL;
+  const shown = redactUrl(url);
   try {
     u = new URL(url);
   } catch {
-    throw new SearchR1Error(`retriever URL ${JSON.stringify(url)} is not a URL (expected e.g. http://127.0.0.1:8000/retrieve)`, url);
+    throw new SearchR1Error(`retriever URL ${JSON.stringify(shown)} is not a URL (expected e.g. http://127.0.0.1:8000/retrieve)`, shown);
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') {
-    throw new SearchR1Error(`retriever URL ${url} must be http:// or https://`, url);
+    throw new SearchR1Error(`retriever URL ${shown} must be http:// or https://`, shown);
+  }
+  if (hasUserInfo(url)) {
+    throw new SearchR1Error(`retriever URL ${shown} must not hold a user name or password (fetch cannot send them, and they would be shown in logs)`, shown);
   }
   if (u.pathname === '' || u.pathname === '/') u.pathname = '/retrieve';
   return u.toString();
@@ -126,14 +131,17 @@ interface AttemptFailure {
   status?: number;
 }
 
-function networkReason(err: unknown): string {
-  const e = err as { message?: string; cause?: { code?: string; message?: string } };
-  const code = e.cause?.code ?? e.cause?.message;
-  return code ? `cannot connect (${code})` : `request failed (${e.message ?? String(err)})`;
+/** What a thrown fetch means: a connection that failed (retried) or a request that cannot be sent (not). */
+function networkFailure(err: unknown): AttemptFailure {
+  const f = fetchFailure(err);
+  if (!f.retryable) return { retry: false, reason: f.why };
+  return { retry: true, reason: f.code !== undefined ? `cannot connect (${f.code})` : f.why };
 }
 
 export class SearchR1Client implements Searcher {
   readonly endpoint: string;
+  /** The endpoint as messages show it (secrets a query may hold removed). */
+  private readonly shown: string;
   private readonly opts: SearchR1ClientOptions;
   /** Requests that reached a response or failed, retries included (for logs and tests). */
   requestCount = 0;
@@ -141,6 +149,7 @@ export class SearchR1Client implements Searcher {
   constructor(options: Partial<SearchR1ClientOptions> & { url: string }) {
     this.opts = { ...DEFAULT_SEARCHR1_OPTIONS, ...options };
     this.endpoint = retrieveEndpoint(options.url);
+    this.shown = redactUrl(this.endpoint);
     const { timeoutMs, attempts, backoffMs, maxBackoffMs, maxBatchSize } = this.opts;
     if (!(timeoutMs > 0)) throw new Error(`retriever: timeoutMs must be > 0, got ${timeoutMs}`);
     if (!Number.isInteger(attempts) || attempts < 1) throw new Error(`retriever: attempts must be an integer ≥ 1, got ${attempts}`);
@@ -149,7 +158,7 @@ export class SearchR1Client implements Searcher {
   }
 
   describe(): string {
-    return `Search-R1 retrieval server at ${this.endpoint}`;
+    return `Search-R1 retrieval server at ${this.shown}`;
   }
 
   async search(queries: string[], k: number): Promise<Passage[][]> {
@@ -169,7 +178,7 @@ export class SearchR1Client implements Searcher {
     let last: AttemptFailure | undefined;
     for (let attempt = 1; attempt <= this.opts.attempts; attempt += 1) {
       const r = await this.attempt(payload);
-      if ('body' in r) return parseRetrieveResponse(r.body, queries.length, this.endpoint);
+      if ('body' in r) return parseRetrieveResponse(r.body, queries.length, this.shown);
       last = r;
       if (!r.retry) break;
       if (attempt < this.opts.attempts) {
@@ -180,7 +189,7 @@ export class SearchR1Client implements Searcher {
     }
     const failure = last as AttemptFailure;
     const tries = failure.retry ? ` after ${this.opts.attempts} attempt${this.opts.attempts === 1 ? '' : 's'}` : '';
-    throw new SearchR1Error(`retriever ${this.endpoint}: ${failure.reason}${tries}`, this.endpoint, failure.status);
+    throw new SearchR1Error(`retriever ${this.shown}: ${failure.reason}${tries}`, this.shown, failure.status);
   }
 
   private async attempt(payload: string): Promise<{ body: unknown } | AttemptFailure> {
@@ -203,7 +212,7 @@ export class SearchR1Client implements Searcher {
       text = await res.text();
     } catch (err) {
       if (ac.signal.aborted) return { retry: true, reason: `no response within ${this.opts.timeoutMs} ms` };
-      return { retry: true, reason: networkReason(err) };
+      return networkFailure(err);
     } finally {
       clearTimeout(timer);
     }
@@ -217,8 +226,8 @@ export class SearchR1Client implements Searcher {
       return { body: JSON.parse(text) as unknown };
     } catch {
       throw new SearchR1Error(
-        `retriever ${this.endpoint}: malformed response: body is not JSON (HTTP ${status}): ${snippet(text) || '(empty body)'}`,
-        this.endpoint,
+        `retriever ${this.shown}: malformed response: body is not JSON (HTTP ${status}): ${snippet(text) || '(empty body)'}`,
+        this.shown,
         status,
       );
     }

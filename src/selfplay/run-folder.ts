@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { ensureDir, writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
 import { checkManifest, writeManifest } from '../checkpoint/manifest.js';
 import { FileLock } from '../util/lock.js';
-import type { TrainConfig } from './config.js';
+import { configForDisk, type TrainConfig } from './config.js';
 
 export interface CheckpointState {
   step: number;
@@ -87,7 +87,7 @@ export class RunFolder {
     }
     run.sweepTemps(warn);
     mkdirSync(run.checkpointsDir, { recursive: true });
-    writeJsonAtomic(run.configPath, config);
+    writeJsonAtomic(run.configPath, configForDisk(config));
     writeFileAtomic(run.metricsPath, '');
     return run;
   }

@@ -2,6 +2,7 @@
 // setting (its TypeScript type, its command-line flag, how a config file spells it, its validation, its line
 // in the README's option table, whether --resume may change it) is derived from this declaration by
 // ../config.ts. The group tables (run.ts, rollout.ts, ...) are lists of these.
+import { hasUserInfo, redactUrl } from '../../util/redact.js';
 
 export type SettingKind = 'int' | 'number' | 'string' | 'boolean' | 'on-off' | 'choice' | 'list';
 
@@ -26,6 +27,11 @@ export interface Setting<T> {
   /** A problem with a value, as the rest of a sentence after the flag ("must be ..."); undefined when fine. */
   check?: (value: T) => string | undefined;
   resume: ResumePolicy;
+  /**
+   * The value is an endpoint URL: it is written to config.json and shown only with the secrets a query may
+   * hold removed (src/util/redact.ts), and a resumed run whose config.json holds such a URL must be given it again.
+   */
+  url?: boolean;
 }
 
 /** Any setting, whatever its value type (for code that walks the tables). */
@@ -132,16 +138,27 @@ export function list<const C extends string>(values: readonly C[], def: readonly
   return { kind: 'list', choices: values, default: [...def], help: o.help, resume: o.resume ?? CHANGE, check: both(members, o.check) as (v: C[]) => string | undefined };
 }
 
-/** A check for an endpoint setting: the value must parse as an http(s) URL. */
+/**
+ * A check for an endpoint setting: the value must parse as an http(s) URL without a user name or password
+ * (fetch cannot send them, and they would be shown); the value is echoed with its secrets removed.
+ */
 export function httpUrl(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
+  const shown = redactUrl(value);
   let u: URL;
   try {
     u = new URL(value);
   } catch {
-    return `must be a URL such as http://host:port/..., got ${JSON.stringify(value)}`;
+    return `must be a URL such as http://host:port/..., got ${JSON.stringify(shown)}`;
   }
-  return u.protocol === 'http:' || u.protocol === 'https:' ? undefined : `must be an http:// or https:// URL, got ${value}`;
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return `must be an http:// or https:// URL, got ${shown}`;
+  if (hasUserInfo(value)) return `must not hold a user name or password (${shown}): fetch cannot send them, and they would be shown in logs; put the key in the environment variable that --api-key-env names`;
+  return undefined;
+}
+
+/** An optional endpoint URL (unset by default): checked by httpUrl, redacted wherever it is written or shown. */
+export function optionalUrl(o: Omit<Common<string | undefined>, 'check'>): Setting<string | undefined> {
+  return { ...optionalStr({ ...o, check: httpUrl }), url: true };
 }
 
 /**
