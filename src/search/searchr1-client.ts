@@ -22,6 +22,13 @@ export interface SearchR1ClientOptions {
   maxBackoffMs: number;
   /** Most queries per request; larger batches are sent as consecutive requests. */
   maxBatchSize: number;
+  /**
+   * Most bytes of one response body: a larger one is cut off as it streams in and refused without a retry
+   * (a runaway or wrong server would otherwise be read into memory whole).
+   */
+  maxResponseBytes: number;
+  /** The setting that sets `maxResponseBytes`, named in the error (e.g. --retriever-max-response-mb). */
+  maxResponseSetting?: string;
   /** Told about each retry (e.g. for the run log). */
   onRetry?: (info: { attempt: number; delayMs: number; reason: string }) => void;
   /** Injected in tests; defaults to the global fetch. */
@@ -35,6 +42,8 @@ export const DEFAULT_SEARCHR1_OPTIONS: Readonly<Omit<SearchR1ClientOptions, 'url
   backoffMs: 500,
   maxBackoffMs: 8_000,
   maxBatchSize: 512,
+  // 512 queries × 10 passages of wiki-18 (~0.7 KB each) is ~4 MB of JSON: 64 MiB is far beyond any honest reply.
+  maxResponseBytes: 64 * 2 ** 20,
 };
 
 export class SearchR1Error extends Error {
@@ -155,6 +164,7 @@ export class SearchR1Client implements Searcher {
     if (!Number.isInteger(attempts) || attempts < 1) throw new Error(`retriever: attempts must be an integer ≥ 1, got ${attempts}`);
     if (!(backoffMs >= 0) || !(maxBackoffMs >= 0)) throw new Error('retriever: backoffMs and maxBackoffMs must be ≥ 0');
     if (!Number.isInteger(maxBatchSize) || maxBatchSize < 1) throw new Error(`retriever: maxBatchSize must be an integer ≥ 1, got ${maxBatchSize}`);
+    if (!(this.opts.maxResponseBytes > 0)) throw new Error(`retriever: maxResponseBytes must be > 0, got ${this.opts.maxResponseBytes}`);
   }
 
   describe(): string {
@@ -197,27 +207,27 @@ export class SearchR1Client implements Searcher {
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(), this.opts.timeoutMs);
     this.requestCount += 1;
-    let status: number;
-    let statusText: string;
-    let text: string;
+    let res: Response;
     try {
-      const res = await doFetch(this.endpoint, {
+      res = await doFetch(this.endpoint, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: payload,
         signal: ac.signal,
       });
-      status = res.status;
-      statusText = res.statusText;
-      text = await res.text();
     } catch (err) {
+      clearTimeout(timer);
       if (ac.signal.aborted) return { retry: true, reason: `no response within ${this.opts.timeoutMs} ms` };
       return networkFailure(err);
-    } finally {
-      clearTimeout(timer);
     }
+    // The body is read under the same timeout and the size cap; a failure here is the body's, not the connection's.
+    const read = await this.readBody(res, ac);
+    clearTimeout(timer);
+    if ('reason' in read) return read;
+    const text = read.text;
+    const status = res.status;
     if (status < 200 || status >= 300) {
-      const reason = `HTTP ${status}${statusText ? ` ${statusText}` : ''}: ${snippet(text) || '(empty body)'}`;
+      const reason = `HTTP ${status}${res.statusText ? ` ${res.statusText}` : ''}: ${snippet(text) || '(empty body)'}`;
       // 408 and 429 are the server asking us to come back later; other 4xx are our mistake.
       const retry = status >= 500 || status === 408 || status === 429;
       return { retry, reason, status };
@@ -231,5 +241,45 @@ export class SearchR1Client implements Searcher {
         status,
       );
     }
+  }
+
+  /** The response body as text, at most `maxResponseBytes` of it (else a failure that is not retried). */
+  private async readBody(res: Response, ac: AbortController): Promise<{ text: string } | AttemptFailure> {
+    const cap = this.opts.maxResponseBytes;
+    const mib = cap / 2 ** 20;
+    const tooLarge = (): AttemptFailure => ({
+      retry: false,
+      reason: `the response is larger than ${Number.isInteger(mib) ? mib : mib.toFixed(3)} MiB${this.opts.maxResponseSetting ? ` (${this.opts.maxResponseSetting} ${Number.isInteger(mib) ? mib : mib.toFixed(3)})` : ''}; the server sent more than asked for, or is not a retriever`,
+      status: res.status,
+    });
+    const announced = Number(res.headers.get('content-length') ?? Number.NaN);
+    if (Number.isFinite(announced) && announced > cap) {
+      ac.abort();
+      await res.body?.cancel().catch(() => undefined);
+      return tooLarge();
+    }
+    if (!res.body) return { text: '' };
+    const reader = res.body.getReader();
+    const chunks: Uint8Array[] = [];
+    let bytes = 0;
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        bytes += value.byteLength;
+        if (bytes > cap) {
+          ac.abort();
+          await reader.cancel().catch(() => undefined);
+          return tooLarge();
+        }
+        chunks.push(value);
+      }
+    } catch (err) {
+      if (ac.signal.aborted) return { retry: true, reason: `no response within ${this.opts.timeoutMs} ms` };
+      const f = fetchFailure(err);
+      const why = (err as { cause?: { message?: string; code?: string } }).cause?.message ?? (err as Error).message;
+      return { retry: f.retryable, reason: `the connection closed mid-response after ${bytes} bytes (${redactSecrets(why)})`, status: res.status };
+    }
+    return { text: Buffer.concat(chunks).toString('utf8') };
   }
 }

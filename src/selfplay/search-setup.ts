@@ -34,6 +34,8 @@ export async function buildSearch(config: TrainConfig, log: (l: string) => void,
         url: config.retrieverUrl,
         timeoutMs: config.retrieverTimeout * 1000,
         attempts: config.retrieverRetries + 1,
+        maxResponseBytes: config.retrieverMaxResponseMb * 2 ** 20,
+        maxResponseSetting: '--retriever-max-response-mb',
         onRetry: (i) => log(`retriever retry ${i.attempt} in ${i.delayMs} ms: ${i.reason}`),
       }),
     };
