@@ -4,6 +4,7 @@
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic.js';
+import { own } from '../util/own.js';
 
 export type SafetensorsDtype = 'F32' | 'F16' | 'BF16' | 'I32' | 'I64' | 'U8';
 
@@ -155,7 +156,7 @@ export class SafetensorsFile {
         }
         const e = raw as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
         const dtype = e.dtype as SafetensorsDtype;
-        if (!(dtype in BYTES_PER_ELEMENT)) throw new SafetensorsError(path, `tensor '${name}': unsupported dtype ${String(e.dtype)}`);
+        if (typeof e.dtype !== 'string' || own(BYTES_PER_ELEMENT, e.dtype) === undefined) throw new SafetensorsError(path, `tensor '${name}': unsupported dtype ${String(e.dtype)}`);
         if (!Array.isArray(e.shape) || !e.shape.every((d) => Number.isInteger(d) && d >= 0)) {
           throw new SafetensorsError(path, `tensor '${name}': bad shape ${JSON.stringify(e.shape)}`);
         }

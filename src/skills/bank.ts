@@ -689,8 +689,9 @@ export interface BankStats {
 
 export function bankStats(d: BankFile, file: string, queueCapacity: number, top = 5): BankStats {
   const by = (s: SkillCard['source']): number => d.cards.filter((c) => c.source === s).length;
-  const categories: Record<string, number> = {};
-  for (const c of d.cards) categories[c.category] = (categories[c.category] ?? 0) + 1;
+  // A Map: a category is any slug, `constructor` included.
+  const categories = new Map<string, number>();
+  for (const c of d.cards) categories.set(c.category, (categories.get(c.category) ?? 0) + 1);
   const row = (c: SkillCard): BankStats['mostHelpful'][number] => ({ id: c.id, helpful: c.stats.helpful, hurt: c.stats.hurt, retrieved: c.stats.retrieved, score: round(cardScore(c.stats)) });
   const used = d.cards.filter((c) => c.stats.retrieved > 0);
   const net = (c: SkillCard): number => c.stats.helpful - c.stats.hurt;
@@ -702,7 +703,7 @@ export function bankStats(d: BankFile, file: string, queueCapacity: number, top 
     lastCommitStep: d.lastCommitStep,
     lastConsolidationStep: d.lastConsolidationStep,
     cards: { total: d.cards.length, seed: by('seed'), mined: by('mined'), distilled: by('distilled'), neverRetrieved: d.cards.length - used.length },
-    categories: Object.fromEntries(Object.entries(categories).sort(([a], [b]) => (a < b ? -1 : 1))),
+    categories: Object.fromEntries([...categories.entries()].sort(([a], [b]) => (a < b ? -1 : 1))),
     usage: {
       retrieved: d.cards.reduce((s, c) => s + c.stats.retrieved, 0),
       helpful: d.cards.reduce((s, c) => s + c.stats.helpful, 0),

@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { AnySetting, ConfigOf, SettingTable } from './setting.js';
+import { own } from '../../util/own.js';
 
 /** camelCase key → kebab-case flag name (without the dashes). */
 export function flagName(key: string): string {
@@ -83,7 +84,8 @@ export function settingsFromObject(table: SettingTable, raw: unknown, where: str
   const problems: string[] = [];
   for (const [name, v] of Object.entries(raw)) {
     const k = keyOf(name);
-    const s = table[k];
+    // An own property only: `constructor` or `__proto__` in a file is an unknown setting, not Object's member.
+    const s = own(table, k);
     if (!s) {
       problems.push(`${where}: unknown setting '${name}' (known: ${Object.keys(table).map(flagName).join(', ')})`);
       continue;
@@ -183,7 +185,7 @@ export function resolveSettings<T extends SettingTable>(table: T, layers: readon
       continue;
     }
     for (const [k, v] of Object.entries(layer.flags)) {
-      const s = table[k];
+      const s = own(table, k);
       if (!s) problems.push(`--${flagName(k)}: unknown setting`);
       else if (v !== undefined) {
         const r = settingValue(s, v);
