@@ -70,6 +70,7 @@ async function runEval(args: EvalArgs): Promise<void> {
   if (bankPath !== undefined) readBankFile(bankPath);
   const settings: EvalSettings = { maxTurns: args.maxTurns, maxTokensPerTurn: args.maxNewTokens, maxResponseTokens: args.maxResponseTokens, batchSize: args.batchSize };
   const judgeArgs = endpointArgs('judge', args);
+  const corpus = args.corpus ?? (args.retrieverUrl === undefined && datasets.every((d) => d.name === 'demo') ? 'demo' : undefined);
   const identity = {
     model: args.model,
     adapter: args.adapter !== undefined ? resolve(args.adapter) : null,
@@ -82,9 +83,11 @@ async function runEval(args: EvalArgs): Promise<void> {
     maxResponseTokens: args.maxResponseTokens,
     enableThinking: args.enableThinking,
     judge: judgeArgs.url !== undefined ? redactUrl(judgeArgs.url) : null,
+    // What the solver searched: predictions made over another corpus or server are other predictions.
+    corpus: corpus === undefined || corpus === 'demo' ? (corpus ?? null) : resolve(corpus),
+    retrieverUrl: args.retrieverUrl !== undefined ? redactUrl(args.retrieverUrl) : null,
   };
-  const folder = EvalFolder.open(args.out, identity);
-  const corpus = args.corpus ?? (args.retrieverUrl === undefined && datasets.every((d) => d.name === 'demo') ? 'demo' : undefined);
+  const folder = EvalFolder.open(args.out, identity, (m) => log(`warning: ${m}`));
   const searcher = await buildEvalSearcher({ ...(corpus !== undefined ? { corpus } : {}), ...(args.retrieverUrl !== undefined ? { retrieverUrl: args.retrieverUrl } : {}) }, log);
 
   // 2. The model, its adapter (checked tensor by tensor against the base) and the bank with its embedder.
@@ -146,6 +149,7 @@ async function runEval(args: EvalArgs): Promise<void> {
   } finally {
     await bank?.dispose();
     model.dispose();
+    folder.release();
   }
 }
 
