@@ -10,7 +10,8 @@
 //   commit(step, change) at a step boundary the caller chooses: admission, maintenance, version + 1, and one
 //                       atomic write of the whole file (a killed process keeps the old or the new file)
 import { existsSync, readFileSync } from 'node:fs';
-import { writeJsonAtomic } from '../util/atomic.js';
+import { basename, dirname } from 'node:path';
+import { sweepStaleTemps, writeJsonAtomic } from '../util/atomic.js';
 import { FileLock } from '../util/lock.js';
 import type { TextGenerator } from '../llm/types.js';
 import type { CardContent, SkillCard } from './card.js';
@@ -270,6 +271,11 @@ export class SkillBank {
   static async open(path: string, opts: OpenOptions): Promise<SkillBank> {
     // The lock is taken before the file is read, so what this process commits is based on the latest file.
     const lock = opts.lock === false ? undefined : FileLock.acquire(`${path}.lock`, `skill bank ${path}`, `skill bank writer (${process.argv.slice(2, 4).join(' ') || 'library'})`, opts.onStaleLock);
+    if (lock) {
+      // The lock holder is the one writer: temp files of the bank that a killed writer left are its to remove.
+      const swept = sweepStaleTemps(dirname(path), (name) => name.startsWith(`.${basename(path)}.`));
+      if (swept.length > 0) opts.onStaleLock?.(`skill bank ${path}: removed ${swept.length} temp file(s) left by an interrupted writer: ${swept.join(', ')}`);
+    }
     try {
       const bank = await SkillBank.openUnlocked(path, opts);
       bank.lock = lock;
