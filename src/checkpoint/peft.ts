@@ -9,6 +9,7 @@ import { type LoraConfig, LoraAdapter, moduleName, projectionShape } from '../mo
 import { PROJECTIONS, type ProjectionName } from '../model/qwen3.js';
 import { writeJsonAtomic } from '../util/atomic.js';
 import { SafetensorsFile, type TensorToWrite, writeSafetensors } from './safetensors.js';
+import { echo } from '../util/text-file.js';
 
 export const PEFT_CONFIG_FILE = 'adapter_config.json';
 export const PEFT_WEIGHTS_FILE = 'adapter_model.safetensors';
@@ -66,7 +67,7 @@ export function readPeftConfig(dir: string): LoraConfig & { baseModel?: string }
   } catch (err) {
     throw new Error(`${file}: not valid JSON (${(err as Error).message})`);
   }
-  if (raw.peft_type !== 'LORA') fail(file, 'peft_type', `must be "LORA", got ${JSON.stringify(raw.peft_type)}`);
+  if (raw.peft_type !== 'LORA') fail(file, 'peft_type', `must be "LORA", got ${echo(raw.peft_type)}`);
   for (const unsupported of ['use_dora', 'use_rslora'] as const) {
     if (raw[unsupported] === true) fail(file, unsupported, 'is true, which this trainer does not support');
   }
@@ -75,9 +76,9 @@ export function readPeftConfig(dir: string): LoraConfig & { baseModel?: string }
     if (v && typeof v === 'object' && Object.keys(v).length > 0) fail(file, pattern, 'is not empty; per-module ranks are not supported');
   }
   const r = raw.r;
-  if (typeof r !== 'number' || !Number.isInteger(r) || r <= 0) fail(file, 'r', `must be a positive integer, got ${JSON.stringify(r)}`);
+  if (typeof r !== 'number' || !Number.isInteger(r) || r <= 0) fail(file, 'r', `must be a positive integer, got ${echo(r)}`);
   const alpha = raw.lora_alpha ?? r;
-  if (typeof alpha !== 'number' || !(alpha > 0)) fail(file, 'lora_alpha', `must be a positive number, got ${JSON.stringify(alpha)}`);
+  if (typeof alpha !== 'number' || !(alpha > 0)) fail(file, 'lora_alpha', `must be a positive number, got ${echo(alpha)}`);
   const targets = raw.target_modules;
   if (!Array.isArray(targets) || targets.length === 0) fail(file, 'target_modules', 'must be a non-empty list of module names (regex strings are not supported)');
   for (const t of targets) {

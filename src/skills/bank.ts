@@ -27,6 +27,7 @@ import { FailureQueue, priorityTier, validateFailureRecord } from './queue.js';
 import type { Rendered, TokenCounter } from './render.js';
 import { renderCards } from './render.js';
 import { seedCards } from './seeds.js';
+import { echo } from '../util/text-file.js';
 
 export const BANK_FORMAT = 'sesa-skill-bank';
 export const BANK_FORMAT_VERSION = 1;
@@ -140,10 +141,10 @@ export function readBankFile(path: string): BankFile {
 export function validateBankFile(raw: unknown, path: string): BankFile {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new BankFileError(path, '(root)', 'not a JSON object');
   const o = raw as Record<string, unknown>;
-  if (o.format !== BANK_FORMAT) throw new BankFileError(path, 'format', `expected "${BANK_FORMAT}", got ${JSON.stringify(o.format)}`);
-  if (o.formatVersion !== BANK_FORMAT_VERSION) throw new BankFileError(path, 'formatVersion', `expected ${BANK_FORMAT_VERSION}, got ${JSON.stringify(o.formatVersion)}`);
+  if (o.format !== BANK_FORMAT) throw new BankFileError(path, 'format', `expected "${BANK_FORMAT}", got ${echo(o.format)}`);
+  if (o.formatVersion !== BANK_FORMAT_VERSION) throw new BankFileError(path, 'formatVersion', `expected ${BANK_FORMAT_VERSION}, got ${echo(o.formatVersion)}`);
   const count = (field: string, v: unknown): number => {
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new BankFileError(path, field, `must be a non-negative integer, got ${JSON.stringify(v)}`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new BankFileError(path, field, `must be a non-negative integer, got ${echo(v)}`);
     return v;
   };
   count('version', o.version);
@@ -151,11 +152,11 @@ export function validateBankFile(raw: unknown, path: string): BankFile {
   if (o.lastConsolidationStep !== null) count('lastConsolidationStep', o.lastConsolidationStep);
   const e = o.embedder as Record<string, unknown> | undefined;
   if (typeof e !== 'object' || e === null) throw new BankFileError(path, 'embedder', 'missing');
-  if (e.name !== 'e5' && e.name !== 'lexical') throw new BankFileError(path, 'embedder.name', `must be e5 or lexical, got ${JSON.stringify(e.name)}`);
+  if (e.name !== 'e5' && e.name !== 'lexical') throw new BankFileError(path, 'embedder.name', `must be e5 or lexical, got ${echo(e.name)}`);
   if (typeof e.model !== 'string' || e.model.length === 0) throw new BankFileError(path, 'embedder.model', 'must be a non-empty string');
   count('embedder.dim', e.dim);
   if (typeof e.dedupThreshold !== 'number' || !(e.dedupThreshold > -1 && e.dedupThreshold <= 1)) {
-    throw new BankFileError(path, 'embedder.dedupThreshold', `must be a number in (-1, 1], got ${JSON.stringify(e.dedupThreshold)}`);
+    throw new BankFileError(path, 'embedder.dedupThreshold', `must be a number in (-1, 1], got ${echo(e.dedupThreshold)}`);
   }
   const counters = zeroCounters();
   if (typeof o.counters !== 'object' || o.counters === null) throw new BankFileError(path, 'counters', 'missing');
@@ -182,7 +183,7 @@ export function validateBankFile(raw: unknown, path: string): BankFile {
     } catch (err) {
       throw new BankFileError(path, `queue[${i}]`, (err as Error).message.replace(/^queue\[\d+\]: /, ''));
     }
-    if (keys.has(rec.key)) throw new BankFileError(path, `queue[${i}].key`, `duplicate question key ${JSON.stringify(rec.key)}`);
+    if (keys.has(rec.key)) throw new BankFileError(path, `queue[${i}].key`, `duplicate question key ${echo(rec.key)}`);
     keys.add(rec.key);
     return rec;
   });

@@ -3,6 +3,7 @@
 // in the README's option table, whether --resume may change it) is derived from this declaration by
 // ../config.ts. The group tables (run.ts, rollout.ts, ...) are lists of these.
 import { hasUserInfo, redactUrl } from '../../util/redact.js';
+import { cut } from '../../util/text-file.js';
 
 export type SettingKind = 'int' | 'number' | 'string' | 'boolean' | 'on-off' | 'choice' | 'list';
 
@@ -122,7 +123,7 @@ export function onOff(def: boolean, o: Common<boolean>): Setting<boolean> {
 
 /** One of a fixed set of strings. */
 export function choice<const C extends string>(values: readonly C[], def: C, o: Common<C>): Setting<C> {
-  const member = (v: C): string | undefined => (values.includes(v) ? undefined : `must be ${values.slice(0, -1).join(', ')} or ${values[values.length - 1]}, got ${String(v)}`);
+  const member = (v: C): string | undefined => (values.includes(v) ? undefined : `must be ${values.slice(0, -1).join(', ')} or ${values[values.length - 1]}, got ${cut(String(v))}`);
   return { kind: 'choice', choices: values, default: def, help: o.help, resume: o.resume ?? CHANGE, ...(o.tiny !== undefined ? { tiny: o.tiny } : {}), check: both(member, o.check) as (v: C) => string | undefined };
 }
 
@@ -131,7 +132,7 @@ export function list<const C extends string>(values: readonly C[], def: readonly
   const members = (v: C[]): string | undefined => {
     if (!Array.isArray(v) || v.length === 0) return `must list at least one of ${values.join(', ')}`;
     const bad = v.filter((x) => !values.includes(x));
-    if (bad.length > 0) return `has unknown ${bad.map((b) => `'${b}'`).join(', ')} (known: ${values.join(', ')})`;
+    if (bad.length > 0) return `has unknown ${bad.map((b) => `'${cut(String(b))}'`).join(', ')} (known: ${values.join(', ')})`;
     if (new Set(v).size !== v.length) return 'lists a value twice';
     return undefined;
   };

@@ -7,6 +7,7 @@ import { extname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { AnySetting, ConfigOf, SettingTable } from './setting.js';
 import { own } from '../../util/own.js';
+import { cut, echo } from '../../util/text-file.js';
 
 /** camelCase key → kebab-case flag name (without the dashes). */
 export function flagName(key: string): string {
@@ -87,11 +88,11 @@ export function settingsFromObject(table: SettingTable, raw: unknown, where: str
     // An own property only: `constructor` or `__proto__` in a file is an unknown setting, not Object's member.
     const s = own(table, k);
     if (!s) {
-      problems.push(`${where}: unknown setting '${name}' (known: ${Object.keys(table).map(flagName).join(', ')})`);
+      problems.push(`${where}: unknown setting '${cut(name)}' (known: ${Object.keys(table).map(flagName).join(', ')})`);
       continue;
     }
     const r = settingValue(s, v);
-    if ('want' in r) problems.push(`${where}: setting '${name}' must be ${r.want}, got ${JSON.stringify(v)}`);
+    if ('want' in r) problems.push(`${where}: setting '${cut(name)}' must be ${r.want}, got ${echo(v)}`);
     else if (r.value !== undefined) values[k] = r.value;
   }
   return { values, problems };
@@ -113,7 +114,7 @@ export function flagValueOf(key: string, s: AnySetting, v: unknown): unknown {
   if (s.kind === 'on-off') {
     if (v === 'on' || v === true) return true;
     if (v === 'off' || v === false) return false;
-    throw new Error(`--${flagName(key)} must be on or off, got '${String(v)}'`);
+    throw new Error(`--${flagName(key)} must be on or off, got '${cut(String(v))}'`);
   }
   if (s.kind === 'list' && typeof v === 'string') return v.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
   return v;
@@ -189,7 +190,7 @@ export function resolveSettings<T extends SettingTable>(table: T, layers: readon
       if (!s) problems.push(`--${flagName(k)}: unknown setting`);
       else if (v !== undefined) {
         const r = settingValue(s, v);
-        if ('want' in r) problems.push(`--${flagName(k)} must be ${r.want}, got ${JSON.stringify(v)}`);
+        if ('want' in r) problems.push(`--${flagName(k)} must be ${r.want}, got ${echo(v)}`);
         else out[k] = r.value;
       }
     }
