@@ -648,8 +648,54 @@ function newCard(id: string, content: CardContent, source: SkillCard['source'], 
   };
 }
 
+/**
+ * The bank as its file holds it: a fresh copy with every object's keys in one fixed order (the schema's), so
+ * the same content always gives the same bytes, whether a card was built in this process, primed from the seed
+ * cards or read back from a file on --resume (docs/method.md, "The run folder, checkpoints and resume").
+ */
 function serialize(d: BankFile): BankFile {
-  return structuredClone(d);
+  const counters = zeroCounters();
+  for (const k of Object.keys(counters) as Array<keyof BankCounters>) counters[k] = d.counters[k];
+  return {
+    format: d.format,
+    formatVersion: d.formatVersion,
+    version: d.version,
+    embedder: { name: d.embedder.name, model: d.embedder.model, dim: d.embedder.dim, dedupThreshold: d.embedder.dedupThreshold },
+    lastCommitStep: d.lastCommitStep,
+    lastConsolidationStep: d.lastConsolidationStep,
+    counters,
+    cards: d.cards.map(canonicalCard),
+    queue: d.queue.map(canonicalRecord),
+  };
+}
+
+function canonicalCard(c: SkillCard): SkillCard {
+  return {
+    id: c.id,
+    category: c.category,
+    source: c.source,
+    description: c.description,
+    triggers: [...c.triggers],
+    avoid: [...c.avoid],
+    queries: [...c.queries],
+    stats: { retrieved: c.stats.retrieved, helpful: c.stats.helpful, hurt: c.stats.hurt },
+    createdStep: c.createdStep,
+    bankVersion: c.bankVersion,
+  };
+}
+
+function canonicalRecord(r: FailureRecord): FailureRecord {
+  return {
+    key: r.key,
+    question: r.question,
+    target: r.target,
+    evidence: r.evidence,
+    prediction: r.prediction,
+    retrievedSkillIds: [...r.retrievedSkillIds],
+    count: r.count,
+    firstStep: r.firstStep,
+    lastStep: r.lastStep,
+  };
 }
 
 /** Top-k by score, ties broken by id (docs/method.md, "The skill bank": deterministic for a bank version). */

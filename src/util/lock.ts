@@ -157,15 +157,35 @@ export class FileLock {
   }
 }
 
-/** A process that exits (normally, on an error, or by process.exit) drops the locks it still holds. */
+/** Drops every lock this process still holds. */
+function releaseAll(): void {
+  for (const path of held.keys()) {
+    const owner = readOwner(path);
+    if (owner && owner.pid === process.pid) rmSync(path, { force: true });
+  }
+  held.clear();
+}
+
+/** Signals whose default action ends the process: a lock holder releases its locks first. */
+const ENDING_SIGNALS = ['SIGTERM', 'SIGHUP', 'SIGINT'] as const;
+
+/**
+ * A process that exits (normally, on an error, or by process.exit) drops the locks it still holds; so does one
+ * ended by SIGTERM, SIGHUP or SIGINT (no 'exit' event fires then). A signal that another listener handles
+ * (the trainer's Ctrl-C: stop at the next step boundary) is left to it; otherwise the locks are dropped and
+ * the signal is raised again with its default action, so the process still ends by that signal.
+ */
 function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
-  process.on('exit', () => {
-    for (const path of held.keys()) {
-      const owner = readOwner(path);
-      if (owner && owner.pid === process.pid) rmSync(path, { force: true });
-    }
-    held.clear();
-  });
+  process.on('exit', releaseAll);
+  for (const signal of ENDING_SIGNALS) {
+    const onSignal = (): void => {
+      if (process.listenerCount(signal) > 1) return;
+      releaseAll();
+      process.off(signal, onSignal);
+      process.kill(process.pid, signal);
+    };
+    process.on(signal, onSignal);
+  }
 }
