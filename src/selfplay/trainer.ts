@@ -332,6 +332,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     ...(distillerEndpoint ? { distiller: distillerEndpoint } : {}),
     ...(config.distillerUrl ? { distillerUrl: redactUrl(config.distillerUrl) } : {}),
     searcher: built.searcher,
+    ...(config.retrieverUrl ? { retrieverUrl: redactUrl(config.retrieverUrl) } : {}),
     ...(bank ? { bank } : {}),
     stopAfter: config.stopAfterFailedSteps,
   });
