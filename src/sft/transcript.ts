@@ -15,9 +15,8 @@
 // modelling on the whole transcript, for a model trained from random init that must first learn the text it
 // reads (docs/sft.md). The default, `assistant`, is the usual SFT mask above.
 import type { ChatMessage, Tokenizer } from '../model/tokenizer.js';
-import { observationText } from '../selfplay/rollout.js';
-import { echo } from '../util/text-file.js';
-import { readTextFile, TextFileError } from '../util/text-file.js';
+import { encodeLiteral, observationText } from '../selfplay/rollout.js';
+import { echo, readTextFile, TextFileError } from '../util/text-file.js';
 
 export const ROLES = ['system', 'user', 'assistant', 'tool'] as const;
 export type Role = (typeof ROLES)[number];
@@ -125,8 +124,10 @@ export function renderTranscript(t: Transcript, tokenizer: Tokenizer, opts: Rend
   const prompt = tokenizer.applyChatTemplate(mergeTurns(t.messages.slice(0, start)), { addGenerationPrompt: true, enableThinking: opts.enableThinking ?? false });
   const ids = tokenizer.encode(prompt);
   const mask = ids.map(() => 0);
+  const codec = { encode: (text: string) => tokenizer.encode(text), decode: (ids: readonly number[]) => tokenizer.decode(ids, { skipSpecialTokens: true }) };
   for (const m of t.messages.slice(start)) {
-    const piece = tokenizer.encode(m.role === 'tool' ? observationText(m.content) : m.content);
+    // A tool result is text, as in a rollout: a special-token string in it stays characters.
+    const piece = m.role === 'tool' ? encodeLiteral(codec, observationText(m.content)) : tokenizer.encode(m.content);
     ids.push(...piece);
     mask.push(...piece.map(() => (m.role === 'tool' ? 0 : 1)));
   }
