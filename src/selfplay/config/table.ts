@@ -2,12 +2,12 @@
 // names, the conversion and type check of a value from a flag or a settings file, a settings file read from
 // disk (JSON or YAML), and the checks of a whole configuration. The trainer's tables (../config.ts) and the
 // recipes' tables (src/recipes/*/config.ts) are both served by these functions.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { extname } from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import { parseDocument, parse as parseYaml } from 'yaml';
 import type { AnySetting, ConfigOf, SettingTable } from './setting.js';
 import { own } from '../../util/own.js';
-import { cut, echo } from '../../util/text-file.js';
+import { cut, echo, readTextFile, TextFileError } from '../../util/text-file.js';
 
 /** camelCase key → kebab-case flag name (without the dashes). */
 export function flagName(key: string): string {
@@ -98,15 +98,28 @@ export function settingsFromObject(table: SettingTable, raw: unknown, where: str
   return { values, problems };
 }
 
-/** A settings file from disk (JSON, or YAML by its extension), before its keys are checked. */
+/**
+ * A settings file from disk (JSON, or YAML by its extension), before its keys are checked. A key given twice
+ * is an error in both (JSON.parse alone would keep the last one without a word).
+ */
 export function readSettingsFile(file: string): unknown {
   if (!existsSync(file)) throw new Error(`--config ${file}: file not found`);
   const yaml = ['.yaml', '.yml'].includes(extname(file).toLowerCase());
+  let text: string;
+  let value: unknown;
   try {
-    return yaml ? parseYaml(readFileSync(file, 'utf8')) : JSON.parse(readFileSync(file, 'utf8'));
+    text = readTextFile(file);
+    value = yaml ? parseYaml(text) : JSON.parse(text);
   } catch (err) {
+    if (err instanceof TextFileError) throw err;
     throw new Error(`${file}: not valid ${yaml ? 'YAML' : 'JSON'} (${(err as Error).message})`);
   }
+  if (!yaml) {
+    // JSON is YAML: its parser finds the duplicate keys JSON.parse passes over.
+    const dup = parseDocument(text, { schema: 'core' }).errors.find((e) => e.code === 'DUPLICATE_KEY');
+    if (dup) throw new Error(`${file}: a key appears twice (${dup.message.split('\n')[0]?.replace(/^Map keys must be unique\s*/, '').replace(/:$/, '')}); give each setting once`);
+  }
+  return value;
 }
 
 /** A command-line value (already typed by yargs) converted to the setting's type; throws naming the flag. */
