@@ -3,7 +3,7 @@
 // retried a bounded number of times with exponential backoff; other 4xx fail at once. Errors name the URL,
 // the model, the status and the start of the reply body (secrets redacted), so a misconfigured endpoint is
 // easy to see.
-import { fetchFailure } from '../util/fetch-error.js';
+import { fetchFailure, readBodyCapped } from '../util/http-client.js';
 import { hasUserInfo, redactSecrets, redactUrl } from '../util/redact.js';
 import type { ChatMessage, CompleteOptions, TextGenerator } from './types.js';
 
@@ -20,6 +20,8 @@ export interface OpenAIChatConfig {
   /** First backoff; doubles each retry, capped at maxBackoffMs. */
   backoffMs?: number;
   maxBackoffMs?: number;
+  /** Most bytes of one reply body: a larger one is cut off and refused without a retry. */
+  maxResponseBytes?: number;
   /** Defaults for requests that do not say. */
   maxTokens?: number;
   temperature?: number;
@@ -36,6 +38,8 @@ export const OPENAI_CHAT_DEFAULTS = {
   maxRetries: 3,
   backoffMs: 1_000,
   maxBackoffMs: 20_000,
+  // A chat completion of a few thousand tokens is a few KB of JSON; 16 MiB is no honest reply.
+  maxResponseBytes: 16 * 2 ** 20,
   maxTokens: 1024,
   temperature: 0,
 } as const;
@@ -147,11 +151,8 @@ export class OpenAIChatClient implements TextGenerator {
     outer?.addEventListener('abort', onOuter, { once: true });
     try {
       let res: Response;
-      let text: string;
       try {
         res = await this.fetchImpl(this.endpoint, { method: 'POST', headers, body, signal: ctrl.signal });
-        // The body is read under the same timeout: a server that stalls mid-reply is a timeout too.
-        text = await res.text();
       } catch (err) {
         if (timedOut) {
           throw new LlmEndpointError(`${this.name}: no reply within ${this.cfg.timeoutMs} ms`, null, attempt, true);
@@ -160,6 +161,13 @@ export class OpenAIChatClient implements TextGenerator {
         const failure = fetchFailure(err);
         throw new LlmEndpointError(`${this.name}: ${failure.why}`, null, attempt, failure.retryable);
       }
+      // The body is read under the same timeout (a server that stalls mid-reply is a timeout too) and a size cap.
+      const read = await readBodyCapped(res, this.cfg.maxResponseBytes, ctrl, () => (timedOut ? `no reply within ${this.cfg.timeoutMs} ms` : 'cancelled by the caller'));
+      if (!('text' in read)) {
+        if (outer?.aborted && !timedOut) throw new LlmEndpointError(`${this.name}: cancelled by the caller`, null, attempt, false);
+        throw new LlmEndpointError(`${this.name}: ${read.why}`, res.status, attempt, read.retryable);
+      }
+      const text = read.text;
       if (!res.ok) {
         const retryable = res.status >= 500 || res.status === 408 || res.status === 429;
         const hint = res.status === 401 || res.status === 403 ? ' (check the API key environment variable)' : '';

@@ -5,7 +5,7 @@
 // server encodes a batch at once on its GPU. The server is a separate process that may be restarting or
 // overloaded, so network errors, timeouts and 5xx are retried with exponential backoff; a 4xx means our
 // request is wrong and is reported at once.
-import { fetchFailure } from '../util/fetch-error.js';
+import { fetchFailure, readBodyCapped } from '../util/http-client.js';
 import { hasUserInfo, redactSecrets, redactUrl } from '../util/redact.js';
 import { parseContents } from './corpus.js';
 import type { Passage, Searcher } from './types.js';
@@ -245,41 +245,11 @@ export class SearchR1Client implements Searcher {
 
   /** The response body as text, at most `maxResponseBytes` of it (else a failure that is not retried). */
   private async readBody(res: Response, ac: AbortController): Promise<{ text: string } | AttemptFailure> {
-    const cap = this.opts.maxResponseBytes;
-    const mib = cap / 2 ** 20;
-    const tooLarge = (): AttemptFailure => ({
-      retry: false,
-      reason: `the response is larger than ${Number.isInteger(mib) ? mib : mib.toFixed(3)} MiB${this.opts.maxResponseSetting ? ` (${this.opts.maxResponseSetting} ${Number.isInteger(mib) ? mib : mib.toFixed(3)})` : ''}; the server sent more than asked for, or is not a retriever`,
-      status: res.status,
-    });
-    const announced = Number(res.headers.get('content-length') ?? Number.NaN);
-    if (Number.isFinite(announced) && announced > cap) {
-      ac.abort();
-      await res.body?.cancel().catch(() => undefined);
-      return tooLarge();
-    }
-    if (!res.body) return { text: '' };
-    const reader = res.body.getReader();
-    const chunks: Uint8Array[] = [];
-    let bytes = 0;
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        bytes += value.byteLength;
-        if (bytes > cap) {
-          ac.abort();
-          await reader.cancel().catch(() => undefined);
-          return tooLarge();
-        }
-        chunks.push(value);
-      }
-    } catch (err) {
-      if (ac.signal.aborted) return { retry: true, reason: `no response within ${this.opts.timeoutMs} ms` };
-      const f = fetchFailure(err);
-      const why = (err as { cause?: { message?: string; code?: string } }).cause?.message ?? (err as Error).message;
-      return { retry: f.retryable, reason: `the connection closed mid-response after ${bytes} bytes (${redactSecrets(why)})`, status: res.status };
-    }
-    return { text: Buffer.concat(chunks).toString('utf8') };
+    const read = await readBodyCapped(res, this.opts.maxResponseBytes, ac, () => `no response within ${this.opts.timeoutMs} ms`);
+    if ('text' in read) return read;
+    const mib = this.opts.maxResponseBytes / 2 ** 20;
+    const cap = this.opts.maxResponseSetting && read.why.startsWith('the response is larger') ? ` (${this.opts.maxResponseSetting} ${Number.isInteger(mib) ? mib : mib.toFixed(3)})` : '';
+    const tail = read.why.startsWith('the response is larger') ? '; the server sent more than asked for, or is not a retriever' : '';
+    return { retry: read.retryable, reason: `${read.why}${cap}${tail}`, status: res.status };
   }
 }
