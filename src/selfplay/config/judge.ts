@@ -12,5 +12,5 @@ export const JUDGE_SETTINGS = {
   judgeRetries: int(3, { min: 0, help: 'retries of a failed judge request (HTTP 5xx, timeouts), each printed' }),
   distillerTimeout: num(120, { above: 0, help: 'seconds per distiller request attempt' }),
   distillerRetries: int(3, { min: 0, help: 'retries of a failed distiller request (HTTP 5xx, timeouts), each printed' }),
-  stopAfterFailedSteps: int(3, { help: 'stop the run when a role (judge, distiller) fails or is unusable on every call for this many consecutive steps' }),
+  stopAfterFailedSteps: int(3, { help: 'stop the run (after a checkpoint) when a role (the retrieval server, the judge, the distiller) fails or is unusable on every call for this many consecutive steps' }),
 };
