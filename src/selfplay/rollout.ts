@@ -125,6 +125,29 @@ export function encodeLiteral(codec: TextCodec, text: string): number[] {
   return ids;
 }
 
+/** Characters per token that a text past the budget is cut at before tokenizing (see encodeWithin). */
+const BOUNDED_CHARS_PER_TOKEN = 16;
+
+/**
+ * encodeLiteral of `text` when it may be longer than `room` tokens (an observation past the response budget,
+ * which is cut there): a text far longer than the room could ever hold (a hostile retriever's megabytes of
+ * passage take seconds per megabyte to tokenize) is first cut at a space near room × 16 characters. A cut
+ * before a space is a boundary of the tokenizer's pre-tokens, so the prefix's tokens are the whole text's
+ * first tokens; when they reach `room`, they are what the caller keeps anyway. Otherwise (tokens that long,
+ * or no space to cut at) the whole text is tokenized. Texts within the bound are tokenized as a whole, as before.
+ */
+export function encodeWithin(codec: TextCodec, text: string, room: number): number[] {
+  const bound = (room + 64) * BOUNDED_CHARS_PER_TOKEN;
+  if (text.length > 2 * bound) {
+    const at = text.lastIndexOf(' ', bound);
+    if (at > bound / 2) {
+      const ids = encodeLiteral(codec, text.slice(0, at));
+      if (ids.length > room) return ids;
+    }
+  }
+  return encodeLiteral(codec, text);
+}
+
 export function observationText(passagesText: string): string {
   return `\n<information>\n${passagesText}\n</information>\n\n`;
 }
@@ -237,8 +260,8 @@ async function runTurns(
       // Tool output counts toward the response budget too: an observation that does not fit is cut where the
       // budget ends (the rollout ends there), so no rollout is longer than maxResponseTokens.
       // The observation is text: a special-token string in a passage stays characters (encodeLiteral).
-      const obsIds = encodeLiteral(policy, obs);
       const room = Math.max(0, config.maxResponseTokens - r.responseIds.length);
+      const obsIds = encodeWithin(policy, obs, room);
       const kept = obsIds.length <= room ? obsIds : obsIds.slice(0, room);
       append(r, kept, undefined);
       r.text += kept === obsIds ? obs : policy.decode(kept);
