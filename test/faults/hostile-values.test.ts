@@ -44,11 +44,18 @@ describe('a 20 MB value', () => {
 
   it('as a setting in a config file: the error is short', async () => {
     const file = join(root, 'huge.json');
-    writeFileSync(file, JSON.stringify({ recipe: 'r'.repeat(20_000_000), ['k'.repeat(5_000_000)]: 1 }));
+    // 3 MB values, one per line: within the line bound, so the keys are checked and echoed, cut.
+    writeFileSync(file, `{\n"recipe": ${JSON.stringify('r'.repeat(3_000_000))},\n${JSON.stringify('k'.repeat(3_000_000))}: 1\n}\n`);
     const r = await run(root, [CLI, 'train', '--model', 'tiny', '--config', file, '--threads', '1', '--out', join(root, 'huge-run')]);
     expect(r.code).not.toBe(0);
     expect(r.stderr.length).toBeLessThan(5_000);
-    expect(r.stderr).toContain(`unknown setting '${'k'.repeat(120)}… (5000000 characters)'`);
+    expect(r.stderr).toContain(`unknown setting '${'k'.repeat(120)}… (3000000 characters)'`);
+    // 20 MB on one line: refused by the line bound, short too.
+    writeFileSync(file, JSON.stringify({ recipe: 'r'.repeat(20_000_000) }));
+    const huge = await run(root, [CLI, 'train', '--model', 'tiny', '--config', file, '--threads', '1', '--out', join(root, 'huge-run')]);
+    expect(huge.code).not.toBe(0);
+    expect(huge.stderr.length).toBeLessThan(2_000);
+    expect(huge.stderr).toContain(`${file}:1: the line is longer than 4194304 bytes`);
   }, 60_000);
 });
 
