@@ -134,6 +134,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   'distiller-retries': 2,
   'retriever-timeout': 20,
   'retriever-retries': 5,
+  'retriever-max-response-mb': 16,
   'stop-after-failed-steps': 4,
   'world-seed': 3,
   'eval-every': 5,

@@ -9,6 +9,7 @@ import { type LoraConfig, LoraAdapter, moduleName, projectionShape } from '../mo
 import { PROJECTIONS, type ProjectionName } from '../model/qwen3.js';
 import { writeJsonAtomic } from '../util/atomic.js';
 import { SafetensorsFile, type TensorToWrite, writeSafetensors } from './safetensors.js';
+import { cut, echo } from '../util/text-file.js';
 
 export const PEFT_CONFIG_FILE = 'adapter_config.json';
 export const PEFT_WEIGHTS_FILE = 'adapter_model.safetensors';
@@ -66,7 +67,7 @@ export function readPeftConfig(dir: string): LoraConfig & { baseModel?: string }
   } catch (err) {
     throw new Error(`${file}: not valid JSON (${(err as Error).message})`);
   }
-  if (raw.peft_type !== 'LORA') fail(file, 'peft_type', `must be "LORA", got ${JSON.stringify(raw.peft_type)}`);
+  if (raw.peft_type !== 'LORA') fail(file, 'peft_type', `must be "LORA", got ${echo(raw.peft_type)}`);
   for (const unsupported of ['use_dora', 'use_rslora'] as const) {
     if (raw[unsupported] === true) fail(file, unsupported, 'is true, which this trainer does not support');
   }
@@ -75,9 +76,9 @@ export function readPeftConfig(dir: string): LoraConfig & { baseModel?: string }
     if (v && typeof v === 'object' && Object.keys(v).length > 0) fail(file, pattern, 'is not empty; per-module ranks are not supported');
   }
   const r = raw.r;
-  if (typeof r !== 'number' || !Number.isInteger(r) || r <= 0) fail(file, 'r', `must be a positive integer, got ${JSON.stringify(r)}`);
+  if (typeof r !== 'number' || !Number.isInteger(r) || r <= 0) fail(file, 'r', `must be a positive integer, got ${echo(r)}`);
   const alpha = raw.lora_alpha ?? r;
-  if (typeof alpha !== 'number' || !(alpha > 0)) fail(file, 'lora_alpha', `must be a positive number, got ${JSON.stringify(alpha)}`);
+  if (typeof alpha !== 'number' || !(alpha > 0)) fail(file, 'lora_alpha', `must be a positive number, got ${echo(alpha)}`);
   const targets = raw.target_modules;
   if (!Array.isArray(targets) || targets.length === 0) fail(file, 'target_modules', 'must be a non-empty list of module names (regex strings are not supported)');
   for (const t of targets) {
@@ -117,5 +118,46 @@ export function loadPeftAdapter(dir: string, name: string, modelConfig: ModelCon
       weights.set(mod, { a: file.readFloat32(keyA), b: file.readFloat32(keyB) });
     }
   }
+  // After the modules it lists are found: a tensor left over is one the load would drop.
+  checkEveryTensorIsRead(dir, path, file, config.targets, modelConfig.numLayers);
   return LoraAdapter.fromPeftWeights(name, modelConfig, config, weights);
+}
+
+/**
+ * Every tensor of the weights file must be one the load reads: LoRA weights of a projection that
+ * target_modules leaves out would be dropped without a word (the adapter would load as a different one), and
+ * a tensor of another layer or another kind (lm_head, embeddings, DoRA magnitudes) means the folder is not an
+ * adapter for this model in the layout we read. Either is refused, naming the files and what is left over.
+ */
+function checkEveryTensorIsRead(dir: string, path: string, file: SafetensorsFile, targets: readonly ProjectionName[], numLayers: number): void {
+  const read = new Set<string>();
+  const other = new Map<string, ProjectionName>();
+  for (let l = 0; l < numLayers; l++) {
+    for (const p of PROJECTIONS) {
+      for (const ab of ['lora_A', 'lora_B']) {
+        for (const key of [`${KEY_PREFIX}${moduleName(l, p)}.${ab}.weight`, `${KEY_PREFIX}${moduleName(l, p)}.${ab}.default.weight`]) {
+          if (targets.includes(p)) read.add(key);
+          else other.set(key, p);
+        }
+      }
+    }
+  }
+  const untargeted = new Set<ProjectionName>();
+  const unknown: string[] = [];
+  for (const name of file.tensors.keys()) {
+    if (read.has(name)) continue;
+    const p = other.get(name);
+    if (p !== undefined) untargeted.add(p);
+    else unknown.push(name);
+  }
+  if (untargeted.size > 0) {
+    throw new Error(
+      `${path} holds LoRA weights for ${[...untargeted].sort().join(', ')}, which ${join(dir, PEFT_CONFIG_FILE)} does not list in target_modules (${targets.join(', ')}): ` +
+        'loading would drop them; add them to target_modules or remove their tensors',
+    );
+  }
+  if (unknown.length > 0) {
+    const shown = unknown.sort().slice(0, 5).map((n) => cut(n));
+    throw new Error(`${path} holds ${unknown.length} tensor${unknown.length === 1 ? '' : 's'} no LoRA module of the model reads: ${shown.join(', ')}${unknown.length > shown.length ? ', …' : ''}`);
+  }
 }

@@ -4,6 +4,8 @@
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic.js';
+import { own } from '../util/own.js';
+import { cut, echo } from '../util/text-file.js';
 
 export type SafetensorsDtype = 'F32' | 'F16' | 'BF16' | 'I32' | 'I64' | 'U8';
 
@@ -149,30 +151,43 @@ export class SafetensorsFile {
       this.metadata = {};
       this.tensors = new Map();
       for (const [name, raw] of Object.entries(header)) {
+        const tensor = `tensor '${cut(name)}'`;
         if (name === '__metadata__') {
+          // The format's metadata is a map of strings to strings.
+          if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || !Object.values(raw).every((v) => typeof v === 'string')) {
+            throw new SafetensorsError(path, 'bad header: __metadata__ must be an object of strings');
+          }
           Object.assign(this.metadata, raw as Record<string, string>);
           continue;
         }
+        if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new SafetensorsError(path, `${tensor}: not an object {dtype, shape, data_offsets}`);
         const e = raw as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
         const dtype = e.dtype as SafetensorsDtype;
-        if (!(dtype in BYTES_PER_ELEMENT)) throw new SafetensorsError(path, `tensor '${name}': unsupported dtype ${String(e.dtype)}`);
-        if (!Array.isArray(e.shape) || !e.shape.every((d) => Number.isInteger(d) && d >= 0)) {
-          throw new SafetensorsError(path, `tensor '${name}': bad shape ${JSON.stringify(e.shape)}`);
+        if (typeof e.dtype !== 'string' || own(BYTES_PER_ELEMENT, e.dtype) === undefined) throw new SafetensorsError(path, `${tensor}: unsupported dtype ${cut(String(e.dtype))}`);
+        if (!Array.isArray(e.shape) || !e.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+          throw new SafetensorsError(path, `${tensor}: bad shape ${echo(e.shape)}`);
         }
         const offsets = e.data_offsets;
-        if (!Array.isArray(offsets) || offsets.length !== 2) {
-          throw new SafetensorsError(path, `tensor '${name}': bad data_offsets ${JSON.stringify(offsets)}`);
+        if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every((o) => Number.isSafeInteger(o) && o >= 0) || offsets[0] > offsets[1]) {
+          throw new SafetensorsError(path, `${tensor}: bad data_offsets ${echo(offsets)} (two byte offsets, begin ≤ end)`);
         }
         const [begin, end] = offsets as [number, number];
         const shape = e.shape as number[];
         const expected = shape.reduce((a, b) => a * b, 1) * BYTES_PER_ELEMENT[dtype];
         if (end - begin !== expected) {
-          throw new SafetensorsError(path, `tensor '${name}': data_offsets span ${end - begin} bytes, shape ${JSON.stringify(shape)} of ${dtype} needs ${expected}`);
+          throw new SafetensorsError(path, `${tensor}: data_offsets span ${end - begin} bytes, shape ${JSON.stringify(shape)} of ${dtype} needs ${expected}`);
         }
-        if (begin < 0 || end > dataSize) {
-          throw new SafetensorsError(path, `truncated: tensor '${name}' ends at byte ${end} of the data section, which has only ${dataSize} bytes`);
+        if (end > dataSize) {
+          throw new SafetensorsError(path, `truncated: ${tensor} ends at byte ${end} of the data section, which has only ${dataSize} bytes`);
         }
         this.tensors.set(name, { dtype, shape, begin, end });
+      }
+      // Two tensors may not share bytes (the format forbids it; a write to one would change the other).
+      const spans = [...this.tensors.entries()].filter(([, t]) => t.end > t.begin).sort(([, a], [, b]) => a.begin - b.begin);
+      for (let i = 1; i < spans.length; i++) {
+        const [prevName, prev] = spans[i - 1] as [string, TensorEntry];
+        const [name, t] = spans[i] as [string, TensorEntry];
+        if (t.begin < prev.end) throw new SafetensorsError(path, `bad header: tensors '${cut(prevName)}' and '${cut(name)}' overlap (bytes ${t.begin}–${Math.min(prev.end, t.end)})`);
       }
     } finally {
       closeSync(fd);

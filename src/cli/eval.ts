@@ -1,6 +1,7 @@
 // `sesa-train eval`: the paper's evaluation protocol (docs/evaluation.md) — greedy, one rollout per question,
 // the solver's training prompt and tool protocol, skills from a bank or off — into an output folder that a
 // killed run continues; and `eval --score FILE.jsonl` for predictions made elsewhere.
+import { resolve } from 'node:path';
 import { SingleBar } from 'cli-progress';
 import type { Argv, CommandModule } from 'yargs';
 import { loadPeftAdapter } from '../checkpoint/peft.js';
@@ -19,6 +20,7 @@ import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 import { loadTokenizer } from '../model/tokenizer.js';
 import { readBankFile, type SkillBank } from '../skills/bank.js';
 import { TRAIN_DEFAULTS, WORLD_DEFAULTS } from '../selfplay/config.js';
+import { redactUrl } from '../util/redact.js';
 import { DEMO_MODEL_NAME } from '../world/setup.js';
 import { type CommonArgs, emit, startBackend, withCommonOptions } from './common.js';
 import { type EvalPlanArgs, evalSetsOf, planEval } from './eval-plan.js';
@@ -58,6 +60,8 @@ async function runEval(args: EvalArgs): Promise<void> {
   const { sets, sources } = await evalSetsOf(plan, args, log);
   const questions: EvalQuestion[] = sets.flatMap((s) => s.questions);
   const judgeArgs = endpointArgs('judge', args);
+  // What the solver searched besides the worlds' own corpora: predictions over another corpus or server are other predictions.
+  const corpus = args.corpus;
   const identity = {
     model: plan.model,
     adapter: plan.adapter ?? null,
@@ -71,9 +75,11 @@ async function runEval(args: EvalArgs): Promise<void> {
     passagesPerQuery: plan.settings.passagesPerQuery,
     renderTokenBudget: plan.renderTokenBudget,
     enableThinking: plan.enableThinking,
-    judge: judgeArgs.url ?? null,
+    judge: judgeArgs.url !== undefined ? redactUrl(judgeArgs.url) : null,
+    corpus: corpus === undefined || corpus === 'demo' ? (corpus ?? null) : resolve(corpus),
+    retrieverUrl: args.retrieverUrl !== undefined ? redactUrl(args.retrieverUrl) : null,
   };
-  const folder = EvalFolder.open(plan.out, identity);
+  const folder = EvalFolder.open(plan.out, identity, (m) => log(`warning: ${m}`));
 
   // 2. The model, its adapter (checked tensor by tensor against the base) and the bank with its embedder.
   await startBackend(args);
@@ -137,6 +143,7 @@ async function runEval(args: EvalArgs): Promise<void> {
   } finally {
     await bank?.dispose();
     model.dispose();
+    folder.release();
   }
 }
 

@@ -2,6 +2,8 @@
 import yargs, { type CommandModule } from 'yargs';
 import { repeatedScalarFlags } from './common.js';
 import { dispatchRecipe } from './recipe-dispatch.js';
+import { redactSecrets } from '../util/redact.js';
+import { cut, MESSAGE_MAX_CHARS } from '../util/text-file.js';
 
 // Each entry is a module exporting `command: CommandModule<object, ItsArgs>`. Keep this list in help order.
 // Each module's args type differs and yargs' types are invariant in it, so the list holds them as `unknown`
@@ -57,8 +59,9 @@ export async function main(given: string[]): Promise<void> {
   try {
     await parser.parseAsync();
   } catch (err) {
-    process.stderr.write(`error: ${(err as Error).message}\n`);
-    if (process.env.SESA_DEBUG) process.stderr.write(`${(err as Error).stack ?? ''}\n`);
+    // The last line of defence: a key in a URL or a server reply never reaches the console.
+    process.stderr.write(`error: ${cut(redactSecrets((err as Error).message), MESSAGE_MAX_CHARS)}\n`);
+    if (process.env.SESA_DEBUG) process.stderr.write(`${redactSecrets((err as Error).stack ?? '')}\n`);
     process.exit(1);
   }
 }

@@ -1,6 +1,6 @@
 // `sesa-train skills init|list|show|search|stats|export|import --bank FILE`: what a skill bank holds,
 // what a question would retrieve, and which cards help or hurt. No tensor backend is needed.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import type { Argv, CommandModule } from 'yargs';
 import { writeFileAtomic } from '../util/atomic.js';
 import type { BankFile, BankStats } from '../skills/bank.js';
@@ -12,6 +12,7 @@ import { E5Embedder } from '../skills/e5.js';
 import type { Embedder } from '../skills/embedder.js';
 import { LexicalEmbedder } from '../skills/lexical.js';
 import { type CommonArgs, emit, withCommonOptions } from './common.js';
+import { readTextFile } from '../util/text-file.js';
 
 export const SKILLS_ACTIONS = ['init', 'list', 'show', 'search', 'stats', 'export', 'import'] as const;
 export type SkillsAction = (typeof SKILLS_ACTIONS)[number];
@@ -128,7 +129,7 @@ export async function runSkills(a: SkillsArgs): Promise<SkillsResult> {
     }
     case 'import': {
       const file = a.arg as string;
-      const cards = cardsFromJsonl(readFileSync(file, 'utf8'), file);
+      const cards = cardsFromJsonl(readTextFile(file), file);
       const bank = await openBank(a, false);
       try {
         const r = await bank.importCards(cards, { replace: a.replace });

@@ -1,10 +1,12 @@
 // Evaluation questions (docs/evaluation.md): FlashRAG JSONL files (`{"id","question","golden_answers"}`), the
 // benchmark names resolved in a data folder, and `demo`, the held-out questions of the embedded synthetic
 // world. Every line is checked before any question runs; a problem names the file, the line and the field.
-import { readFileSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { basename, extname, join } from 'node:path';
 import { generateSyntheticCorpus } from '../corpus/synthetic/index.js';
 import { Rng } from '../util/rng.js';
+import { echo } from '../util/text-file.js';
+import { readTextFile, TextFileError } from '../util/text-file.js';
 
 export interface EvalQuestion {
   id: string;
@@ -71,16 +73,16 @@ export function parseDatasetText(text: string, file: string, dataset: string): E
     }
     if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new DatasetError(file, where, 'expected a JSON object');
     const r = o as Record<string, unknown>;
-    if (typeof r.id !== 'string' && typeof r.id !== 'number') throw new DatasetError(file, where, `field 'id' must be a string or number, got ${JSON.stringify(r.id)}`);
+    if (typeof r.id !== 'string' && typeof r.id !== 'number') throw new DatasetError(file, where, `field 'id' must be a string or number, got ${echo(r.id)}`);
     const id = String(r.id);
-    if (seen.has(id)) throw new DatasetError(file, where, `field 'id': ${JSON.stringify(id)} appears twice`);
+    if (seen.has(id)) throw new DatasetError(file, where, `field 'id': ${echo(id)} appears twice`);
     seen.add(id);
     if (typeof r.question !== 'string' || r.question.trim().length === 0) throw new DatasetError(file, where, `field 'question' must be a non-empty string`);
     const golden = r.golden_answers;
-    if (!Array.isArray(golden) || golden.length === 0) throw new DatasetError(file, where, `field 'golden_answers' must be a non-empty list of strings, got ${JSON.stringify(golden)}`);
+    if (!Array.isArray(golden) || golden.length === 0) throw new DatasetError(file, where, `field 'golden_answers' must be a non-empty list of strings, got ${echo(golden)}`);
     const answers = golden.map((g) => (typeof g === 'number' ? String(g) : g));
     if (!answers.every((g): g is string => typeof g === 'string' && g.trim().length > 0)) {
-      throw new DatasetError(file, where, `field 'golden_answers' must hold non-empty strings, got ${JSON.stringify(golden)}`);
+      throw new DatasetError(file, where, `field 'golden_answers' must hold non-empty strings, got ${echo(golden)}`);
     }
     out.push({ id, dataset, question: r.question, goldenAnswers: answers });
   });
@@ -91,8 +93,9 @@ export function parseDatasetText(text: string, file: string, dataset: string): E
 export function readDatasetFile(file: string, dataset = basename(file, extname(file))): EvalDataset {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readTextFile(file);
   } catch (err) {
+    if (err instanceof TextFileError) throw err;
     throw new DatasetError(file, '', `cannot read (${(err as Error).message})`);
   }
   return { name: dataset, source: file, questions: parseDatasetText(text, file, dataset) };

@@ -5,10 +5,12 @@
 //   results.md         the same as a Markdown table
 // A killed evaluation run again with the same settings and --out continues where it stopped: questions
 // already in predictions.jsonl are skipped, so none is scored twice. Other settings in the same folder are
-// refused rather than mixed in.
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+// refused rather than mixed in. One process at a time writes a folder (a `.lock` file with the owner's pid and
+// host, as a run folder has): a second eval into it is refused while the first runs.
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
+import { ensureDir, writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
+import { FileLock } from '../util/lock.js';
 import type { EvalQuestion } from './dataset.js';
 import { type EvalResults, resultsMarkdown } from './results.js';
 import type { PredictionRecord } from './runner.js';
@@ -28,6 +30,7 @@ export class EvalFolder {
   private lines: string[] = [];
   private readonly recordsList: PredictionRecord[] = [];
   private readonly keys = new Set<string>();
+  private lock: FileLock | undefined;
 
   private constructor(readonly dir: string) {
     this.settingsPath = join(dir, 'settings.json');
@@ -36,12 +39,32 @@ export class EvalFolder {
     this.resultsMdPath = join(dir, 'results.md');
   }
 
-  /** Opens (or creates) the folder; an existing one must record the same identity. */
-  static open(dir: string, identity: EvalIdentity): EvalFolder {
+  /**
+   * Opens (or creates) the folder and takes its lock until release() (or the process's exit); an existing
+   * folder must record the same identity.
+   */
+  static open(dir: string, identity: EvalIdentity, onStaleLock?: (message: string) => void): EvalFolder {
     const f = new EvalFolder(dir);
-    mkdirSync(dir, { recursive: true });
-    if (existsSync(f.predictionsPath)) {
-      readFileSync(f.predictionsPath, 'utf8')
+    ensureDir(dir);
+    f.lock = FileLock.acquire(join(dir, '.lock'), `eval folder ${dir}`, 'evaluation', onStaleLock);
+    try {
+      f.load(identity);
+    } catch (err) {
+      f.release();
+      throw err;
+    }
+    return f;
+  }
+
+  /** Lets another process write the folder. */
+  release(): void {
+    this.lock?.release();
+    this.lock = undefined;
+  }
+
+  private load(identity: EvalIdentity): void {
+    if (existsSync(this.predictionsPath)) {
+      readFileSync(this.predictionsPath, 'utf8')
         .split('\n')
         .forEach((raw, i) => {
           if (raw.trim() === '') return;
@@ -49,38 +72,37 @@ export class EvalFolder {
           try {
             r = JSON.parse(raw) as PredictionRecord;
           } catch (err) {
-            throw new Error(`${f.predictionsPath}: line ${i + 1}: not valid JSON (${(err as Error).message})`);
+            throw new Error(`${this.predictionsPath}: line ${i + 1}: not valid JSON (${(err as Error).message})`);
           }
-          if (typeof r.id !== 'string' || typeof r.dataset !== 'string') throw new Error(`${f.predictionsPath}: line ${i + 1}: fields 'id' and 'dataset' must be strings`);
+          if (typeof r.id !== 'string' || typeof r.dataset !== 'string') throw new Error(`${this.predictionsPath}: line ${i + 1}: fields 'id' and 'dataset' must be strings`);
           const key = questionKey(r);
-          if (f.keys.has(key)) throw new Error(`${f.predictionsPath}: line ${i + 1}: question ${r.dataset}/${r.id} appears twice`);
-          f.keys.add(key);
-          f.lines.push(raw);
-          f.recordsList.push(r);
+          if (this.keys.has(key)) throw new Error(`${this.predictionsPath}: line ${i + 1}: question ${r.dataset}/${r.id} appears twice`);
+          this.keys.add(key);
+          this.lines.push(raw);
+          this.recordsList.push(r);
         });
     }
     // Settings only bind a folder that holds predictions: one left by a run that failed before its first
     // question (a wrong adapter path, say) is simply taken over.
-    if (existsSync(f.settingsPath) && f.recordsList.length > 0) {
+    if (existsSync(this.settingsPath) && this.recordsList.length > 0) {
       let saved: EvalIdentity;
       try {
-        saved = JSON.parse(readFileSync(f.settingsPath, 'utf8')) as EvalIdentity;
+        saved = JSON.parse(readFileSync(this.settingsPath, 'utf8')) as EvalIdentity;
       } catch (err) {
-        throw new Error(`${f.settingsPath}: not valid JSON (${(err as Error).message})`);
+        throw new Error(`${this.settingsPath}: not valid JSON (${(err as Error).message})`);
       }
       const keys = new Set([...Object.keys(saved), ...Object.keys(identity)]);
       for (const k of keys) {
         if (JSON.stringify(saved[k] ?? null) !== JSON.stringify(identity[k] ?? null)) {
           throw new Error(
-            `${dir} holds an evaluation with other settings (${k}: ${JSON.stringify(saved[k] ?? null)} there, ${JSON.stringify(identity[k] ?? null)} now); ` +
+            `${this.dir} holds an evaluation with other settings (${k}: ${JSON.stringify(saved[k] ?? null)} there, ${JSON.stringify(identity[k] ?? null)} now); ` +
               'choose another --out, or rerun with the same settings to continue it',
           );
         }
       }
     } else {
-      writeJsonAtomic(f.settingsPath, identity);
+      writeJsonAtomic(this.settingsPath, identity);
     }
-    return f;
   }
 
   get records(): readonly PredictionRecord[] {

@@ -1,9 +1,10 @@
 // `eval --score FILE.jsonl` (docs/evaluation.md): scores predictions made by any system with our metric code.
 // Lines: {"id","prediction","golden_answers"} with an optional "dataset" (default: the file's base name).
-import { readFileSync } from 'node:fs';
 import { basename, extname } from 'node:path';
 import { aggregateResults, type EvalResults } from './results.js';
 import { exactMatchScore, f1Score } from './score.js';
+import { echo } from '../util/text-file.js';
+import { readTextFile, TextFileError } from '../util/text-file.js';
 
 export interface ScoredLine {
   id: string;
@@ -28,10 +29,10 @@ export function scorePredictionsText(text: string, file: string): ScoredLine[] {
     }
     if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new Error(`${where}: expected a JSON object`);
     if (typeof o.id !== 'string' && typeof o.id !== 'number') throw new Error(`${where}: field 'id' must be a string or number`);
-    if (o.prediction !== null && typeof o.prediction !== 'string') throw new Error(`${where}: field 'prediction' must be a string (or null for no answer), got ${JSON.stringify(o.prediction)}`);
+    if (o.prediction !== null && typeof o.prediction !== 'string') throw new Error(`${where}: field 'prediction' must be a string (or null for no answer), got ${echo(o.prediction)}`);
     const golden = o.golden_answers;
     if (!Array.isArray(golden) || golden.length === 0 || !golden.every((g) => typeof g === 'string' || typeof g === 'number')) {
-      throw new Error(`${where}: field 'golden_answers' must be a non-empty list of strings, got ${JSON.stringify(golden)}`);
+      throw new Error(`${where}: field 'golden_answers' must be a non-empty list of strings, got ${echo(golden)}`);
     }
     if (o.dataset !== undefined && typeof o.dataset !== 'string') throw new Error(`${where}: field 'dataset' must be a string`);
     const answers = golden.map(String);
@@ -52,8 +53,9 @@ export function scorePredictionsText(text: string, file: string): ScoredLine[] {
 export function scorePredictionsFile(file: string): { lines: ScoredLine[]; results: EvalResults } {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readTextFile(file);
   } catch (err) {
+    if (err instanceof TextFileError) throw err;
     throw new Error(`--score ${file}: cannot read (${(err as Error).message})`);
   }
   const lines = scorePredictionsText(text, file);

@@ -3,7 +3,8 @@
 // retried a bounded number of times with exponential backoff; other 4xx fail at once. Errors name the URL,
 // the model, the status and the start of the reply body (secrets redacted), so a misconfigured endpoint is
 // easy to see.
-import { redactSecrets } from '../util/redact.js';
+import { fetchFailure, readBodyCapped } from '../util/http-client.js';
+import { hasUserInfo, redactSecrets, redactUrl } from '../util/redact.js';
 import type { ChatMessage, CompleteOptions, TextGenerator } from './types.js';
 
 export interface OpenAIChatConfig {
@@ -19,6 +20,8 @@ export interface OpenAIChatConfig {
   /** First backoff; doubles each retry, capped at maxBackoffMs. */
   backoffMs?: number;
   maxBackoffMs?: number;
+  /** Most bytes of one reply body: a larger one is cut off and refused without a retry. */
+  maxResponseBytes?: number;
   /** Defaults for requests that do not say. */
   maxTokens?: number;
   temperature?: number;
@@ -35,6 +38,8 @@ export const OPENAI_CHAT_DEFAULTS = {
   maxRetries: 3,
   backoffMs: 1_000,
   maxBackoffMs: 20_000,
+  // A chat completion of a few thousand tokens is a few KB of JSON; 16 MiB is no honest reply.
+  maxResponseBytes: 16 * 2 ** 20,
   maxTokens: 1024,
   temperature: 0,
 } as const;
@@ -51,9 +56,20 @@ export class LlmEndpointError extends Error {
   }
 }
 
+/**
+ * The chat-completions endpoint of a base URL: `/chat/completions` joined to its path with the URL API, so a
+ * query (`?api-version=…`) stays at the end; a URL that already ends in it is used as it is.
+ */
 export function chatCompletionsUrl(url: string): string {
-  const trimmed = url.replace(/\/+$/, '');
-  return /\/chat\/completions$/.test(trimmed) ? trimmed : `${trimmed}/chat/completions`;
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new Error(`OpenAI-compatible client: ${JSON.stringify(redactUrl(url))} is not a URL (expected e.g. http://127.0.0.1:8000/v1)`);
+  }
+  const path = u.pathname.replace(/\/+$/, '');
+  if (!/\/chat\/completions$/.test(path)) u.pathname = `${path}/chat/completions`;
+  return u.toString();
 }
 
 const defaultSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -69,15 +85,19 @@ export class OpenAIChatClient implements TextGenerator {
   constructor(config: OpenAIChatConfig) {
     if (!config.url) throw new Error('OpenAI-compatible client: url is required');
     if (!config.model) throw new Error('OpenAI-compatible client: model is required');
+    if (hasUserInfo(config.url)) {
+      throw new Error(`OpenAI-compatible client ${redactUrl(config.url)}: the URL must not hold a user name or password (fetch cannot send them, and they would be shown in logs); put the key in the environment variable that --api-key-env names`);
+    }
     this.cfg = { ...OPENAI_CHAT_DEFAULTS, ...stripUndefined(config) } as typeof this.cfg;
     this.endpoint = chatCompletionsUrl(config.url);
-    this.name = `openai:${this.endpoint} ${config.model}`;
+    // The name goes into every message and log line: without the secrets a query may hold.
+    this.name = `openai:${redactUrl(this.endpoint)} ${config.model}`;
     this.fetchImpl = config.fetchImpl ?? fetch;
     this.sleep = config.sleep ?? defaultSleep;
     if (config.apiKeyEnv === '') this.cfg.apiKeyEnv = undefined; // explicitly no key
     if (this.cfg.apiKeyEnv !== undefined && !process.env[this.cfg.apiKeyEnv]) {
       throw new Error(
-        `OpenAI-compatible client ${this.endpoint}: environment variable ${this.cfg.apiKeyEnv} (the API key) is not set; set it, or pass --api-key-env '' for a server without auth`,
+        `OpenAI-compatible client ${redactUrl(this.endpoint)}: environment variable ${this.cfg.apiKeyEnv} (the API key) is not set; set it, or pass --api-key-env '' for a server without auth`,
       );
     }
     this.onRetry = config.onRetry;
@@ -131,20 +151,23 @@ export class OpenAIChatClient implements TextGenerator {
     outer?.addEventListener('abort', onOuter, { once: true });
     try {
       let res: Response;
-      let text: string;
       try {
         res = await this.fetchImpl(this.endpoint, { method: 'POST', headers, body, signal: ctrl.signal });
-        // The body is read under the same timeout: a server that stalls mid-reply is a timeout too.
-        text = await res.text();
       } catch (err) {
         if (timedOut) {
           throw new LlmEndpointError(`${this.name}: no reply within ${this.cfg.timeoutMs} ms`, null, attempt, true);
         }
         if (outer?.aborted) throw new LlmEndpointError(`${this.name}: cancelled by the caller`, null, attempt, false);
-        const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-        const why = cause?.code ?? cause?.message ?? (err as Error).message;
-        throw new LlmEndpointError(`${this.name}: request failed (${why})`, null, attempt, true);
+        const failure = fetchFailure(err);
+        throw new LlmEndpointError(`${this.name}: ${failure.why}`, null, attempt, failure.retryable);
       }
+      // The body is read under the same timeout (a server that stalls mid-reply is a timeout too) and a size cap.
+      const read = await readBodyCapped(res, this.cfg.maxResponseBytes, ctrl, () => (timedOut ? `no reply within ${this.cfg.timeoutMs} ms` : 'cancelled by the caller'));
+      if (!('text' in read)) {
+        if (outer?.aborted && !timedOut) throw new LlmEndpointError(`${this.name}: cancelled by the caller`, null, attempt, false);
+        throw new LlmEndpointError(`${this.name}: ${read.why}`, res.status, attempt, read.retryable);
+      }
+      const text = read.text;
       if (!res.ok) {
         const retryable = res.status >= 500 || res.status === 408 || res.status === 429;
         const hint = res.status === 401 || res.status === 403 ? ' (check the API key environment variable)' : '';

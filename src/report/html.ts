@@ -6,6 +6,7 @@ import {
 } from './charts.js';
 import type { EvalFolderData, EvalRow, RunData, StepRow } from './run-data.js';
 import { halves, type Pooled, pooledSolverAccuracy, pooledValid } from './pooled.js';
+import { redactUrl } from '../util/redact.js';
 
 export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
@@ -181,7 +182,7 @@ export function renderReport(input: ReportInput): { html: string; chartIds: stri
   const title = `SESA run report: ${run.dir.split('/').slice(-2).join('/')}`;
   const facts = [
     cfg.model !== undefined ? `model <code>${escapeHtml(String(cfg.model))}</code>` : '',
-    cfg.corpus !== undefined ? `corpus <code>${escapeHtml(String(cfg.retrieverUrl ?? cfg.corpus))}</code>` : '',
+    cfg.corpus !== undefined ? `corpus <code>${escapeHtml(cfg.retrieverUrl !== undefined ? redactUrl(String(cfg.retrieverUrl)) : String(cfg.corpus))}</code>` : '',
     cfg.skills !== undefined ? `skills ${cfg.skills ? 'on' : 'off'}` : '',
     cfg.seed !== undefined ? `seed ${escapeHtml(String(cfg.seed))}` : '',
   ].filter(Boolean);

@@ -25,6 +25,71 @@ export interface AccumulatedGradients {
 }
 
 /**
+ * Sums micro-batch gradients w.r.t. `params` (only those: nothing else gets a gradient), one `add` per
+ * micro-batch, so a caller may do other work between two of them (e.g. yield to the event loop). Every tensor
+ * made here is disposed except the grads `result()` returns, which the caller owns (`disposeGrads`), or which
+ * `dispose()` frees when the caller gives up half-way.
+ */
+export class GradientAccumulator {
+  private readonly byVarName = new Map<string, string>();
+  private readonly varList: tf.Variable[] = [];
+  private readonly grads: Record<string, tf.Tensor> = {};
+  private readonly metrics: Record<string, number> = {};
+  private loss = 0;
+
+  constructor(params: Record<string, tf.Variable>) {
+    for (const key of Object.keys(params)) {
+      const v = params[key] as tf.Variable;
+      if (!v.trainable) throw new Error(`accumulateGradients: parameter '${key}' is not trainable`);
+      this.byVarName.set(v.name, key);
+      this.varList.push(v);
+    }
+  }
+
+  /** Runs one micro-batch's `lossFn` under tf.variableGrads and adds its gradients, loss and metrics. */
+  add(lossFn: () => MicroBatchLoss): void {
+    let kept: Record<string, tf.Scalar> = {};
+    const { value, grads: g } = tf.variableGrads(() => {
+      const r = lossFn();
+      kept = {};
+      for (const [name, t] of Object.entries(r.metrics ?? {})) if (t) kept[name] = tf.keep(t);
+      return r.loss;
+    }, this.varList);
+    this.loss += value.dataSync()[0] as number;
+    value.dispose();
+    for (const [name, t] of Object.entries(kept)) {
+      this.metrics[name] = (this.metrics[name] ?? 0) + (t.dataSync()[0] as number);
+      t.dispose();
+    }
+    for (const [varName, gi] of Object.entries(g)) {
+      const key = this.byVarName.get(varName);
+      if (key === undefined) {
+        gi.dispose();
+        continue;
+      }
+      const prev = this.grads[key];
+      if (prev) {
+        this.grads[key] = tf.add(prev, gi);
+        prev.dispose();
+        gi.dispose();
+      } else {
+        this.grads[key] = gi;
+      }
+    }
+  }
+
+  /** The sums so far; the grads now belong to the caller. */
+  result(): AccumulatedGradients {
+    return { grads: this.grads, loss: this.loss, metrics: this.metrics };
+  }
+
+  /** Frees the gradients summed so far (a caller that stops before `result()`). */
+  dispose(): void {
+    disposeGrads(this.grads);
+  }
+}
+
+/**
  * Runs `lossFn(i)` for i = 0..count−1 under tf.variableGrads and sums the gradients w.r.t. `params` (only
  * those: nothing else gets a gradient). Every tensor made here is disposed except the returned grads, which
  * the caller owns (`disposeGrads`).
@@ -34,49 +99,9 @@ export function accumulateGradients(
   count: number,
   lossFn: (index: number) => MicroBatchLoss,
 ): AccumulatedGradients {
-  const keys = Object.keys(params);
-  const byVarName = new Map<string, string>();
-  const varList: tf.Variable[] = [];
-  for (const key of keys) {
-    const v = params[key] as tf.Variable;
-    if (!v.trainable) throw new Error(`accumulateGradients: parameter '${key}' is not trainable`);
-    byVarName.set(v.name, key);
-    varList.push(v);
-  }
-  const grads: Record<string, tf.Tensor> = {};
-  const metrics: Record<string, number> = {};
-  let loss = 0;
-  for (let i = 0; i < count; i++) {
-    let kept: Record<string, tf.Scalar> = {};
-    const { value, grads: g } = tf.variableGrads(() => {
-      const r = lossFn(i);
-      kept = {};
-      for (const [name, t] of Object.entries(r.metrics ?? {})) if (t) kept[name] = tf.keep(t);
-      return r.loss;
-    }, varList);
-    loss += value.dataSync()[0] as number;
-    value.dispose();
-    for (const [name, t] of Object.entries(kept)) {
-      metrics[name] = (metrics[name] ?? 0) + (t.dataSync()[0] as number);
-      t.dispose();
-    }
-    for (const [varName, gi] of Object.entries(g)) {
-      const key = byVarName.get(varName);
-      if (key === undefined) {
-        gi.dispose();
-        continue;
-      }
-      const prev = grads[key];
-      if (prev) {
-        grads[key] = tf.add(prev, gi);
-        prev.dispose();
-        gi.dispose();
-      } else {
-        grads[key] = gi;
-      }
-    }
-  }
-  return { grads, loss, metrics };
+  const acc = new GradientAccumulator(params);
+  for (let i = 0; i < count; i++) acc.add(() => lossFn(i));
+  return acc.result();
 }
 
 /** Disposes a map of gradients. */

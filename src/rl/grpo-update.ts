@@ -11,8 +11,9 @@ import { tokenLogProbsWithEntropy } from '../../kernels/token-logprob.js';
 import type { LoraAdapter } from '../model/lora.js';
 import type { CausalLM } from '../model/qwen3.js';
 import { tf } from '../tensor/backend.js';
-import { accumulateGradients, disposeGrads } from './accumulate.js';
+import { disposeGrads, GradientAccumulator } from './accumulate.js';
 import { type GrpoLossConfig, grpoLoss, type LossNormalizer } from './grpo-loss.js';
+import { yieldToEventLoop } from '../util/yield.js';
 import { microBatchBytes } from './memory-budget.js';
 import type { AdamW } from './optimizer.js';
 
@@ -261,6 +262,8 @@ export async function grpoGradients(
         refLogprobs.push(layout.refLogprobs);
         continue;
       }
+      // Each pass is synchronous tensor work: let signal handlers (Ctrl-C) in before each.
+      await yieldToEventLoop();
       const { logProbs, entropy } = tf.tidy(() => responseLogProbs(model, layout, undefined, cfg.logitsChunkSize));
       const values = (await logProbs.data()) as Float32Array;
       tf.dispose([logProbs, entropy]);
@@ -271,31 +274,41 @@ export async function grpoGradients(
 
   adapter.training = true;
   try {
-    const acc = accumulateGradients(params, layouts.length, (i) => {
-      const layout = layouts[i] as MicroBatchLayout;
-      const { logProbs, entropy } = responseLogProbs(model, layout, adapter, cfg.logitsChunkSize, recompute);
-      const { B, R } = layout;
-      const { loss, metrics } = grpoLoss(
-        {
-          logProbs,
-          oldLogProbs: tf.tensor2d(layout.oldLogprobs, [B, R]),
-          ...(klCoef !== 0 ? { refLogProbs: tf.tensor2d(refLogprobs[i] as Float32Array, [B, R]) } : {}),
-          advantages: tf.tensor1d(layout.advantages),
-          mask: tf.tensor2d(layout.mask, [B, R]),
-          entropy,
-          normalizer,
-        },
-        { ...cfg, klCoef, maxLen },
-      );
-      return { loss, metrics: { pgLoss: metrics.pgLoss, kl: metrics.kl, clipFrac: metrics.clipFrac, entropy: metrics.entropy } };
-    });
+    const acc = new GradientAccumulator(params);
+    try {
+      for (let i = 0; i < layouts.length; i++) {
+        await yieldToEventLoop();
+        acc.add(() => {
+          const layout = layouts[i] as MicroBatchLayout;
+          const { logProbs, entropy } = responseLogProbs(model, layout, adapter, cfg.logitsChunkSize, recompute);
+          const { B, R } = layout;
+          const { loss, metrics } = grpoLoss(
+            {
+              logProbs,
+              oldLogProbs: tf.tensor2d(layout.oldLogprobs, [B, R]),
+              ...(klCoef !== 0 ? { refLogProbs: tf.tensor2d(refLogprobs[i] as Float32Array, [B, R]) } : {}),
+              advantages: tf.tensor1d(layout.advantages),
+              mask: tf.tensor2d(layout.mask, [B, R]),
+              entropy,
+              normalizer,
+            },
+            { ...cfg, klCoef, maxLen },
+          );
+          return { loss, metrics: { pgLoss: metrics.pgLoss, kl: metrics.kl, clipFrac: metrics.clipFrac, entropy: metrics.entropy } };
+        });
+      }
+    } catch (err) {
+      acc.dispose();
+      throw err;
+    }
+    const sums = acc.result();
     return {
-      grads: acc.grads,
-      loss: acc.loss,
-      pgLoss: acc.metrics.pgLoss ?? 0,
-      kl: acc.metrics.kl ?? 0,
-      clipFrac: acc.metrics.clipFrac ?? 0,
-      entropy: acc.metrics.entropy ?? 0,
+      grads: sums.grads,
+      loss: sums.loss,
+      pgLoss: sums.metrics.pgLoss ?? 0,
+      kl: sums.metrics.kl ?? 0,
+      clipFrac: sums.metrics.clipFrac ?? 0,
+      entropy: sums.metrics.entropy ?? 0,
       trainedTokens: normalizer.tokens,
       processedTokens: layouts.reduce((a, l) => a + l.ids.length * (l.ids[0] as number[]).length, 0),
       microBatches: layouts.length,

@@ -4,9 +4,10 @@
 // The file is streamed (corpora run to gigabytes) and every bad row is reported as `file:line: why`, since
 // a corpus is hand-assembled data and the line number is what a person needs to fix it.
 import { createHash, type Hash } from 'node:crypto';
-import { createReadStream, statSync } from 'node:fs';
-import { StringDecoder } from 'node:string_decoder';
+import { statSync } from 'node:fs';
+import { streamLines, TextFileError } from '../util/text-file.js';
 import type { Passage } from './types.js';
+import { echo } from '../util/text-file.js';
 
 export class CorpusError extends Error {
   constructor(
@@ -25,8 +26,11 @@ export interface CorpusProgress {
   rows: number;
 }
 
+/** Lines between two progress reports. */
+const PROGRESS_EVERY_LINES = 1000;
+
 export interface ReadCorpusOptions {
-  /** Called after each chunk read (about every 64 KiB). */
+  /** Called every PROGRESS_EVERY_LINES lines and at the end. */
   onProgress?: (p: CorpusProgress) => void;
 }
 
@@ -65,7 +69,7 @@ export function parseCorpusLine(line: string, file: string, lineNo: number): Pas
   if (typeof r.id === 'string' && r.id !== '') id = r.id;
   else if (typeof r.id === 'number' && Number.isSafeInteger(r.id)) id = String(r.id);
   else if (r.id === undefined) throw new CorpusError(`row has no "id"; ${FORMATS}`, file, lineNo);
-  else throw new CorpusError(`"id" must be a non-empty string or an integer, got ${JSON.stringify(r.id)}`, file, lineNo);
+  else throw new CorpusError(`"id" must be a non-empty string or an integer, got ${echo(r.id)}`, file, lineNo);
 
   // A row carrying both shapes is taken by its structured fields, which need no guessing.
   if (typeof r.title === 'string' && typeof r.text === 'string') return { id, title: r.title, text: r.text };
@@ -110,33 +114,22 @@ export async function* readCorpusRows(
   } catch (err) {
     throw new CorpusError(`cannot read corpus (${(err as Error).message})`, file);
   }
-  const decoder = new StringDecoder('utf8');
-  let pending = '';
-  let lineNo = 0;
   let rows = 0;
-  let bytesRead = 0;
-  const take = function* (text: string): Generator<{ passage: Passage; line: number }> {
-    if (lineNo === 0 && text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-    lineNo += 1;
-    const line = text.endsWith('\r') ? text.slice(0, -1) : text;
-    if (line.trim() === '') return;
-    rows += 1;
-    yield { passage: parseCorpusLine(line, file, lineNo), line: lineNo };
-  };
-  for await (const chunk of createReadStream(file)) {
-    const buf = chunk as Buffer;
-    bytesRead += buf.length;
-    pending += decoder.write(buf);
-    let start = 0;
-    for (let nl = pending.indexOf('\n'); nl >= 0; nl = pending.indexOf('\n', start)) {
-      yield* take(pending.slice(start, nl));
-      start = nl + 1;
+  // Lines are split on bytes and each is checked (UTF-8, at most MAX_LINE_BYTES) before it is parsed.
+  try {
+    for await (const { text, line: lineNo, bytesRead } of streamLines(file)) {
+      const line = text.endsWith('\r') ? text.slice(0, -1) : text;
+      if (line.trim() !== '') {
+        rows += 1;
+        yield { passage: parseCorpusLine(line, file, lineNo), line: lineNo };
+      }
+      if (lineNo % PROGRESS_EVERY_LINES === 0) options.onProgress?.({ bytesRead, totalBytes, rows });
     }
-    pending = pending.slice(start);
-    options.onProgress?.({ bytesRead, totalBytes, rows });
+  } catch (err) {
+    if (err instanceof TextFileError) throw new CorpusError(err.message.slice(`${file}:${err.line}: `.length), file, err.line);
+    throw err;
   }
-  pending += decoder.end();
-  if (pending !== '') yield* take(pending);
+  options.onProgress?.({ bytesRead: totalBytes, totalBytes, rows });
 }
 
 export interface LoadedCorpus {
@@ -154,7 +147,7 @@ export async function loadCorpus(file: string, options: ReadCorpusOptions = {}):
   for await (const { passage, line } of readCorpusRows(file, options)) {
     const seen = firstLine.get(passage.id);
     if (seen !== undefined) {
-      throw new CorpusError(`duplicate id ${JSON.stringify(passage.id)} (first at line ${seen})`, file, line);
+      throw new CorpusError(`duplicate id ${echo(passage.id)} (first at line ${seen})`, file, line);
     }
     firstLine.set(passage.id, line);
     passages.push(passage);

@@ -5,7 +5,8 @@
 // server encodes a batch at once on its GPU. The server is a separate process that may be restarting or
 // overloaded, so network errors, timeouts and 5xx are retried with exponential backoff; a 4xx means our
 // request is wrong and is reported at once.
-import { redactSecrets } from '../util/redact.js';
+import { fetchFailure, readBodyCapped } from '../util/http-client.js';
+import { hasUserInfo, redactSecrets, redactUrl } from '../util/redact.js';
 import { parseContents } from './corpus.js';
 import type { Passage, Searcher } from './types.js';
 
@@ -21,6 +22,13 @@ export interface SearchR1ClientOptions {
   maxBackoffMs: number;
   /** Most queries per request; larger batches are sent as consecutive requests. */
   maxBatchSize: number;
+  /**
+   * Most bytes of one response body: a larger one is cut off as it streams in and refused without a retry
+   * (a runaway or wrong server would otherwise be read into memory whole).
+   */
+  maxResponseBytes: number;
+  /** The setting that sets `maxResponseBytes`, named in the error (e.g. --retriever-max-response-mb). */
+  maxResponseSetting?: string;
   /** Told about each retry (e.g. for the run log). */
   onRetry?: (info: { attempt: number; delayMs: number; reason: string }) => void;
   /** Injected in tests; defaults to the global fetch. */
@@ -34,6 +42,8 @@ export const DEFAULT_SEARCHR1_OPTIONS: Readonly<Omit<SearchR1ClientOptions, 'url
   backoffMs: 500,
   maxBackoffMs: 8_000,
   maxBatchSize: 512,
+  // 512 queries × 10 passages of wiki-18 (~0.7 KB each) is ~4 MB of JSON: 64 MiB is far beyond any honest reply.
+  maxResponseBytes: 64 * 2 ** 20,
 };
 
 export class SearchR1Error extends Error {
@@ -50,13 +60,17 @@ export class SearchR1Error extends Error {
 /** The endpoint for a `--retriever-url`: as given, or with `/retrieve` added to a bare host. */
 export function retrieveEndpoint(url: string): string {
   let u: URL;
+  const shown = redactUrl(url);
   try {
     u = new URL(url);
   } catch {
-    throw new SearchR1Error(`retriever URL ${JSON.stringify(url)} is not a URL (expected e.g. http://127.0.0.1:8000/retrieve)`, url);
+    throw new SearchR1Error(`retriever URL ${JSON.stringify(shown)} is not a URL (expected e.g. http://127.0.0.1:8000/retrieve)`, shown);
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') {
-    throw new SearchR1Error(`retriever URL ${url} must be http:// or https://`, url);
+    throw new SearchR1Error(`retriever URL ${shown} must be http:// or https://`, shown);
+  }
+  if (hasUserInfo(url)) {
+    throw new SearchR1Error(`retriever URL ${shown} must not hold a user name or password (fetch cannot send them, and they would be shown in logs)`, shown);
   }
   if (u.pathname === '' || u.pathname === '/') u.pathname = '/retrieve';
   return u.toString();
@@ -126,14 +140,17 @@ interface AttemptFailure {
   status?: number;
 }
 
-function networkReason(err: unknown): string {
-  const e = err as { message?: string; cause?: { code?: string; message?: string } };
-  const code = e.cause?.code ?? e.cause?.message;
-  return code ? `cannot connect (${code})` : `request failed (${e.message ?? String(err)})`;
+/** What a thrown fetch means: a connection that failed (retried) or a request that cannot be sent (not). */
+function networkFailure(err: unknown): AttemptFailure {
+  const f = fetchFailure(err);
+  if (!f.retryable) return { retry: false, reason: f.why };
+  return { retry: true, reason: f.code !== undefined ? `cannot connect (${f.code})` : f.why };
 }
 
 export class SearchR1Client implements Searcher {
   readonly endpoint: string;
+  /** The endpoint as messages show it (secrets a query may hold removed). */
+  private readonly shown: string;
   private readonly opts: SearchR1ClientOptions;
   /** Requests that reached a response or failed, retries included (for logs and tests). */
   requestCount = 0;
@@ -141,15 +158,17 @@ export class SearchR1Client implements Searcher {
   constructor(options: Partial<SearchR1ClientOptions> & { url: string }) {
     this.opts = { ...DEFAULT_SEARCHR1_OPTIONS, ...options };
     this.endpoint = retrieveEndpoint(options.url);
+    this.shown = redactUrl(this.endpoint);
     const { timeoutMs, attempts, backoffMs, maxBackoffMs, maxBatchSize } = this.opts;
     if (!(timeoutMs > 0)) throw new Error(`retriever: timeoutMs must be > 0, got ${timeoutMs}`);
     if (!Number.isInteger(attempts) || attempts < 1) throw new Error(`retriever: attempts must be an integer ≥ 1, got ${attempts}`);
     if (!(backoffMs >= 0) || !(maxBackoffMs >= 0)) throw new Error('retriever: backoffMs and maxBackoffMs must be ≥ 0');
     if (!Number.isInteger(maxBatchSize) || maxBatchSize < 1) throw new Error(`retriever: maxBatchSize must be an integer ≥ 1, got ${maxBatchSize}`);
+    if (!(this.opts.maxResponseBytes > 0)) throw new Error(`retriever: maxResponseBytes must be > 0, got ${this.opts.maxResponseBytes}`);
   }
 
   describe(): string {
-    return `Search-R1 retrieval server at ${this.endpoint}`;
+    return `Search-R1 retrieval server at ${this.shown}`;
   }
 
   async search(queries: string[], k: number): Promise<Passage[][]> {
@@ -169,7 +188,7 @@ export class SearchR1Client implements Searcher {
     let last: AttemptFailure | undefined;
     for (let attempt = 1; attempt <= this.opts.attempts; attempt += 1) {
       const r = await this.attempt(payload);
-      if ('body' in r) return parseRetrieveResponse(r.body, queries.length, this.endpoint);
+      if ('body' in r) return parseRetrieveResponse(r.body, queries.length, this.shown);
       last = r;
       if (!r.retry) break;
       if (attempt < this.opts.attempts) {
@@ -180,7 +199,7 @@ export class SearchR1Client implements Searcher {
     }
     const failure = last as AttemptFailure;
     const tries = failure.retry ? ` after ${this.opts.attempts} attempt${this.opts.attempts === 1 ? '' : 's'}` : '';
-    throw new SearchR1Error(`retriever ${this.endpoint}: ${failure.reason}${tries}`, this.endpoint, failure.status);
+    throw new SearchR1Error(`retriever ${this.shown}: ${failure.reason}${tries}`, this.shown, failure.status);
   }
 
   private async attempt(payload: string): Promise<{ body: unknown } | AttemptFailure> {
@@ -188,27 +207,27 @@ export class SearchR1Client implements Searcher {
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(), this.opts.timeoutMs);
     this.requestCount += 1;
-    let status: number;
-    let statusText: string;
-    let text: string;
+    let res: Response;
     try {
-      const res = await doFetch(this.endpoint, {
+      res = await doFetch(this.endpoint, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: payload,
         signal: ac.signal,
       });
-      status = res.status;
-      statusText = res.statusText;
-      text = await res.text();
     } catch (err) {
-      if (ac.signal.aborted) return { retry: true, reason: `no response within ${this.opts.timeoutMs} ms` };
-      return { retry: true, reason: networkReason(err) };
-    } finally {
       clearTimeout(timer);
+      if (ac.signal.aborted) return { retry: true, reason: `no response within ${this.opts.timeoutMs} ms` };
+      return networkFailure(err);
     }
+    // The body is read under the same timeout and the size cap; a failure here is the body's, not the connection's.
+    const read = await this.readBody(res, ac);
+    clearTimeout(timer);
+    if ('reason' in read) return read;
+    const text = read.text;
+    const status = res.status;
     if (status < 200 || status >= 300) {
-      const reason = `HTTP ${status}${statusText ? ` ${statusText}` : ''}: ${snippet(text) || '(empty body)'}`;
+      const reason = `HTTP ${status}${res.statusText ? ` ${res.statusText}` : ''}: ${snippet(text) || '(empty body)'}`;
       // 408 and 429 are the server asking us to come back later; other 4xx are our mistake.
       const retry = status >= 500 || status === 408 || status === 429;
       return { retry, reason, status };
@@ -217,10 +236,20 @@ export class SearchR1Client implements Searcher {
       return { body: JSON.parse(text) as unknown };
     } catch {
       throw new SearchR1Error(
-        `retriever ${this.endpoint}: malformed response: body is not JSON (HTTP ${status}): ${snippet(text) || '(empty body)'}`,
-        this.endpoint,
+        `retriever ${this.shown}: malformed response: body is not JSON (HTTP ${status}): ${snippet(text) || '(empty body)'}`,
+        this.shown,
         status,
       );
     }
+  }
+
+  /** The response body as text, at most `maxResponseBytes` of it (else a failure that is not retried). */
+  private async readBody(res: Response, ac: AbortController): Promise<{ text: string } | AttemptFailure> {
+    const read = await readBodyCapped(res, this.opts.maxResponseBytes, ac, () => `no response within ${this.opts.timeoutMs} ms`);
+    if ('text' in read) return read;
+    const mib = this.opts.maxResponseBytes / 2 ** 20;
+    const cap = this.opts.maxResponseSetting && read.why.startsWith('the response is larger') ? ` (${this.opts.maxResponseSetting} ${Number.isInteger(mib) ? mib : mib.toFixed(3)})` : '';
+    const tail = read.why.startsWith('the response is larger') ? '; the server sent more than asked for, or is not a retriever' : '';
+    return { retry: read.retryable, reason: `${read.why}${cap}${tail}`, status: res.status };
   }
 }

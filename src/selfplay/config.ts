@@ -20,6 +20,7 @@ import { RECIPES, type RecipeName, RUN_SETTINGS, workerCount } from './config/ru
 import { SEARCH_SETTINGS } from './config/search.js';
 import type { AnySetting, ConfigOf } from './config/setting.js';
 import { SKILLS_SETTINGS } from './config/skills.js';
+import { isRedactedUrl, redactUrl } from '../util/redact.js';
 import { defaultsOf, tinyDefaultsOf, flagName, flagValueOf, keyOf, settingProblems, settingsFromObject, showValue, yargsOptionOf } from './config/table.js';
 
 export { flagName, keyOf, RECIPES, type RecipeName, showValue, workerCount };
@@ -304,6 +305,26 @@ export function resumeChanges(saved: TrainConfig, requested: Partial<TrainConfig
 /** A config.json read back: a missing setting takes its default (a run written before it existed). */
 export function parseSavedConfig(raw: unknown, file: string): TrainConfig {
   return { ...TRAIN_DEFAULTS, ...parseConfigObject(raw, file) };
+}
+
+/** The keys of the endpoint-URL settings (see `url` in ./config/setting.ts). */
+export const URL_SETTING_KEYS = SETTING_KEYS.filter((k) => (TABLE[k] as AnySetting).url === true);
+
+/** A setting's value as it may be shown or written: an endpoint URL without the secrets it may hold. */
+export function shownValue(key: string, v: unknown): unknown {
+  return typeof v === 'string' && (TABLE[key] as AnySetting | undefined)?.url === true ? redactUrl(v) : v;
+}
+
+/** The configuration as config.json records it: every endpoint URL with its secrets removed. */
+export function configForDisk(c: TrainConfig): TrainConfig {
+  const out: Record<string, unknown> = { ...c };
+  for (const k of URL_SETTING_KEYS) if (out[k] !== undefined) out[k] = shownValue(k, out[k]);
+  return out as TrainConfig;
+}
+
+/** Endpoint URLs of a resumed run's config that came back redacted from config.json (each must be given again). */
+export function redactedUrlSettings(c: TrainConfig): SettingKey[] {
+  return URL_SETTING_KEYS.filter((k) => typeof c[k] === 'string' && isRedactedUrl(c[k] as string));
 }
 
 /** The title of the group a setting belongs to (for --help). */

@@ -7,6 +7,7 @@ import { textGeneratorFor } from '../llm/from-args.js';
 import type { TextGenerator } from '../llm/types.js';
 import type { Searcher } from '../search/types.js';
 import { isLoopbackUrl } from '../util/loopback.js';
+import { redactUrl } from '../util/redact.js';
 import type { TrainConfig } from './config.js';
 
 /**
@@ -17,7 +18,7 @@ export function endpointOf(role: 'judge' | 'distiller', config: TrainConfig, inP
   const url = role === 'judge' ? config.judgeUrl : config.distillerUrl;
   // A server on this machine commonly runs without auth: with no key in the environment, call it without one.
   const keyless = url !== undefined && config.apiKeyEnv !== '' && !process.env[config.apiKeyEnv] && isLoopbackUrl(url);
-  if (keyless) log(`${role}: ${url} is on this machine and ${config.apiKeyEnv} is not set; calling it without an API key`);
+  if (keyless) log(`${role}: ${redactUrl(url)} is on this machine and ${config.apiKeyEnv} is not set; calling it without an API key`);
   return textGeneratorFor(
     role,
     {
@@ -44,10 +45,10 @@ export async function probeRetriever(searcher: Searcher, at: EndpointToProbe): P
   try {
     lists = await searcher.search(['probe query'], 1);
   } catch (err) {
-    throw new Error(`${at.flag} ${at.url}: the retrieval server failed a probe query before step 1: ${(err as Error).message}`);
+    throw new Error(`${at.flag} ${redactUrl(at.url)}: the retrieval server failed a probe query before step 1: ${(err as Error).message}`);
   }
   const passages = lists[0] ?? [];
-  if (!passages.some((p) => p.text.trim().length > 0)) return `${at.flag} ${at.url}: the retrieval server answered a probe query with no passages; searches may all come back empty`;
+  if (!passages.some((p) => p.text.trim().length > 0)) return `${at.flag} ${redactUrl(at.url)}: the retrieval server answered a probe query with no passages; searches may all come back empty`;
   return undefined;
 }
 
@@ -56,6 +57,6 @@ export async function probeChat(gen: TextGenerator, at: EndpointToProbe): Promis
   try {
     await gen.complete([{ role: 'user', content: 'Reply with the word OK.' }], { maxTokens: 1, temperature: 0 });
   } catch (err) {
-    throw new Error(`${at.flag} ${at.url}: the endpoint failed a one-token probe before step 1: ${(err as Error).message}`);
+    throw new Error(`${at.flag} ${redactUrl(at.url)}: the endpoint failed a one-token probe before step 1: ${(err as Error).message}`);
   }
 }

@@ -1,5 +1,6 @@
 // Judging an answer (docs/method.md, "Judging answers"): normalized exact match with any gold answer, else a
 // model-based semantic match whose whole reply must be Correct or Wrong.
+import { LlmEndpointError } from '../llm/openai.js';
 import type { TextGenerator } from '../llm/types.js';
 import { TRAIN_DEFAULTS } from './config.js';
 import { semanticJudgeMessages } from './prompts.js';
@@ -39,6 +40,16 @@ export function parseVerdict(reply: string): boolean | undefined {
   return m[1] === 'correct';
 }
 
+/**
+ * Whether a judge call failed at its endpoint (an HTTP error, a timeout, a broken reply, after the retries):
+ * such a call gives no verdict, like an unusable reply, and the run goes on, counted and warned about by the
+ * role watch (./role-health.ts) until --stop-after-failed-steps. Any other error (a bug, the in-process model
+ * out of memory) still ends the step.
+ */
+export function isEndpointFailure(err: unknown): boolean {
+  return err instanceof LlmEndpointError;
+}
+
 export type JudgeMethod = 'exact' | 'semantic' | 'no-answer';
 
 export interface Judgement {
@@ -60,7 +71,14 @@ export class AnswerJudge {
     if (prediction === undefined || prediction.trim() === '') return { correct: false, method: 'no-answer' };
     if (exactMatch(prediction, golds)) return { correct: true, method: 'exact' };
     if (!this.semantic) return { correct: false, method: 'exact' };
-    const reply = await this.semantic.complete(semanticJudgeMessages(question, golds, prediction), { maxTokens: this.maxTokens, temperature: 0 });
+    let reply: string;
+    try {
+      reply = await this.semantic.complete(semanticJudgeMessages(question, golds, prediction), { maxTokens: this.maxTokens, temperature: 0 });
+    } catch (err) {
+      // No verdict: read as Wrong; the failed call is counted by the role watch.
+      if (isEndpointFailure(err)) return { correct: false, method: 'semantic' };
+      throw err;
+    }
     const verdict = parseVerdict(reply);
     if (verdict === undefined) this.unparsedReplies++;
     return { correct: verdict === true, method: 'semantic' };

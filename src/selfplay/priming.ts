@@ -2,10 +2,11 @@
 // bank starts with after the project's seed cards. A model can ship its own (`priming-cards.jsonl` in its
 // folder; for the world, scripts/make-priming-cards.ts writes the shape cards its warm start's transcripts
 // carried, docs/world.md); --priming-cards FILE names another.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { cardsFromJsonl } from '../skills/bank.js';
 import type { SkillCard } from '../skills/card.js';
+import { readTextFile } from '../util/text-file.js';
 
 /** The file name a model folder's own priming cards go under. */
 export const MODEL_PRIMING_FILE = 'priming-cards.jsonl';
@@ -29,7 +30,7 @@ export function loadPrimingCards(file: string | undefined, modelDir: string, log
     log(seedCards ? 'memory priming: the seed cards' : 'memory priming: none (--no-seed-cards, and no priming cards): the bank starts empty');
     return [];
   }
-  const cards = cardsFromJsonl(readFileSync(path, 'utf8'), path);
+  const cards = cardsFromJsonl(readTextFile(path), path);
   log(`memory priming: ${seedCards ? 'the seed cards and ' : ''}${cards.length} cards from ${path}${file === undefined ? " (the model folder's own)" : ''}`);
   return cards;
 }

@@ -3,6 +3,7 @@
 // gets a warning with the counts, and a role that fails on every call for K consecutive steps stops the run
 // with a clear error. Searches that return nothing are counted and warned about the same way.
 import type { ChatMessage, CompleteOptions, TextGenerator } from '../llm/types.js';
+import { SearchR1Error } from '../search/searchr1-client.js';
 import type { Passage, Searcher } from '../search/types.js';
 import { parseVerdict } from './judge.js';
 import { lastTagContent } from './rollout.js';
@@ -59,13 +60,21 @@ export class CountingTextGenerator implements TextGenerator {
 
 export interface SearchCounts {
   queries: number;
-  /** Queries that returned no passage with any text. */
+  /** Queries that returned no passage with any text (failed ones included). */
   empty: number;
+  /** Queries whose retrieval-server request failed after its retries (an error, or a reply that is not a result). */
+  failed: number;
+  lastError?: string;
 }
 
-/** A Searcher that counts queries and empty results. */
+/**
+ * A Searcher that counts queries, empty results and failed requests. A retrieval server that fails after its
+ * retries (HTTP errors, timeouts, a malformed reply) gives each query of the batch no passages, like a search
+ * that found nothing, and the failure is counted: the role watch warns about it and stops the run when every
+ * search fails for --stop-after-failed-steps steps. Any other error (a bug in a local index) ends the step.
+ */
 export class CountingSearcher implements Searcher {
-  private counts: SearchCounts = { queries: 0, empty: 0 };
+  private counts: SearchCounts = { queries: 0, empty: 0, failed: 0 };
 
   constructor(readonly inner: Searcher) {}
 
@@ -74,7 +83,15 @@ export class CountingSearcher implements Searcher {
   }
 
   async search(queries: string[], k: number): Promise<Passage[][]> {
-    const lists = await this.inner.search(queries, k);
+    let lists: Passage[][];
+    try {
+      lists = await this.inner.search(queries, k);
+    } catch (err) {
+      if (!(err instanceof SearchR1Error)) throw err;
+      this.counts.failed += queries.length;
+      this.counts.lastError = err.message;
+      lists = queries.map(() => []);
+    }
     this.counts.queries += queries.length;
     this.counts.empty += lists.filter((l) => !l.some((p) => p.text.trim().length > 0)).length;
     return lists;
@@ -84,11 +101,13 @@ export class CountingSearcher implements Searcher {
   add(counts: SearchCounts): void {
     this.counts.queries += counts.queries;
     this.counts.empty += counts.empty;
+    this.counts.failed += counts.failed ?? 0;
+    if (counts.lastError !== undefined) this.counts.lastError = counts.lastError;
   }
 
   take(): SearchCounts {
     const c = this.counts;
-    this.counts = { queries: 0, empty: 0 };
+    this.counts = { queries: 0, empty: 0, failed: 0 };
     return c;
   }
 }
@@ -148,8 +167,8 @@ export class RoleHealth {
         );
       }
     }
-    if (search && search.queries > 0 && search.empty > search.queries * EMPTY_SEARCH_WARN_FRACTION) {
-      warnings.push(`step ${step}: search: ${search.empty} of ${search.queries} searches returned no passage with text`);
+    if (search && search.queries > 0 && search.empty - search.failed > (search.queries - search.failed) * EMPTY_SEARCH_WARN_FRACTION) {
+      warnings.push(`step ${step}: search: ${search.empty - search.failed} of ${search.queries - search.failed} searches returned no passage with text`);
     }
     return warnings;
   }
@@ -168,6 +187,8 @@ export interface RoleWatchOptions {
   distiller?: TextGenerator;
   distillerUrl?: string;
   searcher: Searcher;
+  /** Set when the searcher is a retrieval server (--retriever-url), for the error's advice. */
+  retrieverUrl?: string;
   bank?: DistillerBankView;
   /** Consecutive all-failed steps of one role that stop the run. */
   stopAfter: number;
@@ -215,7 +236,14 @@ export class RoleWatch {
     const distiller = this.distiller?.take();
     if (distiller) distiller.unusable = (this.opts.bank?.counters.invalid ?? 0) - this.invalidBefore;
     const searches = this.searcher.take();
-    const roles: RoleStep[] = [{ role: 'judge', counts: judge, unusableIsFailure: this.opts.judgeUrl !== undefined, ...(this.opts.judgeUrl ? { flag: `--judge-url ${this.opts.judgeUrl}` } : {}) }];
+    // Failed searches are a role of their own: counted per query, they stop the run like a failing judge.
+    const search: RoleStep = {
+      role: 'search',
+      counts: { calls: searches.queries, failed: searches.failed, unusable: 0, ...(searches.lastError !== undefined ? { lastError: searches.lastError } : {}) },
+      unusableIsFailure: false,
+      ...(this.opts.retrieverUrl ? { flag: `--retriever-url ${this.opts.retrieverUrl}` } : {}),
+    };
+    const roles: RoleStep[] = [search, { role: 'judge', counts: judge, unusableIsFailure: this.opts.judgeUrl !== undefined, ...(this.opts.judgeUrl ? { flag: `--judge-url ${this.opts.judgeUrl}` } : {}) }];
     if (distiller) {
       roles.push({ role: 'distiller', counts: distiller, unusableIsFailure: this.opts.distillerUrl !== undefined, ...(this.opts.distillerUrl ? { flag: `--distiller-url ${this.opts.distillerUrl}` } : {}) });
     }

@@ -11,6 +11,7 @@ import type { Generation } from '../model/generate.js';
 import { type Policy, type PolicySession, replaySession } from '../model/policy.js';
 import type { Passage, Searcher } from '../search/types.js';
 import { renderResults } from '../search/types.js';
+import { yieldToEventLoop } from '../util/yield.js';
 
 export type FinalTag = 'answer' | 'question';
 
@@ -81,6 +82,72 @@ export function lastTagContent(text: string, tag: string): string | undefined {
   return text.slice(open + tag.length + 2, close).trim();
 }
 
+/** What encodeLiteral needs of a tokenizer: encode (special-token strings become their ids) and a decode that skips special tokens. */
+export interface TextCodec {
+  encode(text: string): number[];
+  decode(ids: readonly number[]): string;
+}
+
+/** Spans that could be a special token: `<…>` or `[…]` without spaces (`<|im_end|>`, `<|endoftext|>`, `[INST]`). */
+const SPECIAL_CANDIDATE = /<[^<>\s]{1,64}>|\[[^[\]\s]{1,64}\]/g;
+const specialCache = new WeakMap<TextCodec, Map<string, boolean>>();
+
+/** Whether `s` is one of the codec's special tokens: it encodes to one id, which a decode that skips special tokens drops. */
+function isSpecialToken(codec: TextCodec, s: string): boolean {
+  let known = specialCache.get(codec);
+  if (!known) specialCache.set(codec, (known = new Map()));
+  let yes = known.get(s);
+  if (yes === undefined) {
+    const ids = codec.encode(s);
+    yes = ids.length === 1 && codec.decode(ids) === '';
+    known.set(s, yes);
+  }
+  return yes;
+}
+
+/**
+ * Token ids of text that must stay text: a passage or a tool result that holds the string of a special token
+ * (`<|im_end|>` in a scraped page) would otherwise become that token, and end the turn or open a new one in
+ * the model's context. Each such string is split after its first character, so it is tokenized as ordinary
+ * characters; text without one is tokenized exactly as `codec.encode` does.
+ */
+export function encodeLiteral(codec: TextCodec, text: string): number[] {
+  const cuts: number[] = [];
+  for (const m of text.matchAll(SPECIAL_CANDIDATE)) if (isSpecialToken(codec, m[0])) cuts.push((m.index as number) + 1);
+  if (cuts.length === 0) return codec.encode(text);
+  const ids: number[] = [];
+  let from = 0;
+  for (const at of [...cuts, text.length]) {
+    // A piece may hold another special string only across a cut, which the next cut splits: encode each as is.
+    if (at > from) ids.push(...codec.encode(text.slice(from, at)));
+    from = at;
+  }
+  return ids;
+}
+
+/** Characters per token that a text past the budget is cut at before tokenizing (see encodeWithin). */
+const BOUNDED_CHARS_PER_TOKEN = 16;
+
+/**
+ * encodeLiteral of `text` when it may be longer than `room` tokens (an observation past the response budget,
+ * which is cut there): a text far longer than the room could ever hold (a hostile retriever's megabytes of
+ * passage take seconds per megabyte to tokenize) is first cut at a space near room × 16 characters. A cut
+ * before a space is a boundary of the tokenizer's pre-tokens, so the prefix's tokens are the whole text's
+ * first tokens; when they reach `room`, they are what the caller keeps anyway. Otherwise (tokens that long,
+ * or no space to cut at) the whole text is tokenized. Texts within the bound are tokenized as a whole, as before.
+ */
+export function encodeWithin(codec: TextCodec, text: string, room: number): number[] {
+  const bound = (room + 64) * BOUNDED_CHARS_PER_TOKEN;
+  if (text.length > 2 * bound) {
+    const at = text.lastIndexOf(' ', bound);
+    if (at > bound / 2) {
+      const ids = encodeLiteral(codec, text.slice(0, at));
+      if (ids.length > room) return ids;
+    }
+  }
+  return encodeLiteral(codec, text);
+}
+
 export function observationText(passagesText: string): string {
   return `\n<information>\n${passagesText}\n</information>\n\n`;
 }
@@ -134,6 +201,8 @@ async function runTurns(
   for (let turn = 0; turn < config.maxTurns; turn++) {
     const active = live.filter((l) => !l.done);
     if (active.length === 0) break;
+    // A turn is seconds to minutes of synchronous tensor work: let signal handlers (Ctrl-C) in before each.
+    await yieldToEventLoop();
     const budgets = active.map((l) => Math.min(config.maxTokensPerTurn, config.maxResponseTokens - l.rollout.responseIds.length));
     const maxNewTokens = Math.max(...budgets);
     const generations: Generation[] = await session.generate(
@@ -190,8 +259,9 @@ async function runTurns(
       const obs = i !== undefined ? observationText(renderResults(r.retrieved[r.retrieved.length - 1] ?? [])) : invalidActionText(config.finalTag);
       // Tool output counts toward the response budget too: an observation that does not fit is cut where the
       // budget ends (the rollout ends there), so no rollout is longer than maxResponseTokens.
-      const obsIds = policy.encode(obs);
+      // The observation is text: a special-token string in a passage stays characters (encodeLiteral).
       const room = Math.max(0, config.maxResponseTokens - r.responseIds.length);
+      const obsIds = encodeWithin(policy, obs, room);
       const kept = obsIds.length <= room ? obsIds : obsIds.slice(0, room);
       append(r, kept, undefined);
       r.text += kept === obsIds ? obs : policy.decode(kept);

@@ -10,12 +10,12 @@
 // Every file is written atomically. A checkpoint is written into a temp folder and renamed into place, and
 // its manifest is the last file: a checkpoint is restored only when every file matches its manifest and
 // loads, else the next older one is tried, and the log says which was skipped and why.
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { ensureDir, writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
+import { appendToFile, ensureDir, sweepStaleTemps, writeError, writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
 import { checkManifest, writeManifest } from '../checkpoint/manifest.js';
 import { FileLock } from '../util/lock.js';
-import type { TrainConfig } from './config.js';
+import { configForDisk, type TrainConfig } from './config.js';
 
 export interface CheckpointState {
   step: number;
@@ -38,22 +38,6 @@ export interface SkippedCheckpoint {
 }
 
 export const LOCK_FILE = '.lock';
-
-/** A pid in a temp-file name of ours (`.name.<pid>.<ms>.tmp`, `.step-N.<pid>.tmp`), if any. */
-function tempOwnerPid(name: string): number | undefined {
-  const m = /\.(\d+)(?:\.\d+)?\.tmp$/.exec(name);
-  return m ? Number(m[1]) : undefined;
-}
-
-function pidAlive(pid: number): boolean {
-  if (pid === process.pid) return false; // our own leftovers from before are never in use at a start
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 export class RunFolder {
   readonly configPath: string;
@@ -91,7 +75,7 @@ export class RunFolder {
     }
     run.sweepTemps(warn);
     mkdirSync(run.checkpointsDir, { recursive: true });
-    writeJsonAtomic(run.configPath, config);
+    writeJsonAtomic(run.configPath, configForDisk(config));
     writeFileAtomic(run.metricsPath, '');
     return run;
   }
@@ -146,17 +130,7 @@ export class RunFolder {
 
   /** Removes temp files and folders that a killed writer left (never those of a process still running). */
   private sweepTemps(warn?: (line: string) => void): void {
-    const swept: string[] = [];
-    for (const d of [this.dir, this.checkpointsDir]) {
-      if (!existsSync(d)) continue;
-      for (const name of readdirSync(d)) {
-        if (!name.startsWith('.') || !name.endsWith('.tmp')) continue;
-        const pid = tempOwnerPid(name);
-        if (pid !== undefined && pidAlive(pid)) continue;
-        rmSync(join(d, name), { recursive: true, force: true });
-        swept.push(join(d, name));
-      }
-    }
+    const swept = [this.dir, this.checkpointsDir].flatMap((d) => sweepStaleTemps(d, (name) => name.startsWith('.')));
     if (swept.length > 0) warn?.(`removed ${swept.length} temp file(s) left by an interrupted writer: ${swept.join(', ')}`);
   }
 
@@ -235,7 +209,11 @@ export class RunFolder {
     const final = this.checkpointDir(step);
     const tmp = join(this.checkpointsDir, `.step-${step}.${process.pid}.tmp`);
     rmSync(tmp, { recursive: true, force: true });
-    mkdirSync(tmp, { recursive: true });
+    try {
+      mkdirSync(tmp, { recursive: true });
+    } catch (err) {
+      throw writeError(tmp, err);
+    }
     try {
       await fill(tmp);
       writeJsonAtomic(join(tmp, 'state.json'), state);
@@ -285,6 +263,6 @@ export class RunFolder {
 
   /** A log line (appended: a torn last line after a kill is harmless, and the log is never read back). */
   log(line: string): void {
-    appendFileSync(this.logPath, `${new Date().toISOString()} ${line}\n`);
+    appendToFile(this.logPath, `${new Date().toISOString()} ${line}\n`);
   }
 }

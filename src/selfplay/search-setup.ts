@@ -11,6 +11,7 @@ import { worldSeeds } from '../world/setup.js';
 import type { TrainConfig } from './config.js';
 import type { AnswerSeed } from './roles.js';
 import { seedsFromPassages } from './seeds.js';
+import { redactUrl } from '../util/redact.js';
 
 /** The demo corpus is fixed (seed 0) whatever the run seed, so every demo run searches the same encyclopedia. */
 const DEMO_CORPUS_SEED = 0;
@@ -27,12 +28,14 @@ export async function buildSearch(config: TrainConfig, log: (l: string) => void,
     return { searcher: await world.searcher(), seeds };
   }
   if (config.retrieverUrl) {
-    log(`search: Search-R1 retrieval server at ${config.retrieverUrl}`);
+    log(`search: Search-R1 retrieval server at ${redactUrl(config.retrieverUrl)}`);
     return {
       searcher: new SearchR1Client({
         url: config.retrieverUrl,
         timeoutMs: config.retrieverTimeout * 1000,
         attempts: config.retrieverRetries + 1,
+        maxResponseBytes: config.retrieverMaxResponseMb * 2 ** 20,
+        maxResponseSetting: '--retriever-max-response-mb',
         onRetry: (i) => log(`retriever retry ${i.attempt} in ${i.delayMs} ms: ${i.reason}`),
       }),
     };

@@ -1,14 +1,15 @@
 // Answer seeds for the proposer (docs/method.md, "One step"): a target answer and a hop count. From a JSONL file, or
 // derived from a corpus when none is given.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import type { Passage } from '../search/types.js';
 import type { AnswerSeed } from './roles.js';
+import { readTextFile } from '../util/text-file.js';
 
 /** Answer seeds from a JSONL file of {"answer": string, "hops": number, "aliases"?: string[]}. */
 export function readSeedsFile(file: string): AnswerSeed[] {
   if (!existsSync(file)) throw new Error(`--seeds ${file}: file not found`);
   const seeds: AnswerSeed[] = [];
-  readFileSync(file, 'utf8')
+  readTextFile(file)
     .split('\n')
     .forEach((line, i) => {
       if (line.trim() === '') return;

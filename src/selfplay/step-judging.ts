@@ -3,10 +3,11 @@
 // global-index order (the RAG check's distractor blocks, drawn from the step's random stream, included) and
 // reads the verdicts back in that order, so which process judged an item changes nothing.
 import type { ChatMessage, TextGenerator } from '../llm/types.js';
-import type { AnswerJudge, Judgement } from './judge.js';
+import { type AnswerJudge, isEndpointFailure, type Judgement } from './judge.js';
 import type { CallCounts } from './role-health.js';
 import { lastTagContent } from './rollout.js';
 import type { TaskPool } from './rollout-runner.js';
+import { yieldToEventLoop } from '../util/yield.js';
 
 /** One answer to judge against its gold answers. */
 export interface JudgeItem {
@@ -32,24 +33,42 @@ export interface StepJudging {
   ragCheck(items: readonly RagItem[], maxTokens: number): Promise<boolean[]>;
 }
 
-/** The RAG check of one item: the reader's <answer> (or its whole reply), judged against the golds. */
+/**
+ * The RAG check of one item: the reader's <answer> (or its whole reply), judged against the golds. A reader
+ * call that failed at its endpoint fails the check (counted as a failed call by the role watch).
+ */
 export async function ragVerdict(reader: TextGenerator, judge: AnswerJudge, item: RagItem, maxTokens: number): Promise<boolean> {
-  const reply = await reader.complete(item.messages, { maxTokens, temperature: 0 });
+  let reply: string;
+  try {
+    reply = await reader.complete(item.messages, { maxTokens, temperature: 0 });
+  } catch (err) {
+    if (isEndpointFailure(err)) return false;
+    throw err;
+  }
   const answer = lastTagContent(reply, 'answer') ?? reply.trim();
   return (await judge.judge(item.question, item.golds, answer)).correct;
 }
 
-/** Judging in this process, one item after another. */
+/**
+ * Judging in this process, one item after another; an in-process judge computes synchronously, so signal
+ * handlers (Ctrl-C) are let in before each item.
+ */
 export function localJudging(judge: AnswerJudge, reader: TextGenerator): StepJudging {
   return {
     async judge(items) {
       const out: Judgement[] = [];
-      for (const it of items) out.push(await judge.judge(it.question, it.golds, it.prediction));
+      for (const it of items) {
+        await yieldToEventLoop();
+        out.push(await judge.judge(it.question, it.golds, it.prediction));
+      }
       return out;
     },
     async ragCheck(items, maxTokens) {
       const out: boolean[] = [];
-      for (const it of items) out.push(await ragVerdict(reader, judge, it, maxTokens));
+      for (const it of items) {
+        await yieldToEventLoop();
+        out.push(await ragVerdict(reader, judge, it, maxTokens));
+      }
       return out;
     },
   };

@@ -6,6 +6,7 @@ import type { TextGenerator } from '../llm/types.js';
 import type { Passage } from '../search/types.js';
 import type { CommitReport, Outcome, SkillBank } from '../skills/bank.js';
 import { Rng } from '../util/rng.js';
+import { yieldToEventLoop } from '../util/yield.js';
 import type { AnswerJudge, Judgement } from './judge.js';
 import { ragCheckMessages } from './prompts.js';
 import { type ProposerRewardConfig, proposerReward, solverReward, successRate } from './rewards.js';
@@ -207,6 +208,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     ragItems.push({ shard: p.seedIndex, messages: ragCheckMessages(p.question, blocks.flat()), question: p.question, golds });
     ragOf.push(p);
   }
+  await yieldToEventLoop();
   const ragPassed = await judging.ragCheck(ragItems, settings.ragMaxTokens);
   ragOf.forEach((p, k) => {
     if (!ragPassed[k]) p.invalid = 'rag-check-failed';
@@ -292,11 +294,14 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     for (let epoch = 0; epoch < (settings.epochs?.[role] ?? 1); epoch++) last = await deps.updater.update(role, groups);
     return last;
   };
+  // Each phase is long synchronous tensor work: signal handlers (Ctrl-C) are let in between phases too.
+  await yieldToEventLoop();
   const solverUpdate = await updateRole('solver', trained(solverGroups));
   const proposerGroups: RolloutGroup[] = proposed.map((rollouts, seedIndex) => ({
     rollouts,
     rewards: proposals.filter((p) => p.seedIndex === seedIndex).map((p) => p.reward),
   }));
+  await yieldToEventLoop();
   const proposerUpdate = await updateRole('proposer', trained(proposerGroups));
   t = clock('update', t);
   begin('consolidate');

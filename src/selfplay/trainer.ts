@@ -3,6 +3,7 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic.js';
+import { redactSecrets, redactUrl } from '../util/redact.js';
 import { loadOptimizerState, saveOptimizerState } from '../checkpoint/optimizer-state.js';
 import { loadPeftAdapter, savePeftAdapter } from '../checkpoint/peft.js';
 import { pairedBootstrap } from '../eval/bootstrap.js';
@@ -28,7 +29,7 @@ import type { Embedder } from '../skills/embedder.js';
 import { LexicalEmbedder } from '../skills/lexical.js';
 import { packedWeightBytes, WASM_HEAP_LIMIT_BYTES } from '../rl/memory-budget.js';
 import { type BackendInfo, describeBackend, initBackend, tf } from '../tensor/backend.js';
-import { parseSavedConfig, resumeChanges, showValue, flagName, type TrainConfig, validateConfig, workerCount } from './config.js';
+import { configForDisk, parseSavedConfig, redactedUrlSettings, resumeChanges, showValue, shownValue, flagName, type TrainConfig, validateConfig, workerCount } from './config.js';
 import { endpointOf, probeChat, probeRetriever } from './endpoints.js';
 import { AnswerJudge } from './judge.js';
 import { RoleFailureError, RoleWatch, type StepCalls } from './role-health.js';
@@ -142,8 +143,10 @@ export function deviceOf(rank: number, workers: number, visible: string | undefi
  */
 export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks, resumeDir?: string, overrides: Partial<TrainConfig> = {}): Promise<TrainSummary> {
   let run: RunFolder | undefined;
-  // Every line goes to the run's train.log (once the folder exists) and to the caller.
-  const log = (line: string): void => {
+  // Every line goes to the run's train.log (once the folder exists) and to the caller, without secrets (a key
+  // in an endpoint URL or in a server's reply).
+  const log = (raw: string): void => {
+    const line = redactSecrets(raw);
     run?.log(line);
     hooks.log(line);
   };
@@ -159,10 +162,17 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
       const { changes, refused } = resumeChanges(saved, overrides, latest?.step ?? 0);
       if (refused.length > 0) throw new Error(`--resume ${resumeDir}: ${refused.join('; ')}`);
       config = validateConfig({ ...saved, ...Object.fromEntries(changes.map((c) => [c.key, c.to])) });
+      // config.json holds endpoint URLs without their secrets (a query key): such a URL must be given again.
+      const redacted = redactedUrlSettings(config);
+      if (redacted.length > 0) {
+        throw new Error(
+          redacted.map((k) => `--resume ${resumeDir}: ${run?.configPath} records --${flagName(k)} with its secrets removed (${String(config[k])}); give --${flagName(k)} again`).join('; '),
+        );
+      }
       if (changes.length > 0) {
-        writeFileAtomic(run.configPath, `${JSON.stringify(config, null, 2)}\n`);
-        changed = changes;
-        for (const c of changes) log(`config change on resume: --${flagName(c.key)} ${showValue(c.from)} → ${showValue(c.to)} (written to ${run.configPath})`);
+        writeFileAtomic(run.configPath, `${JSON.stringify(configForDisk(config), null, 2)}\n`);
+        changed = changes.map((c) => ({ key: c.key, from: shownValue(c.key, c.from), to: shownValue(c.key, c.to) }));
+        for (const c of changed) log(`config change on resume: --${flagName(c.key)} ${showValue(c.from)} → ${showValue(c.to)} (written to ${run.configPath})`);
       }
       if (latest && latest.step >= config.steps) {
         log(`${run.dir} is finished: all ${config.steps} steps are done (last checkpoint step ${latest.step}); to train further, resume with --steps N (N > ${config.steps})`);
@@ -185,7 +195,7 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
   } catch (err) {
     // A fatal error goes to train.log too; a new run that failed before its first step leaves nothing that
     // would block the same command.
-    run.log(`fatal: ${(err as Error).message}`);
+    run.log(`fatal: ${redactSecrets((err as Error).message)}`);
     if (!progress.started && resumeDir === undefined) run.discardUnstarted();
     throw err;
   } finally {
@@ -363,10 +373,11 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   // Counts every judge and distiller call and every search, per step: failures are warned about, never silent.
   const watch = new RoleWatch({
     judge: judgeEndpoint,
-    ...(config.judgeUrl ? { judgeUrl: config.judgeUrl } : {}),
+    ...(config.judgeUrl ? { judgeUrl: redactUrl(config.judgeUrl) } : {}),
     ...(distillerEndpoint ? { distiller: distillerEndpoint } : {}),
-    ...(config.distillerUrl ? { distillerUrl: config.distillerUrl } : {}),
+    ...(config.distillerUrl ? { distillerUrl: redactUrl(config.distillerUrl) } : {}),
     searcher: built.searcher,
+    ...(config.retrieverUrl ? { retrieverUrl: redactUrl(config.retrieverUrl) } : {}),
     ...(bank ? { bank } : {}),
     stopAfter: config.stopAfterFailedSteps,
   });

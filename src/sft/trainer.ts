@@ -12,9 +12,9 @@
 // Every file is written atomically. The data order is a function of the seed and the epoch only, and a
 // checkpoint holds the exact weights and optimizer state, so a resumed run repeats the uninterrupted one bit
 // for bit.
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
+import { appendToFile, writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
 import { saveFullModel } from '../checkpoint/full-model.js';
 import { loadOptimizerState, saveOptimizerState } from '../checkpoint/optimizer-state.js';
 import { loadPeftAdapter, savePeftAdapter } from '../checkpoint/peft.js';
@@ -276,7 +276,7 @@ export async function runSft(configIn: SftConfig | undefined, hooks: SftHooks, r
     writeFileAtomic(join(runDir, LOSS_FILE), '');
   }
   const log = (line: string): void => {
-    appendFileSync(join(runDir, 'train.log'), `${new Date().toISOString()} ${line}\n`);
+    appendToFile(join(runDir, 'train.log'), `${new Date().toISOString()} ${line}\n`);
     hooks.log(line);
   };
   const lossLines: string[] = [];

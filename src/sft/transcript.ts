@@ -14,9 +14,9 @@
 // With `lossOn: 'all'` every token after the first is a target (prompt and tool output too): language
 // modelling on the whole transcript, for a model trained from random init that must first learn the text it
 // reads (docs/sft.md). The default, `assistant`, is the usual SFT mask above.
-import { readFileSync } from 'node:fs';
 import type { ChatMessage, Tokenizer } from '../model/tokenizer.js';
-import { observationText } from '../selfplay/rollout.js';
+import { encodeLiteral, observationText } from '../selfplay/rollout.js';
+import { echo, readTextFile, TextFileError } from '../util/text-file.js';
 
 export const ROLES = ['system', 'user', 'assistant', 'tool'] as const;
 export type Role = (typeof ROLES)[number];
@@ -61,9 +61,9 @@ export function parseTranscriptLine(text: string, file: string, line: number): T
     if (m === null || typeof m !== 'object' || Array.isArray(m)) throw new Error(`${where}: field 'messages[${i}]' must be an object {role, content}`);
     const { role, content } = m as { role?: unknown; content?: unknown };
     if (typeof role !== 'string' || !(ROLES as readonly string[]).includes(role)) {
-      throw new Error(`${where}: field 'messages[${i}].role' must be one of ${ROLES.join(', ')}, got ${JSON.stringify(role)}`);
+      throw new Error(`${where}: field 'messages[${i}].role' must be one of ${ROLES.join(', ')}, got ${echo(role)}`);
     }
-    if (typeof content !== 'string') throw new Error(`${where}: field 'messages[${i}].content' must be a string, got ${JSON.stringify(content)}`);
+    if (typeof content !== 'string') throw new Error(`${where}: field 'messages[${i}].content' must be a string, got ${echo(content)}`);
     return { role: role as Role, content };
   });
   messages.forEach((m, i) => {
@@ -85,8 +85,9 @@ export function parseTranscriptLine(text: string, file: string, line: number): T
 export function readTranscripts(file: string): Transcript[] {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readTextFile(file);
   } catch (err) {
+    if (err instanceof TextFileError) throw err;
     throw new Error(`${file}: cannot read (${(err as Error).message})`);
   }
   const out: Transcript[] = [];
@@ -123,8 +124,10 @@ export function renderTranscript(t: Transcript, tokenizer: Tokenizer, opts: Rend
   const prompt = tokenizer.applyChatTemplate(mergeTurns(t.messages.slice(0, start)), { addGenerationPrompt: true, enableThinking: opts.enableThinking ?? false });
   const ids = tokenizer.encode(prompt);
   const mask = ids.map(() => 0);
+  const codec = { encode: (text: string) => tokenizer.encode(text), decode: (ids: readonly number[]) => tokenizer.decode(ids, { skipSpecialTokens: true }) };
   for (const m of t.messages.slice(start)) {
-    const piece = tokenizer.encode(m.role === 'tool' ? observationText(m.content) : m.content);
+    // A tool result is text, as in a rollout: a special-token string in it stays characters.
+    const piece = m.role === 'tool' ? encodeLiteral(codec, observationText(m.content)) : tokenizer.encode(m.content);
     ids.push(...piece);
     mask.push(...piece.map(() => (m.role === 'tool' ? 0 : 1)));
   }

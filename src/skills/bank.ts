@@ -10,7 +10,8 @@
 //   commit(step, change) at a step boundary the caller chooses: admission, maintenance, version + 1, and one
 //                       atomic write of the whole file (a killed process keeps the old or the new file)
 import { existsSync, readFileSync } from 'node:fs';
-import { writeJsonAtomic } from '../util/atomic.js';
+import { basename, dirname } from 'node:path';
+import { sweepStaleTemps, writeJsonAtomic } from '../util/atomic.js';
 import { FileLock } from '../util/lock.js';
 import type { TextGenerator } from '../llm/types.js';
 import type { CardContent, SkillCard } from './card.js';
@@ -26,6 +27,7 @@ import { FailureQueue, priorityTier, validateFailureRecord } from './queue.js';
 import type { Rendered, TokenCounter } from './render.js';
 import { renderCards } from './render.js';
 import { seedCards } from './seeds.js';
+import { echo } from '../util/text-file.js';
 
 export const BANK_FORMAT = 'sesa-skill-bank';
 export const BANK_FORMAT_VERSION = 1;
@@ -139,10 +141,10 @@ export function readBankFile(path: string): BankFile {
 export function validateBankFile(raw: unknown, path: string): BankFile {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new BankFileError(path, '(root)', 'not a JSON object');
   const o = raw as Record<string, unknown>;
-  if (o.format !== BANK_FORMAT) throw new BankFileError(path, 'format', `expected "${BANK_FORMAT}", got ${JSON.stringify(o.format)}`);
-  if (o.formatVersion !== BANK_FORMAT_VERSION) throw new BankFileError(path, 'formatVersion', `expected ${BANK_FORMAT_VERSION}, got ${JSON.stringify(o.formatVersion)}`);
+  if (o.format !== BANK_FORMAT) throw new BankFileError(path, 'format', `expected "${BANK_FORMAT}", got ${echo(o.format)}`);
+  if (o.formatVersion !== BANK_FORMAT_VERSION) throw new BankFileError(path, 'formatVersion', `expected ${BANK_FORMAT_VERSION}, got ${echo(o.formatVersion)}`);
   const count = (field: string, v: unknown): number => {
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new BankFileError(path, field, `must be a non-negative integer, got ${JSON.stringify(v)}`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new BankFileError(path, field, `must be a non-negative integer, got ${echo(v)}`);
     return v;
   };
   count('version', o.version);
@@ -150,11 +152,11 @@ export function validateBankFile(raw: unknown, path: string): BankFile {
   if (o.lastConsolidationStep !== null) count('lastConsolidationStep', o.lastConsolidationStep);
   const e = o.embedder as Record<string, unknown> | undefined;
   if (typeof e !== 'object' || e === null) throw new BankFileError(path, 'embedder', 'missing');
-  if (e.name !== 'e5' && e.name !== 'lexical') throw new BankFileError(path, 'embedder.name', `must be e5 or lexical, got ${JSON.stringify(e.name)}`);
+  if (e.name !== 'e5' && e.name !== 'lexical') throw new BankFileError(path, 'embedder.name', `must be e5 or lexical, got ${echo(e.name)}`);
   if (typeof e.model !== 'string' || e.model.length === 0) throw new BankFileError(path, 'embedder.model', 'must be a non-empty string');
   count('embedder.dim', e.dim);
   if (typeof e.dedupThreshold !== 'number' || !(e.dedupThreshold > -1 && e.dedupThreshold <= 1)) {
-    throw new BankFileError(path, 'embedder.dedupThreshold', `must be a number in (-1, 1], got ${JSON.stringify(e.dedupThreshold)}`);
+    throw new BankFileError(path, 'embedder.dedupThreshold', `must be a number in (-1, 1], got ${echo(e.dedupThreshold)}`);
   }
   const counters = zeroCounters();
   if (typeof o.counters !== 'object' || o.counters === null) throw new BankFileError(path, 'counters', 'missing');
@@ -181,7 +183,7 @@ export function validateBankFile(raw: unknown, path: string): BankFile {
     } catch (err) {
       throw new BankFileError(path, `queue[${i}]`, (err as Error).message.replace(/^queue\[\d+\]: /, ''));
     }
-    if (keys.has(rec.key)) throw new BankFileError(path, `queue[${i}].key`, `duplicate question key ${JSON.stringify(rec.key)}`);
+    if (keys.has(rec.key)) throw new BankFileError(path, `queue[${i}].key`, `duplicate question key ${echo(rec.key)}`);
     keys.add(rec.key);
     return rec;
   });
@@ -272,6 +274,11 @@ export class SkillBank {
   static async open(path: string, opts: OpenOptions): Promise<SkillBank> {
     // The lock is taken before the file is read, so what this process commits is based on the latest file.
     const lock = opts.lock === false ? undefined : FileLock.acquire(`${path}.lock`, `skill bank ${path}`, `skill bank writer (${process.argv.slice(2, 4).join(' ') || 'library'})`, opts.onStaleLock);
+    if (lock) {
+      // The lock holder is the one writer: temp files of the bank that a killed writer left are its to remove.
+      const swept = sweepStaleTemps(dirname(path), (name) => name.startsWith(`.${basename(path)}.`));
+      if (swept.length > 0) opts.onStaleLock?.(`skill bank ${path}: removed ${swept.length} temp file(s) left by an interrupted writer: ${swept.join(', ')}`);
+    }
     try {
       const bank = await SkillBank.openUnlocked(path, opts);
       bank.lock = lock;
@@ -643,8 +650,54 @@ function newCard(id: string, content: CardContent, source: SkillCard['source'], 
   };
 }
 
+/**
+ * The bank as its file holds it: a fresh copy with every object's keys in one fixed order (the schema's), so
+ * the same content always gives the same bytes, whether a card was built in this process, primed from the seed
+ * cards or read back from a file on --resume (docs/method.md, "The run folder, checkpoints and resume").
+ */
 function serialize(d: BankFile): BankFile {
-  return structuredClone(d);
+  const counters = zeroCounters();
+  for (const k of Object.keys(counters) as Array<keyof BankCounters>) counters[k] = d.counters[k];
+  return {
+    format: d.format,
+    formatVersion: d.formatVersion,
+    version: d.version,
+    embedder: { name: d.embedder.name, model: d.embedder.model, dim: d.embedder.dim, dedupThreshold: d.embedder.dedupThreshold },
+    lastCommitStep: d.lastCommitStep,
+    lastConsolidationStep: d.lastConsolidationStep,
+    counters,
+    cards: d.cards.map(canonicalCard),
+    queue: d.queue.map(canonicalRecord),
+  };
+}
+
+function canonicalCard(c: SkillCard): SkillCard {
+  return {
+    id: c.id,
+    category: c.category,
+    source: c.source,
+    description: c.description,
+    triggers: [...c.triggers],
+    avoid: [...c.avoid],
+    queries: [...c.queries],
+    stats: { retrieved: c.stats.retrieved, helpful: c.stats.helpful, hurt: c.stats.hurt },
+    createdStep: c.createdStep,
+    bankVersion: c.bankVersion,
+  };
+}
+
+function canonicalRecord(r: FailureRecord): FailureRecord {
+  return {
+    key: r.key,
+    question: r.question,
+    target: r.target,
+    evidence: r.evidence,
+    prediction: r.prediction,
+    retrievedSkillIds: [...r.retrievedSkillIds],
+    count: r.count,
+    firstStep: r.firstStep,
+    lastStep: r.lastStep,
+  };
 }
 
 /** Top-k by score, ties broken by id (docs/method.md, "The skill bank": deterministic for a bank version). */
@@ -691,8 +744,9 @@ export interface BankStats {
 
 export function bankStats(d: BankFile, file: string, queueCapacity: number, top = 5): BankStats {
   const by = (s: SkillCard['source']): number => d.cards.filter((c) => c.source === s).length;
-  const categories: Record<string, number> = {};
-  for (const c of d.cards) categories[c.category] = (categories[c.category] ?? 0) + 1;
+  // A Map: a category is any slug, `constructor` included.
+  const categories = new Map<string, number>();
+  for (const c of d.cards) categories.set(c.category, (categories.get(c.category) ?? 0) + 1);
   const row = (c: SkillCard): BankStats['mostHelpful'][number] => ({ id: c.id, helpful: c.stats.helpful, hurt: c.stats.hurt, retrieved: c.stats.retrieved, score: round(cardScore(c.stats)) });
   const used = d.cards.filter((c) => c.stats.retrieved > 0);
   const net = (c: SkillCard): number => c.stats.helpful - c.stats.hurt;
@@ -704,7 +758,7 @@ export function bankStats(d: BankFile, file: string, queueCapacity: number, top 
     lastCommitStep: d.lastCommitStep,
     lastConsolidationStep: d.lastConsolidationStep,
     cards: { total: d.cards.length, seed: by('seed'), mined: by('mined'), distilled: by('distilled'), neverRetrieved: d.cards.length - used.length },
-    categories: Object.fromEntries(Object.entries(categories).sort(([a], [b]) => (a < b ? -1 : 1))),
+    categories: Object.fromEntries([...categories.entries()].sort(([a], [b]) => (a < b ? -1 : 1))),
     usage: {
       retrieved: d.cards.reduce((s, c) => s + c.stats.retrieved, 0),
       helpful: d.cards.reduce((s, c) => s + c.stats.helpful, 0),

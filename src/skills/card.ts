@@ -2,6 +2,7 @@
 // category, source, createdStep and bankVersion. Validation names the exact field that is wrong, because
 // cards come from files people edit and from LLM output.
 import { createHash } from 'node:crypto';
+import { cut, echo } from '../util/text-file.js';
 
 export type SkillSource = 'seed' | 'mined' | 'distilled';
 export const SKILL_SOURCES: readonly SkillSource[] = ['seed', 'mined', 'distilled'];
@@ -85,9 +86,9 @@ export function validateCard(value: unknown, where: string): SkillCard {
   const p: string[] = [];
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new SkillSchemaError(where, ['not an object']);
   const o = value as Record<string, unknown>;
-  if (typeof o.id !== 'string' || !ID_RE.test(o.id)) p.push(`id must match ${ID_RE}, got ${JSON.stringify(o.id)}`);
+  if (typeof o.id !== 'string' || !ID_RE.test(o.id)) p.push(`id must match ${ID_RE}, got ${echo(o.id)}`);
   if (typeof o.source !== 'string' || !SKILL_SOURCES.includes(o.source as SkillSource)) {
-    p.push(`source must be one of ${SKILL_SOURCES.join('|')}, got ${JSON.stringify(o.source)}`);
+    p.push(`source must be one of ${SKILL_SOURCES.join('|')}, got ${echo(o.source)}`);
   }
   checkContent(o, p);
   const stats = o.stats;
@@ -95,12 +96,12 @@ export function validateCard(value: unknown, where: string): SkillCard {
   else {
     for (const k of ['retrieved', 'helpful', 'hurt'] as const) {
       const v = (stats as Record<string, unknown>)[k];
-      if (!isCount(v)) p.push(`stats.${k} must be a non-negative integer, got ${JSON.stringify(v)}`);
+      if (!isCount(v)) p.push(`stats.${k} must be a non-negative integer, got ${echo(v)}`);
     }
   }
-  if (!isCount(o.createdStep)) p.push(`createdStep must be a non-negative integer, got ${JSON.stringify(o.createdStep)}`);
-  if (!isCount(o.bankVersion)) p.push(`bankVersion must be a non-negative integer, got ${JSON.stringify(o.bankVersion)}`);
-  if (p.length > 0) throw new SkillSchemaError(typeof o.id === 'string' ? `${where} (card ${o.id})` : where, p);
+  if (!isCount(o.createdStep)) p.push(`createdStep must be a non-negative integer, got ${echo(o.createdStep)}`);
+  if (!isCount(o.bankVersion)) p.push(`bankVersion must be a non-negative integer, got ${echo(o.bankVersion)}`);
+  if (p.length > 0) throw new SkillSchemaError(typeof o.id === 'string' ? `${where} (card ${cut(o.id)})` : where, p);
   const s = stats as SkillStats;
   return {
     id: o.id as string,
@@ -134,7 +135,7 @@ export function validateContent(value: unknown, where: string): CardContent {
 
 function checkContent(o: Record<string, unknown>, p: string[]): void {
   if (typeof o.category !== 'string' || !CATEGORY_RE.test(o.category)) {
-    p.push(`category must be a lowercase slug (${CATEGORY_RE}), got ${JSON.stringify(o.category)}`);
+    p.push(`category must be a lowercase slug (${CATEGORY_RE}), got ${echo(o.category)}`);
   }
   const d = o.description;
   if (typeof d !== 'string' || d.trim().length < CARD_LIMITS.descriptionMin || d.length > CARD_LIMITS.descriptionMax) {

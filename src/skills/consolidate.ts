@@ -9,6 +9,7 @@ import type { EmbeddingCache } from './embedder.js';
 import { VectorIndex, dot } from './embedder.js';
 import type { FailureRecord } from './queue.js';
 import { renderCards } from './render.js';
+import { yieldToEventLoop } from '../util/yield.js';
 
 /** docs/method.md, "The skill bank": every `consolidateEvery` steps, when at least `minPending` records wait. */
 export function consolidationDue(step: number, pending: number, cfg: SkillBankConfig): boolean {
@@ -250,6 +251,8 @@ export async function runConsolidation(inp: ConsolidationInput): Promise<Pending
       const rec = inp.selected[i] as FailureRecord;
       const retrieved = rec.retrievedSkillIds.map((id) => byId.get(id)).filter((c): c is SkillCard => c !== undefined);
       let reply: string;
+      // An in-process distiller computes synchronously: let signal handlers (Ctrl-C) in before each call.
+      await yieldToEventLoop();
       try {
         reply = await inp.distiller.complete(distillationPrompt(rec, retrieved, inp.cfg), { maxTokens: inp.cfg.distillMaxTokens, temperature: 0 });
       } catch (err) {

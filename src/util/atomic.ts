@@ -1,7 +1,8 @@
 // Every file the trainer writes goes through here: write a temp file in the same folder, fsync, rename.
 // A process killed at any point leaves either the old file or the new one, never a torn one.
-// A failed write (a full disk, a target that is a folder) removes its temp file and names the target.
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+// A failed write (a full disk, a target that is a folder) removes its temp file and names the target; temp
+// files a killed writer left are swept by the next writer (sweepStaleTemps).
+import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { dirname, basename, join, resolve } from 'node:path';
 
 /**
@@ -39,7 +40,12 @@ export function writeStreamAtomic(path: string, fill: (put: (bytes: Uint8Array) 
   if (existsSync(path) && statSync(path).isDirectory()) throw new Error(`${path} is a folder; give a file name to write`);
   ensureDir(dir);
   const tmp = join(dir, `.${basename(path)}.${process.pid}.${Date.now()}.tmp`);
-  const fd = openSync(tmp, 'w');
+  let fd: number;
+  try {
+    fd = openSync(tmp, 'w');
+  } catch (err) {
+    throw writeError(path, err);
+  }
   let written = 0;
   try {
     fill((bytes) => {
@@ -51,7 +57,7 @@ export function writeStreamAtomic(path: string, fill: (put: (bytes: Uint8Array) 
   } catch (err) {
     closeSync(fd);
     rmSync(tmp, { force: true });
-    throw err;
+    throw writeError(path, err);
   }
   closeSync(fd);
   try {
@@ -61,6 +67,62 @@ export function writeStreamAtomic(path: string, fill: (put: (bytes: Uint8Array) 
     throw new Error(`${path}: cannot be written (${(err as Error).message})`);
   }
   return written;
+}
+
+/**
+ * A file-system error of a write, naming the file it was for (Node's own message names only the call:
+ * "ENOSPC: no space left on device, write"); any other error (the content's own) passes unchanged.
+ */
+export function writeError(path: string, err: unknown): Error {
+  const e = err as NodeJS.ErrnoException;
+  if (typeof e?.code !== 'string') return err as Error;
+  const wrapped = new Error(`${path}: cannot be written (${e.message})`) as NodeJS.ErrnoException;
+  wrapped.code = e.code;
+  return wrapped;
+}
+
+/** Appends `text` to `path` (a log); a failure names the file. */
+export function appendToFile(path: string, text: string): void {
+  try {
+    appendFileSync(path, text);
+  } catch (err) {
+    throw writeError(path, err);
+  }
+}
+
+/** The pid in one of our temp-file names (`.name.<pid>.<ms>.tmp`, `name.lock.<pid>.<ms>.tmp`, `.step-N.<pid>.tmp`). */
+export function tempOwnerPid(name: string): number | undefined {
+  const m = /\.(\d+)(?:\.\d+)?\.tmp$/.exec(name);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** Whether process `pid` runs on this machine (ours counts as gone: our leftovers from before are never in use). */
+function pidAlive(pid: number): boolean {
+  if (pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes the temp files and folders in `dir` that `match` accepts and whose writer (the pid in the name) no
+ * longer runs: what a killed or failed writer left. Call it holding the lock of what they belong to. Returns
+ * the paths removed.
+ */
+export function sweepStaleTemps(dir: string, match: (name: string) => boolean): string[] {
+  if (!existsSync(dir)) return [];
+  const swept: string[] = [];
+  for (const name of readdirSync(dir)) {
+    if (!name.endsWith('.tmp') || !match(name)) continue;
+    const pid = tempOwnerPid(name);
+    if (pid !== undefined && pidAlive(pid)) continue;
+    rmSync(join(dir, name), { recursive: true, force: true });
+    swept.push(join(dir, name));
+  }
+  return swept;
 }
 
 export function writeFileAtomic(path: string, data: string | Uint8Array): void {

@@ -6,6 +6,8 @@
 // the name exists), so a reader never sees a half-written owner.
 import { existsSync, linkSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { basename, dirname } from 'node:path';
+import { sweepStaleTemps, writeError } from './atomic.js';
 
 export interface LockOwner {
   pid: number;
@@ -83,13 +85,19 @@ export class FileLock {
     const start = processStart(process.pid);
     if (start !== undefined) me.procStart = start;
     const tmp = `${path}.${process.pid}.${Date.now()}.tmp`;
-    writeFileSync(tmp, `${JSON.stringify(me)}\n`);
     try {
+      try {
+        writeFileSync(tmp, `${JSON.stringify(me)}\n`);
+      } catch (err) {
+        // A full disk: the temp file may exist, empty or torn (removed below, as always).
+        throw new Error(`${what}: cannot create the lock file ${path} (${writeError(tmp, err).message})`);
+      }
       for (let attempt = 0; attempt < 3; attempt++) {
         try {
           linkSync(tmp, path);
           held.set(path, 1);
           installExitHook();
+          FileLock.sweep(path, tmp, what, onStale);
           return new FileLock(path);
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new Error(`${what}: cannot create the lock file ${path} (${(err as Error).message})`);
@@ -119,6 +127,16 @@ export class FileLock {
     }
   }
 
+  /**
+   * Temp files of this lock (`<path>.<pid>.<ms>.tmp`) that a writer which no longer runs left behind (a full
+   * disk while it created its lock file, a kill): the new owner removes them and says so.
+   */
+  private static sweep(path: string, mine: string, what: string, onStale?: (message: string) => void): void {
+    const prefix = `${basename(path)}.`;
+    const swept = sweepStaleTemps(dirname(path), (name) => name !== basename(mine) && name.startsWith(prefix) && /^\d+\.\d+\.tmp$/.test(name.slice(prefix.length)));
+    if (swept.length > 0) onStale?.(`${what}: removed ${swept.length} temp file(s) of lock ${path} left by a process that no longer runs: ${swept.join(', ')}`);
+  }
+
   release(): void {
     if (this.released) return;
     this.released = true;
@@ -139,15 +157,35 @@ export class FileLock {
   }
 }
 
-/** A process that exits (normally, on an error, or by process.exit) drops the locks it still holds. */
+/** Drops every lock this process still holds. */
+function releaseAll(): void {
+  for (const path of held.keys()) {
+    const owner = readOwner(path);
+    if (owner && owner.pid === process.pid) rmSync(path, { force: true });
+  }
+  held.clear();
+}
+
+/** Signals whose default action ends the process: a lock holder releases its locks first. */
+const ENDING_SIGNALS = ['SIGTERM', 'SIGHUP', 'SIGINT'] as const;
+
+/**
+ * A process that exits (normally, on an error, or by process.exit) drops the locks it still holds; so does one
+ * ended by SIGTERM, SIGHUP or SIGINT (no 'exit' event fires then). A signal that another listener handles
+ * (the trainer's Ctrl-C: stop at the next step boundary) is left to it; otherwise the locks are dropped and
+ * the signal is raised again with its default action, so the process still ends by that signal.
+ */
 function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
-  process.on('exit', () => {
-    for (const path of held.keys()) {
-      const owner = readOwner(path);
-      if (owner && owner.pid === process.pid) rmSync(path, { force: true });
-    }
-    held.clear();
-  });
+  process.on('exit', releaseAll);
+  for (const signal of ENDING_SIGNALS) {
+    const onSignal = (): void => {
+      if (process.listenerCount(signal) > 1) return;
+      releaseAll();
+      process.off(signal, onSignal);
+      process.kill(process.pid, signal);
+    };
+    process.on(signal, onSignal);
+  }
 }

@@ -31,7 +31,7 @@ describe('empty retrieval', () => {
     const lists = await searcher.search(['alpha', 'beta', 'gamma', 'delta'], 3);
     expect(lists.map((l) => l.map((p) => p.id))).toEqual([['a'], ['b'], [], []]);
     const counts = searcher.take();
-    expect(counts).toEqual({ queries: 4, empty: 3 });
+    expect(counts).toEqual({ queries: 4, empty: 3, failed: 0 });
     expect(new RoleHealth(3).check(5, [], counts)).toEqual(['step 5: search: 3 of 4 searches returned no passage with text']);
     // Half or fewer empty: no warning.
     await searcher.search(['alpha', 'gamma'], 3);

@@ -104,6 +104,35 @@ describe('a judge endpoint that replies nonsense', () => {
   });
 });
 
+describe('a judge endpoint that fails mid-run after its retries', () => {
+  it('HTTP 500: each failed call is counted and warned about, read as no verdict, and K steps stop the run naming --judge-url', async () => {
+    server.chat = 'status';
+    const w = await world({ judge: endpoint(), judgeUrl: `${server.url}/v1` });
+    const s1 = await w.step(1);
+    // The RAG check's reader call failed: the question is marked failed, the step ends normally.
+    expect(s1.metrics.invalidReasons).toEqual({ 'rag-check-failed': 1 });
+    expect(s1.calls.judge).toMatchObject({ calls: 1, failed: 1, unusable: 0 });
+    expect(s1.warnings).toHaveLength(1);
+    expect(s1.warnings[0]).toMatch(/^step 1: judge: 1 of 1 calls failed \(last: openai:http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions m: HTTP 500: .*\(gave up after 1 attempt\)\)$/);
+    await expect(w.step(2)).rejects.toThrow(/^judge failed on every call for 2 consecutive steps \(1–2\); last error: .*HTTP 500.*Check --judge-url http:\/\/127\.0\.0\.1:\d+\/v1, or change --stop-after-failed-steps \(now 2\)$/);
+  });
+
+  it('a timeout is counted as a failed call the same way; a step where the judge answers again resets the count', async () => {
+    server.chat = 'hang';
+    const w = await world({ judge: endpoint(), judgeUrl: `${server.url}/v1` });
+    const s1 = await w.step(1);
+    expect(s1.calls.judge).toMatchObject({ calls: 1, failed: 1 });
+    expect(s1.warnings[0]).toMatch(/judge: 1 of 1 calls failed \(last: .*no reply within 2000 ms/);
+    server.chat = 'ok';
+    server.chatReply = `<answer>${ANSWER}</answer>`;
+    const s2 = await w.step(2);
+    expect(s2.calls.judge).toMatchObject({ failed: 0 });
+    expect(s2.metrics.validQuestions).toBe(1);
+    server.chat = 'hang';
+    expect((await w.step(3)).calls.judge).toMatchObject({ failed: 1 });
+  });
+});
+
 describe('a distiller endpoint that answers HTTP 500', () => {
   it('is warned about with counts (its records stay queued) and stops the run after K steps', async () => {
     server.chat = 'status';

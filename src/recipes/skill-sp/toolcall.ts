@@ -4,6 +4,7 @@
 // observable outcome (every call's result and the sandbox's final state) equals the contract's.
 import { createHash } from 'node:crypto';
 import type { Rng } from '../../util/rng.js';
+import { own } from '../../util/own.js';
 
 export interface JsonSchema {
   type: 'object' | 'string' | 'number' | 'integer' | 'array';
@@ -111,7 +112,7 @@ export function schemaProblems(schema: JsonSchema, value: unknown, at: string): 
       const out: string[] = [];
       for (const r of schema.required ?? []) if (!(r in o)) out.push(`${at}.${r} is required`);
       for (const [k, v] of Object.entries(o)) {
-        const sub = schema.properties?.[k];
+        const sub = own(schema.properties, k);
         if (!sub) out.push(`${at}.${k} is not a parameter`);
         else out.push(...schemaProblems(sub, v, `${at}.${k}`));
       }

@@ -1,6 +1,7 @@
 // The search group: the corpus or retrieval server, the answer seeds, and what a search returns
 // (docs/method.md, "Search" and "Validating questions").
-import { fixedForRun, httpUrl, int, num, optionalStr, str } from './setting.js';
+import { DEFAULT_SEARCHR1_OPTIONS } from '../../search/searchr1-client.js';
+import { fixedForRun, int, num, optionalStr, optionalUrl, str } from './setting.js';
 
 export const SEARCH_SETTINGS = {
   corpus: str('demo', {
@@ -12,9 +13,12 @@ export const SEARCH_SETTINGS = {
     help: "with --corpus world: the seed of the generated world (0 = the demo world; docs/world.md)",
     resume: fixedForRun('the answer seeds and questions of the run come from its world'),
   }),
-  retrieverUrl: optionalStr({ help: 'a Search-R1-compatible retrieval server; when set it replaces the local index', check: httpUrl }),
+  retrieverUrl: optionalUrl({ help: 'a Search-R1-compatible retrieval server; when set it replaces the local index' }),
   retrieverTimeout: num(60, { above: 0, help: 'seconds per retrieval-server request attempt' }),
   retrieverRetries: int(3, { min: 0, help: 'retries of a failed retrieval request (HTTP 5xx, timeouts), each printed' }),
+  retrieverMaxResponseMb: int(DEFAULT_SEARCHR1_OPTIONS.maxResponseBytes / 2 ** 20, {
+    help: 'MiB one retrieval-server response may hold; a larger one is cut off and refused (a runaway or wrong server)',
+  }),
   seeds: optionalStr({
     help: 'answer seeds, JSONL of {"answer","hops","aliases"?}; unset: seeds derived from the corpus',
     resume: fixedForRun('a resumed run replays its seed draws from the same pool'),

@@ -2,6 +2,8 @@
 // setting (its TypeScript type, its command-line flag, how a config file spells it, its validation, its line
 // in the option table of docs/options.md, whether --resume may change it) is derived from this declaration by
 // ../config.ts. The group tables (run.ts, rollout.ts, ...) are lists of these.
+import { hasUserInfo, redactUrl } from '../../util/redact.js';
+import { cut } from '../../util/text-file.js';
 
 export type SettingKind = 'int' | 'number' | 'string' | 'boolean' | 'on-off' | 'choice' | 'list';
 
@@ -28,6 +30,11 @@ export interface Setting<T> {
   /** A problem with a value, as the rest of a sentence after the flag ("must be ..."); undefined when fine. */
   check?: (value: T) => string | undefined;
   resume: ResumePolicy;
+  /**
+   * The value is an endpoint URL: it is written to config.json and shown only with the secrets a query may
+   * hold removed (src/util/redact.ts), and a resumed run whose config.json holds such a URL must be given it again.
+   */
+  url?: boolean;
 }
 
 /** Any setting, whatever its value type (for code that walks the tables). */
@@ -128,7 +135,7 @@ export function onOff(def: boolean, o: Common<boolean>): Setting<boolean> {
 
 /** One of a fixed set of strings. */
 export function choice<const C extends string>(values: readonly C[], def: C, o: Common<C>): Setting<C> {
-  const member = (v: C): string | undefined => (values.includes(v) ? undefined : `must be ${values.slice(0, -1).join(', ')} or ${values[values.length - 1]}, got ${String(v)}`);
+  const member = (v: C): string | undefined => (values.includes(v) ? undefined : `must be ${values.slice(0, -1).join(', ')} or ${values[values.length - 1]}, got ${cut(String(v))}`);
   return { kind: 'choice', choices: values, default: def, help: o.help, resume: o.resume ?? CHANGE, ...(o.tiny !== undefined ? { tiny: o.tiny } : {}), check: both(member, o.check) as (v: C) => string | undefined };
 }
 
@@ -137,23 +144,34 @@ export function list<const C extends string>(values: readonly C[], def: readonly
   const members = (v: C[]): string | undefined => {
     if (!Array.isArray(v) || v.length === 0) return `must list at least one of ${values.join(', ')}`;
     const bad = v.filter((x) => !values.includes(x));
-    if (bad.length > 0) return `has unknown ${bad.map((b) => `'${b}'`).join(', ')} (known: ${values.join(', ')})`;
+    if (bad.length > 0) return `has unknown ${bad.map((b) => `'${cut(String(b))}'`).join(', ')} (known: ${values.join(', ')})`;
     if (new Set(v).size !== v.length) return 'lists a value twice';
     return undefined;
   };
   return { kind: 'list', choices: values, default: [...def], help: o.help, resume: o.resume ?? CHANGE, check: both(members, o.check) as (v: C[]) => string | undefined };
 }
 
-/** A check for an endpoint setting: the value must parse as an http(s) URL. */
+/**
+ * A check for an endpoint setting: the value must parse as an http(s) URL without a user name or password
+ * (fetch cannot send them, and they would be shown); the value is echoed with its secrets removed.
+ */
 export function httpUrl(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
+  const shown = redactUrl(value);
   let u: URL;
   try {
     u = new URL(value);
   } catch {
-    return `must be a URL such as http://host:port/..., got ${JSON.stringify(value)}`;
+    return `must be a URL such as http://host:port/..., got ${JSON.stringify(shown)}`;
   }
-  return u.protocol === 'http:' || u.protocol === 'https:' ? undefined : `must be an http:// or https:// URL, got ${value}`;
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return `must be an http:// or https:// URL, got ${shown}`;
+  if (hasUserInfo(value)) return `must not hold a user name or password (${shown}): fetch cannot send them, and they would be shown in logs; put the key in the environment variable that --api-key-env names`;
+  return undefined;
+}
+
+/** An optional endpoint URL (unset by default): checked by httpUrl, redacted wherever it is written or shown. */
+export function optionalUrl(o: Omit<Common<string | undefined>, 'check'>): Setting<string | undefined> {
+  return { ...optionalStr({ ...o, check: httpUrl }), url: true };
 }
 
 /**

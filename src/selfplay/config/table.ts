@@ -2,10 +2,12 @@
 // names, the conversion and type check of a value from a flag or a settings file, a settings file read from
 // disk (JSON or YAML), and the checks of a whole configuration. The trainer's tables (../config.ts) and the
 // recipes' tables (src/recipes/*/config.ts) are both served by these functions.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { extname } from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import { parseDocument, parse as parseYaml } from 'yaml';
 import type { AnySetting, ConfigOf, SettingTable } from './setting.js';
+import { own } from '../../util/own.js';
+import { cut, echo, readTextFile, TextFileError } from '../../util/text-file.js';
 
 /** camelCase key → kebab-case flag name (without the dashes). */
 export function flagName(key: string): string {
@@ -83,27 +85,41 @@ export function settingsFromObject(table: SettingTable, raw: unknown, where: str
   const problems: string[] = [];
   for (const [name, v] of Object.entries(raw)) {
     const k = keyOf(name);
-    const s = table[k];
+    // An own property only: `constructor` or `__proto__` in a file is an unknown setting, not Object's member.
+    const s = own(table, k);
     if (!s) {
-      problems.push(`${where}: unknown setting '${name}' (known: ${Object.keys(table).map(flagName).join(', ')})`);
+      problems.push(`${where}: unknown setting '${cut(name)}' (known: ${Object.keys(table).map(flagName).join(', ')})`);
       continue;
     }
     const r = settingValue(s, v);
-    if ('want' in r) problems.push(`${where}: setting '${name}' must be ${r.want}, got ${JSON.stringify(v)}`);
+    if ('want' in r) problems.push(`${where}: setting '${cut(name)}' must be ${r.want}, got ${echo(v)}`);
     else if (r.value !== undefined) values[k] = r.value;
   }
   return { values, problems };
 }
 
-/** A settings file from disk (JSON, or YAML by its extension), before its keys are checked. */
+/**
+ * A settings file from disk (JSON, or YAML by its extension), before its keys are checked. A key given twice
+ * is an error in both (JSON.parse alone would keep the last one without a word).
+ */
 export function readSettingsFile(file: string): unknown {
   if (!existsSync(file)) throw new Error(`--config ${file}: file not found`);
   const yaml = ['.yaml', '.yml'].includes(extname(file).toLowerCase());
+  let text: string;
+  let value: unknown;
   try {
-    return yaml ? parseYaml(readFileSync(file, 'utf8')) : JSON.parse(readFileSync(file, 'utf8'));
+    text = readTextFile(file);
+    value = yaml ? parseYaml(text) : JSON.parse(text);
   } catch (err) {
+    if (err instanceof TextFileError) throw err;
     throw new Error(`${file}: not valid ${yaml ? 'YAML' : 'JSON'} (${(err as Error).message})`);
   }
+  if (!yaml) {
+    // JSON is YAML: its parser finds the duplicate keys JSON.parse passes over.
+    const dup = parseDocument(text, { schema: 'core' }).errors.find((e) => e.code === 'DUPLICATE_KEY');
+    if (dup) throw new Error(`${file}: a key appears twice (${dup.message.split('\n')[0]?.replace(/^Map keys must be unique\s*/, '').replace(/:$/, '')}); give each setting once`);
+  }
+  return value;
 }
 
 /** A command-line value (already typed by yargs) converted to the setting's type; throws naming the flag. */
@@ -111,7 +127,7 @@ export function flagValueOf(key: string, s: AnySetting, v: unknown): unknown {
   if (s.kind === 'on-off') {
     if (v === 'on' || v === true) return true;
     if (v === 'off' || v === false) return false;
-    throw new Error(`--${flagName(key)} must be on or off, got '${String(v)}'`);
+    throw new Error(`--${flagName(key)} must be on or off, got '${cut(String(v))}'`);
   }
   if (s.kind === 'list' && typeof v === 'string') return v.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
   return v;
@@ -184,11 +200,11 @@ export function resolveSettings<T extends SettingTable>(table: T, layers: readon
       continue;
     }
     for (const [k, v] of Object.entries(layer.flags)) {
-      const s = table[k];
+      const s = own(table, k);
       if (!s) problems.push(`--${flagName(k)}: unknown setting`);
       else if (v !== undefined) {
         const r = settingValue(s, v);
-        if ('want' in r) problems.push(`--${flagName(k)} must be ${r.want}, got ${JSON.stringify(v)}`);
+        if ('want' in r) problems.push(`--${flagName(k)} must be ${r.want}, got ${echo(v)}`);
         else out[k] = r.value;
       }
     }
