@@ -21,7 +21,7 @@ import { loadTokenizer } from '../model/tokenizer.js';
 import { readBankFile, type SkillBank } from '../skills/bank.js';
 import { TRAIN_DEFAULTS, WORLD_DEFAULTS } from '../selfplay/config.js';
 import { redactUrl } from '../util/redact.js';
-import { DEMO_MODEL_NAME } from '../world/setup.js';
+import { DEMO_MODEL_NAME, isWorldEvalData } from '../world/setup.js';
 import { type CommonArgs, emit, startBackend, withCommonOptions } from './common.js';
 import { type EvalPlanArgs, evalSetsOf, planEval } from './eval-plan.js';
 import { etaText, formatSeconds } from './progress.js';
@@ -61,7 +61,8 @@ async function runEval(args: EvalArgs): Promise<void> {
   const questions: EvalQuestion[] = sets.flatMap((s) => s.questions);
   const judgeArgs = endpointArgs('judge', args);
   // What the solver searched besides the worlds' own corpora: predictions over another corpus or server are other predictions.
-  const corpus = args.corpus;
+  const fileData = plan.data.filter((d) => !isWorldEvalData(d));
+  const corpus = args.corpus ?? (args.retrieverUrl === undefined && fileData.length > 0 && fileData.every((d) => d === 'demo') ? 'demo' : undefined);
   const identity = {
     model: plan.model,
     adapter: plan.adapter ?? null,
