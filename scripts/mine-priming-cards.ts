@@ -47,6 +47,8 @@ const work = values.work as string;
 const out = values.out ?? join(work, MODEL_PRIMING_FILE);
 mkdirSync(work, { recursive: true });
 
+const noPrimingCards = join(work, 'no-priming-cards.jsonl');
+writeFileAtomic(noPrimingCards, '');
 const mined: SkillCard[] = [];
 const perWorld: Array<{ world: number; distilled: number; validQuestions: number; failuresQueued: number }> = [];
 for (const w of worlds) {
@@ -54,7 +56,26 @@ for (const w of worlds) {
   rmSync(dir, { recursive: true, force: true });
   // Bootstrap runs: every well-formed wrong answer is queued (not only the frontier's) and distilled after
   // every step; one solver epoch a step, since the runs are short and only their failures are kept.
-  const config = validateConfig({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, worldSeed: w, steps, seed, threads, out: dir, evalEvery: 0, saveEvery: steps, consolidateEvery: 1, consolidateMinPending: 1, queueFailures: 'all', solverEpochs: 1 } as TrainConfig);
+  // The bootstrap banks start from the hand-written seed cards alone (as every bank did before mining): the
+  // model folder's own priming cards, which this script writes, must not feed back into the next mining.
+  const config = validateConfig({
+    ...TRAIN_DEFAULTS,
+    ...WORLD_DEFAULTS,
+    worldSeed: w,
+    steps,
+    seed,
+    threads,
+    out: dir,
+    evalEvery: 0,
+    saveEvery: steps,
+    consolidateEvery: 1,
+    consolidateMinPending: 1,
+    queueFailures: 'all',
+    solverEpochs: 1,
+    priming: true,
+    seedCards: true,
+    primingCards: noPrimingCards,
+  } as TrainConfig);
   const summary = await train(config, { log: () => undefined });
   const bank = readBankFile(join(dir, 'skills.json'));
   const distilled = bank.cards.filter((c) => c.source === 'distilled');
