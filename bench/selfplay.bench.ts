@@ -24,7 +24,7 @@ import { parseContents } from '../src/search/corpus.js';
 import { AnswerJudge } from '../src/selfplay/judge.js';
 import { ProposerRole, SolverRole } from '../src/selfplay/roles.js';
 import { type RolloutConfig, runRollouts } from '../src/selfplay/rollout.js';
-import { TRAIN_DEFAULTS } from '../src/selfplay/config.js';
+import { TRAIN_DEFAULTS } from '../src/settings/train.js';
 import { sesaStep } from '../src/selfplay/step.js';
 import { stepSettingsOf } from '../src/selfplay/step-settings.js';
 import { GrpoPolicyUpdater, type TrainedRole } from '../src/selfplay/updater.js';

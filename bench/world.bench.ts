@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SFT_DEFAULTS } from '../src/sft/config.js';
 import { runSft } from '../src/sft/trainer.js';
-import { TRAIN_DEFAULTS, WORLD_DEFAULTS } from '../src/selfplay/config.js';
+import { TRAIN_DEFAULTS, WORLD_DEFAULTS } from '../src/settings/train.js';
 import { train } from '../src/selfplay/trainer.js';
 import { repoRoot } from '../src/util/shared-data.js';
 import { DEMO_MODEL_SPEC, initDemoModel, trainWorldTokenizer } from '../src/world/demo-model.js';

@@ -11,7 +11,7 @@ import { evaluateSets, type EvalSet } from '../src/eval/runner.js';
 import { ModelPolicy } from '../src/model/policy.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
-import { TRAIN_DEFAULTS, type TrainConfig, WORLD_DEFAULTS } from '../src/selfplay/config.js';
+import { TRAIN_DEFAULTS, type TrainConfig, WORLD_DEFAULTS } from '../src/settings/train.js';
 import { primedBankOptions } from '../src/selfplay/priming.js';
 import { evalSettingsOf } from '../src/selfplay/step-settings.js';
 import { SkillBank } from '../src/skills/bank.js';

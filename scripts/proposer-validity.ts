@@ -12,7 +12,7 @@ import { loadPeftAdapter } from '../src/checkpoint/peft.js';
 import { ModelPolicy } from '../src/model/policy.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
-import { parseConfigObject, TRAIN_DEFAULTS, type TrainConfig, validateConfig, WORLD_DEFAULTS } from '../src/selfplay/config.js';
+import { parseConfigObject, TRAIN_DEFAULTS, type TrainConfig, validateConfig, WORLD_DEFAULTS } from '../src/settings/train.js';
 import { AnswerJudge } from '../src/selfplay/judge.js';
 import { ragCheckMessages } from '../src/selfplay/prompts.js';
 import { ragVerdict } from '../src/selfplay/step-judging.js';

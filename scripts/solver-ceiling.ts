@@ -13,7 +13,7 @@ import { intFlag as int } from './flags.js';
 import { ModelPolicy } from '../src/model/policy.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
-import { parseConfigObject, TRAIN_DEFAULTS, type TrainConfig, validateConfig, WORLD_DEFAULTS } from '../src/selfplay/config.js';
+import { parseConfigObject, TRAIN_DEFAULTS, type TrainConfig, validateConfig, WORLD_DEFAULTS } from '../src/settings/train.js';
 import { exactMatch } from '../src/selfplay/judge.js';
 import { SolverRole } from '../src/selfplay/roles.js';
 import { hasAdvantageSignal } from '../src/selfplay/step.js';

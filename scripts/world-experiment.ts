@@ -37,7 +37,7 @@ import { loadPeftAdapter } from '../src/checkpoint/peft.js';
 import { ModelPolicy } from '../src/model/policy.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
-import { parseConfigObject, RECIPE_PRESETS, TRAIN_DEFAULTS, type TrainConfig, validateConfig, WORLD_DEFAULTS } from '../src/selfplay/config.js';
+import { parseConfigObject, RECIPE_PRESETS, TRAIN_DEFAULTS, type TrainConfig, validateConfig, WORLD_DEFAULTS } from '../src/settings/train.js';
 import { primedBankOptions } from '../src/selfplay/priming.js';
 import { evalSettingsOf } from '../src/selfplay/step-settings.js';
 import { train } from '../src/selfplay/trainer.js';

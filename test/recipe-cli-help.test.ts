@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { CTX2SKILL_SETTINGS } from '../src/recipes/ctx2skill/config.js';
 import { SKILL_SP_SETTINGS } from '../src/recipes/skill-sp/config.js';
-import { flagName, readSettingsFile, resolveSettings } from '../src/selfplay/config/table.js';
+import { flagName, readSettingsFile, resolveSettings } from '../src/settings/table.js';
 import { CTX2SKILL_ROLES } from '../src/recipes/ctx2skill/run.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -20,7 +20,7 @@ import { buildRoles } from '../src/recipes/ctx2skill/role-endpoints.js';
 import { Ctx2SkillRun, readHistory } from '../src/recipes/ctx2skill/run.js';
 import { checkJudgeReply } from '../src/recipes/ctx2skill/shapes.js';
 import type { Ctx2SkillHistory } from '../src/recipes/ctx2skill/types.js';
-import { resolveSettings } from '../src/selfplay/config/table.js';
+import { resolveSettings } from '../src/settings/table.js';
 import { TOY_CONTEXT, toyReply } from './recipe-ctx2skill-double.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

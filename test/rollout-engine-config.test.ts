@@ -1,7 +1,7 @@
 // The --rollout-engine and --workers settings: their values, the defaults, and run folders written before
 // they existed.
 import { describe, expect, it } from 'vitest';
-import { configProblems, parseConfigObject, parseSavedConfig, TRAIN_DEFAULTS, type TrainConfig } from '../src/selfplay/config.js';
+import { configProblems, parseConfigObject, parseSavedConfig, TRAIN_DEFAULTS, type TrainConfig } from '../src/settings/train.js';
 
 describe('--rollout-engine', () => {
   it('defaults to native and accepts llama.cpp', () => {

@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sftConfigFromArgs } from '../src/cli/sft.js';
-import { SETTINGS } from '../src/selfplay/config.js';
-import type { AnySetting } from '../src/selfplay/config/setting.js';
+import { SETTINGS } from '../src/settings/train.js';
+import type { AnySetting } from '../src/settings/setting.js';
 import { readSavedSftConfig, SFT_DEFAULTS, SFT_SETTINGS, validateSftConfig } from '../src/sft/config.js';
 
 const root = mkdtempSync(join(tmpdir(), 'sesa-sft-config-'));

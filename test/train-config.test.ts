@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveTrainConfig } from '../src/cli/train.js';
-import { configProblems, TINY_DEFAULTS, TRAIN_DEFAULTS, validateConfig, WORLD_DEFAULTS, workerCount } from '../src/selfplay/config.js';
+import { configProblems, TINY_DEFAULTS, TRAIN_DEFAULTS, validateConfig, WORLD_DEFAULTS, workerCount } from '../src/settings/train.js';
 import { deviceOf } from '../src/selfplay/trainer.js';
 import { capHops, floorHops, readSeedsFile, seedsFromPassages } from '../src/selfplay/seeds.js';
 import { worldSeeds } from '../src/world/setup.js';

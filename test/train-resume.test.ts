@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TRAIN_DEFAULTS, type TrainConfig } from '../src/selfplay/config.js';
+import { TRAIN_DEFAULTS, type TrainConfig } from '../src/settings/train.js';
 import { train } from '../src/selfplay/trainer.js';
 
 let root: string;

@@ -21,7 +21,7 @@ import { CausalLM } from '../src/model/qwen3.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
 import { DataParallelPool } from '../src/parallel/coordinator.js';
 import { AdamW, type AdamWConfig } from '../src/rl/optimizer.js';
-import { TRAIN_DEFAULTS, type TrainConfig, validateConfig } from '../src/selfplay/config.js';
+import { TRAIN_DEFAULTS, type TrainConfig, validateConfig } from '../src/settings/train.js';
 import { DataParallelPolicyUpdater } from '../src/selfplay/data-parallel-updater.js';
 import { AnswerJudge, exactMatch, type Judgement } from '../src/selfplay/judge.js';
 import { type AnswerSeed, ProposerRole, SolverRole } from '../src/selfplay/roles.js';

@@ -24,7 +24,7 @@ import {
   TRAIN_DEFAULTS,
   type TrainConfig,
   validateConfig,
-} from '../src/selfplay/config.js';
+} from '../src/settings/train.js';
 import { RunFolder } from '../src/selfplay/run-folder.js';
 import { optimizerConfigOf, rolloutSettingsOf } from '../src/selfplay/step-settings.js';
 import { OPTIONS_END, OPTIONS_PAGE, OPTIONS_START, optionsSection } from '../scripts/options-table.js';

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TRAIN_DEFAULTS, type TrainConfig } from '../src/selfplay/config.js';
+import { TRAIN_DEFAULTS, type TrainConfig } from '../src/settings/train.js';
 import { train } from '../src/selfplay/trainer.js';
 import { initDemoModel } from '../src/world/demo-model.js';
 import { trainBpe } from '../src/world/tokenizer.js';

@@ -13,7 +13,7 @@ import { CTX2SKILL_SETTINGS, type Ctx2SkillConfig, ctx2skillProblems } from '../
 import { loadContext } from '../recipes/ctx2skill/context.js';
 import { buildRoles, type EndpointSetting, inProcessRoles } from '../recipes/ctx2skill/role-endpoints.js';
 import { CTX2SKILL_ROLES, Ctx2SkillRun, type Ctx2SkillRole, readHistory } from '../recipes/ctx2skill/run.js';
-import { flagsGiven, readSettingsFile, resolveSettings, yargsOptionsOf } from '../selfplay/config/table.js';
+import { flagsGiven, readSettingsFile, resolveSettings, yargsOptionsOf } from '../settings/table.js';
 import { BACKEND_CHOICES, type BackendChoice, describeBackend, initBackend } from '../tensor/backend.js';
 import { refusedOnResume } from './recipe-resume.js';
 

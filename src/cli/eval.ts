@@ -19,7 +19,7 @@ import { resolveModelName } from '../model/model-name.js';
 import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
 import { loadTokenizer } from '../model/tokenizer.js';
 import { readBankFile, type SkillBank } from '../skills/bank.js';
-import { TRAIN_DEFAULTS, WORLD_DEFAULTS } from '../selfplay/config.js';
+import { TRAIN_DEFAULTS, WORLD_DEFAULTS } from '../settings/train.js';
 import { redactUrl } from '../util/redact.js';
 import { DEMO_MODEL_NAME, isWorldEvalData } from '../world/setup.js';
 import { type CommonArgs, emit, startBackend, withCommonOptions } from './common.js';

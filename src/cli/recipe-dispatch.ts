@@ -2,7 +2,7 @@
 // Self-Play command, which has its own settings table (docs/recipes.md). The train command's own recipes
 // (sesa, ssp) share the training settings and stay with it. A flag the Skill Self-Play command does not
 // take is refused here, saying whether it is a setting of the SESA/SSP trainer or of nothing at all.
-import { flagName, keyOf, SETTING_KEYS } from '../selfplay/config.js';
+import { flagName, keyOf, SETTING_KEYS } from '../settings/train.js';
 import { typedFlagNames } from './common.js';
 import { SKILL_SP_SETTINGS } from '../recipes/skill-sp/config.js';
 

@@ -1,8 +1,8 @@
 // What a recipe command does with flags given alongside --resume: its settings table says, per setting,
-// whether a resumed run may change it (src/selfplay/config/setting.ts, `resume`). Every refused flag is named
+// whether a resumed run may change it (src/settings/setting.ts, `resume`). Every refused flag is named
 // with the reason, together with the `others` (options such as --config) a resumed run does not take.
-import type { SettingTable } from '../selfplay/config/setting.js';
-import { flagName } from '../selfplay/config/table.js';
+import type { SettingTable } from '../settings/setting.js';
+import { flagName } from '../settings/table.js';
 
 export function refusedOnResume(table: SettingTable, given: Record<string, unknown>, others: readonly string[]): void {
   const refused: string[] = [];

@@ -2,7 +2,7 @@
 // LoRA, resumable, with a progress bar and the loss curve in the run folder.
 import { SingleBar } from 'cli-progress';
 import type { Argv, CommandModule } from 'yargs';
-import { flagName, flagsGiven, readSettingsFile, type SettingsLayer, yargsOptionsOf } from '../selfplay/config/table.js';
+import { flagName, flagsGiven, readSettingsFile, type SettingsLayer, yargsOptionsOf } from '../settings/table.js';
 import { renamedSetting, resolveSftConfig, SFT_RENAMED, SFT_SETTINGS, type SftConfig } from '../sft/config.js';
 import { runSft, type SftSummary } from '../sft/trainer.js';
 

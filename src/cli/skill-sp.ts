@@ -7,7 +7,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { SKILL_SP_SETTINGS, type SkillSpConfig, skillSpProblems } from '../recipes/skill-sp/config.js';
 import type { IterationMetrics } from '../recipes/skill-sp/iteration.js';
 import { readRunConfig, runSkillSp } from '../recipes/skill-sp/run.js';
-import { flagsGiven, readSettingsFile, resolveSettings, yargsOptionsOf } from '../selfplay/config/table.js';
+import { flagsGiven, readSettingsFile, resolveSettings, yargsOptionsOf } from '../settings/table.js';
 import { refusedOnResume } from './recipe-resume.js';
 
 interface SkillSpArgs {

@@ -18,8 +18,8 @@ import {
   type TrainConfig,
   WORLD_DEFAULTS,
   yargsOption,
-} from '../selfplay/config.js';
-import { readSettingsFile } from '../selfplay/config/table.js';
+} from '../settings/train.js';
+import { readSettingsFile } from '../settings/table.js';
 import type { StepMetrics } from '../selfplay/step.js';
 import { train, type TrainSummary } from '../selfplay/trainer.js';
 import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';

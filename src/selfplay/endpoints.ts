@@ -8,7 +8,7 @@ import type { TextGenerator } from '../llm/types.js';
 import type { Searcher } from '../search/types.js';
 import { isLoopbackUrl } from '../util/loopback.js';
 import { redactUrl } from '../util/redact.js';
-import type { TrainConfig } from './config.js';
+import type { TrainConfig } from '../settings/train.js';
 
 /**
  * The judge's or the distiller's generator: the server at --judge-url / --distiller-url, else `inProcess` (the

@@ -2,7 +2,7 @@
 // model-based semantic match whose whole reply must be Correct or Wrong.
 import { LlmEndpointError } from '../llm/openai.js';
 import type { TextGenerator } from '../llm/types.js';
-import { TRAIN_DEFAULTS } from './config.js';
+import { TRAIN_DEFAULTS } from '../settings/train.js';
 import { semanticJudgeMessages } from './prompts.js';
 
 /**

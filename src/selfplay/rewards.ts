@@ -1,5 +1,5 @@
 // Rewards (docs/method.md, "Rewards").
-import { TRAIN_DEFAULTS } from './config.js';
+import { TRAIN_DEFAULTS } from '../settings/train.js';
 
 export interface ProposerRewardConfig {
   /** λ: the penalty when the solver group is all right or all wrong. */

@@ -15,7 +15,7 @@ import { dirname, join, resolve } from 'node:path';
 import { appendToFile, ensureDir, sweepStaleTemps, writeError, writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
 import { checkManifest, writeManifest } from '../checkpoint/manifest.js';
 import { FileLock } from '../util/lock.js';
-import { configForDisk, type TrainConfig } from './config.js';
+import { configForDisk, type TrainConfig } from '../settings/train.js';
 
 export interface CheckpointState {
   step: number;

@@ -8,7 +8,7 @@ import { SearchR1Client } from '../search/searchr1-client.js';
 import type { Searcher } from '../search/types.js';
 import type { World } from '../world/world.js';
 import { worldSeeds } from '../world/setup.js';
-import type { TrainConfig } from './config.js';
+import type { TrainConfig } from '../settings/train.js';
 import type { AnswerSeed } from './roles.js';
 import { seedsFromPassages } from './seeds.js';
 import { redactUrl } from '../util/redact.js';

@@ -9,7 +9,7 @@ import { loadTokenizer } from '../model/tokenizer.js';
 import type { CreateWorkerTasks, WorkerTasks } from '../parallel/protocol.js';
 import { WorldRagReader } from '../world/scripted-roles.js';
 import { WORLD_CORPUS, worldFor } from '../world/setup.js';
-import type { TrainConfig } from './config.js';
+import type { TrainConfig } from '../settings/train.js';
 import { endpointOf } from './endpoints.js';
 import { AnswerJudge } from './judge.js';
 import { CountingSearcher, CountingTextGenerator, usableJudgeReply } from './role-health.js';

@@ -29,7 +29,7 @@ import type { Embedder } from '../skills/embedder.js';
 import { LexicalEmbedder } from '../skills/lexical.js';
 import { packedWeightBytes, WASM_HEAP_LIMIT_BYTES } from '../rl/memory-budget.js';
 import { type BackendInfo, describeBackend, initBackend, tf } from '../tensor/backend.js';
-import { configForDisk, parseSavedConfig, redactedUrlSettings, resumeChanges, showValue, shownValue, flagName, type TrainConfig, validateConfig, workerCount } from './config.js';
+import { configForDisk, parseSavedConfig, redactedUrlSettings, resumeChanges, showValue, shownValue, flagName, type TrainConfig, validateConfig, workerCount } from '../settings/train.js';
 import { endpointOf, probeChat, probeRetriever } from './endpoints.js';
 import { AnswerJudge } from './judge.js';
 import { RoleFailureError, RoleWatch, type StepCalls } from './role-health.js';

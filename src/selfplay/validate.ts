@@ -1,7 +1,7 @@
 // Question extraction and validation (docs/method.md, "Validating questions": SSP's checks). The RAG check
 // needs the judge model and runs separately (see step.ts); everything here is a pure function of the
 // proposer's rollout, the seed's answers and the rules.
-import { TRAIN_DEFAULTS } from './config.js';
+import { TRAIN_DEFAULTS } from '../settings/train.js';
 import type { Rollout } from './rollout.js';
 
 export type InvalidReason =

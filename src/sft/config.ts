@@ -1,5 +1,5 @@
 // The settings of an SFT run (docs/sft.md), declared once in a table built with the trainer's helpers
-// (src/selfplay/config/setting.ts): `sesa-train sft`'s flags and --help, its --config files (JSON or YAML,
+// (src/settings/setting.ts): `sesa-train sft`'s flags and --help, its --config files (JSON or YAML,
 // kebab-case or camelCase keys), the defaults and the checks all derive from it. A setting that train also has
 // carries train's name (lr-schedule, enable-thinking, warmup-steps, micro-batch-size, lora-r, lora-alpha,
 // lora-targets, seed, ...); the defaults are SFT's own. The resolved settings are saved in the run folder as
@@ -8,8 +8,8 @@
 // TO ADD A SETTING: one entry in SFT_SETTINGS (key, default, help, check); read it from the SftConfig where it
 // is used (./trainer.ts). A rule that ties two settings together goes into sftProblems.
 import { PROJECTIONS } from '../model/qwen3.js';
-import { bool, choice, type ConfigOf, fixedOnResumeExcept, int, list, num, optionalStr, requiredChoice, requiredStr } from '../selfplay/config/setting.js';
-import { defaultsOf, flagName, resolveSettings, type SettingsLayer } from '../selfplay/config/table.js';
+import { bool, choice, type ConfigOf, fixedOnResumeExcept, int, list, num, optionalStr, requiredChoice, requiredStr } from '../settings/setting.js';
+import { defaultsOf, flagName, resolveSettings, type SettingsLayer } from '../settings/table.js';
 import { BACKEND_CHOICES } from '../tensor/backend.js';
 import { LOSS_ON } from './transcript.js';
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SafetensorsFile } from '../../src/checkpoint/safetensors.js';
 import { callsProblems } from '../../src/recipes/skill-sp/toolcall.js';
-import { parseConfigObject } from '../../src/selfplay/config.js';
+import { parseConfigObject } from '../../src/settings/train.js';
 import { bankStats, type BankFile } from '../../src/skills/bank.js';
 import { CARD_A } from '../skills-helpers.js';
 import { CLI, faultRoot, run } from './cli.js';

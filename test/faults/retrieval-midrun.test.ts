@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ScriptedTextGenerator } from '../../src/llm/scripted.js';
 import { SearchR1Client } from '../../src/search/searchr1-client.js';
-import { TRAIN_DEFAULTS } from '../../src/selfplay/config.js';
+import { TRAIN_DEFAULTS } from '../../src/settings/train.js';
 import { AnswerJudge } from '../../src/selfplay/judge.js';
 import { PROPOSER_REWARD_DEFAULTS } from '../../src/selfplay/rewards.js';
 import { RoleWatch } from '../../src/selfplay/role-health.js';

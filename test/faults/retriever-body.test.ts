@@ -6,7 +6,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_SEARCHR1_OPTIONS, SearchR1Client, SearchR1Error } from '../../src/search/searchr1-client.js';
-import { TRAIN_DEFAULTS } from '../../src/selfplay/config.js';
+import { TRAIN_DEFAULTS } from '../../src/settings/train.js';
 import { buildSearch } from '../../src/selfplay/search-setup.js';
 
 let server: Server | undefined;

@@ -3,7 +3,7 @@
 // by the local fault-injecting server through the real OpenAI-compatible client, watched by the trainer's
 // RoleWatch. Each step gets a warning with the counts; K consecutive steps of failure stop with a clear error.
 import { stepSettingsOf } from '../../src/selfplay/step-settings.js';
-import { TRAIN_DEFAULTS } from '../../src/selfplay/config.js';
+import { TRAIN_DEFAULTS } from '../../src/settings/train.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

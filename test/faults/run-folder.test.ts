@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MANIFEST_FILE } from '../../src/checkpoint/manifest.js';
-import { TRAIN_DEFAULTS } from '../../src/selfplay/config.js';
+import { TRAIN_DEFAULTS } from '../../src/settings/train.js';
 import { RunFolder } from '../../src/selfplay/run-folder.js';
 
 const dirs: string[] = [];

@@ -1,8 +1,8 @@
 // Ctx2Skill's settings (docs/recipes.md), one declarative table built like the trainer's
-// (src/selfplay/config/setting.ts): N iterations of M tasks, the replay probe sets, the bounded retries of a
+// (src/settings/setting.ts): N iterations of M tasks, the replay probe sets, the bounded retries of a
 // malformed reply, and the per-role generation lengths. The paper's values are N = M = 5; the rest are ours.
-import { type ConfigOf, fixedOnResumeExcept, int, num } from '../../selfplay/config/setting.js';
-import { defaultsOf } from '../../selfplay/config/table.js';
+import { type ConfigOf, fixedOnResumeExcept, int, num } from '../../settings/setting.js';
+import { defaultsOf } from '../../settings/table.js';
 
 export const CTX2SKILL_SETTINGS = fixedOnResumeExcept(
   {

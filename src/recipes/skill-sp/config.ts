@@ -1,9 +1,9 @@
 // Skill Self-Play's settings (docs/recipes.md), one declarative table built like the trainer's
-// (src/selfplay/config/setting.ts): --help, --config files and the checks all derive from it. From the paper:
+// (src/settings/setting.ts): --help, --config files and the checks all derive from it. From the paper:
 // 5 iterations, β = 1, τ = 5, the routing weights of its worked example (0.5, 0.25, 0.25), the clip [0.1, 1].
 // The rest are ours.
-import { bool, choice, type ConfigOf, fixedOnResumeExcept, int, num, optionalNum, str } from '../../selfplay/config/setting.js';
-import { defaultsOf } from '../../selfplay/config/table.js';
+import { bool, choice, type ConfigOf, fixedOnResumeExcept, int, num, optionalNum, str } from '../../settings/setting.js';
+import { defaultsOf } from '../../settings/table.js';
 
 const families = (v: string): string | undefined =>
   v.split(',').every((f) => f.trim() === 'zebra' || f.trim() === 'toolcall') ? undefined : `must list zebra and/or toolcall, comma-separated, got '${v}'`;

@@ -1,5 +1,5 @@
 // The judge group: the semantic judge and distiller endpoints (docs/method.md, "Judging answers").
-import { int, num, optionalStr, optionalUrl, str } from './setting.js';
+import { int, num, optionalStr, optionalUrl, str } from '../setting.js';
 
 export const JUDGE_SETTINGS = {
   judgeUrl: optionalUrl({ help: 'OpenAI-compatible endpoint for the judge (default: the in-process base model)' }),

@@ -1,7 +1,7 @@
 // The search group: the corpus or retrieval server, the answer seeds, and what a search returns
 // (docs/method.md, "Search" and "Validating questions").
 import { DEFAULT_SEARCHR1_OPTIONS } from '../../search/searchr1-client.js';
-import { fixedForRun, int, num, optionalStr, optionalUrl, str } from './setting.js';
+import { fixedForRun, int, num, optionalStr, optionalUrl, str } from '../setting.js';
 
 export const SEARCH_SETTINGS = {
   corpus: str('demo', {

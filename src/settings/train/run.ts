@@ -1,5 +1,5 @@
 // The run group: what to train, how long, where the run folder is, and the recipe (docs/method.md, "Recipes").
-import { choice, fixedForRun, int, optionalNum, str } from './setting.js';
+import { choice, fixedForRun, int, optionalNum, str } from '../setting.js';
 
 /**
  * Worker processes of a run: --gpus N and --workers N both mean N workers (one device each), which shard the

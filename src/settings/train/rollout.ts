@@ -1,5 +1,5 @@
 // The rollout group: how each multi-turn search rollout is sampled (docs/method.md, "Rollouts").
-import { bool, int, num, optionalNum } from './setting.js';
+import { bool, int, num, optionalNum } from '../setting.js';
 
 export const ROLLOUT_SETTINGS = {
   maxTurns: int(10, { tiny: 3, help: 'turns per rollout (one generation, then a search or the final tag)' }),

@@ -2,8 +2,8 @@
 // setting (its TypeScript type, its command-line flag, how a config file spells it, its validation, its line
 // in the option table of docs/options.md, whether --resume may change it) is derived from this declaration by
 // ../config.ts. The group tables (run.ts, rollout.ts, ...) are lists of these.
-import { hasUserInfo, redactUrl } from '../../util/redact.js';
-import { cut } from '../../util/text-file.js';
+import { hasUserInfo, redactUrl } from '../util/redact.js';
+import { cut } from '../util/text-file.js';
 
 export type SettingKind = 'int' | 'number' | 'string' | 'boolean' | 'on-off' | 'choice' | 'list';
 

@@ -1,7 +1,7 @@
-// The trainer's configuration, derived from one declarative table per group (./config/*.ts).
+// The trainer's configuration, derived from one declarative table per group (./train/*.ts).
 //
-// TO ADD A SETTING: add one entry to the group table it belongs to (./config/run.ts, rollout.ts, search.ts,
-// grpo.ts, lora.ts, proposer.ts, skills.ts, judge.ts), built with the helpers of ./config/setting.ts
+// TO ADD A SETTING: add one entry to the group table it belongs to (./train/run.ts, rollout.ts, search.ts,
+// grpo.ts, lora.ts, proposer.ts, skills.ts, judge.ts), built with the helpers of ./setting.ts
 // (`int`, `num`, `str`, `bool`, `onOff`, `choice`, `list`, `optionalStr`, `optionalNum`): key, default, the
 // tiny model's default if it differs (`tiny`), help text with the paper's symbol, check, and whether --resume may change it. The
 // TrainConfig type, the `train` flags and --help, config-file parsing (JSON/YAML, kebab-case or camelCase
@@ -10,18 +10,18 @@
 // Then read the value from the TrainConfig where it is used (src/selfplay/trainer.ts builds everything),
 // regenerate that table, and give the setting a non-default value in test/train-settings.test.ts
 // (EVERY_SETTING: the round-trip test requires one per setting).
-import { EVAL_SETTINGS } from './config/eval.js';
-import { GRPO_SETTINGS } from './config/grpo.js';
-import { JUDGE_SETTINGS } from './config/judge.js';
-import { LORA_SETTINGS } from './config/lora.js';
-import { PROPOSER_SETTINGS } from './config/proposer.js';
-import { ROLLOUT_SETTINGS } from './config/rollout.js';
-import { RECIPES, type RecipeName, RUN_SETTINGS, workerCount } from './config/run.js';
-import { SEARCH_SETTINGS } from './config/search.js';
-import type { AnySetting, ConfigOf } from './config/setting.js';
-import { SKILLS_SETTINGS } from './config/skills.js';
+import { EVAL_SETTINGS } from './train/eval.js';
+import { GRPO_SETTINGS } from './train/grpo.js';
+import { JUDGE_SETTINGS } from './train/judge.js';
+import { LORA_SETTINGS } from './train/lora.js';
+import { PROPOSER_SETTINGS } from './train/proposer.js';
+import { ROLLOUT_SETTINGS } from './train/rollout.js';
+import { RECIPES, type RecipeName, RUN_SETTINGS, workerCount } from './train/run.js';
+import { SEARCH_SETTINGS } from './train/search.js';
+import type { AnySetting, ConfigOf } from './setting.js';
+import { SKILLS_SETTINGS } from './train/skills.js';
 import { isRedactedUrl, redactUrl } from '../util/redact.js';
-import { defaultsOf, tinyDefaultsOf, flagName, flagValueOf, keyOf, settingProblems, settingsFromObject, showValue, yargsOptionOf } from './config/table.js';
+import { defaultsOf, tinyDefaultsOf, flagName, flagValueOf, keyOf, settingProblems, settingsFromObject, showValue, yargsOptionOf } from './table.js';
 
 export { flagName, keyOf, RECIPES, type RecipeName, showValue, workerCount };
 
@@ -313,7 +313,7 @@ export function parseSavedConfig(raw: unknown, file: string): TrainConfig {
   return { ...TRAIN_DEFAULTS, ...parseConfigObject(raw, file) };
 }
 
-/** The keys of the endpoint-URL settings (see `url` in ./config/setting.ts). */
+/** The keys of the endpoint-URL settings (see `url` in ./setting.ts). */
 export const URL_SETTING_KEYS = SETTING_KEYS.filter((k) => (TABLE[k] as AnySetting).url === true);
 
 /** A setting's value as it may be shown or written: an endpoint URL without the secrets it may hold. */

@@ -1,6 +1,6 @@
 // The proposer group: which questions are valid and what a proposal earns (docs/method.md, "Validating
 // questions" and "Rewards").
-import { bool, int, num } from './setting.js';
+import { bool, int, num } from '../setting.js';
 
 export const PROPOSER_SETTINGS = {
   frontier: bool(true, { help: 'frontier reward r_p = 4·p̂·(1 − p̂), −λ at p̂ ∈ {0, 1}; --no-frontier: r_p = 1 − p̂' }),

@@ -1,6 +1,6 @@
 // The LoRA group: the two adapters' shape (docs/method.md, "Adapters").
 import { PROJECTIONS } from '../../model/qwen3.js';
-import { fixedForRun, int, list, num } from './setting.js';
+import { fixedForRun, int, list, num } from '../setting.js';
 
 const SHAPE = fixedForRun("the run's adapters already have this shape");
 

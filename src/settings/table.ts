@@ -6,8 +6,8 @@ import { existsSync } from 'node:fs';
 import { extname } from 'node:path';
 import { parseDocument, parse as parseYaml } from 'yaml';
 import type { AnySetting, ConfigOf, SettingTable } from './setting.js';
-import { own } from '../../util/own.js';
-import { cut, echo, readTextFile, TextFileError } from '../../util/text-file.js';
+import { own } from '../util/own.js';
+import { cut, echo, readTextFile, TextFileError } from '../util/text-file.js';
 
 /** camelCase key → kebab-case flag name (without the dashes). */
 export function flagName(key: string): string {

@@ -1,5 +1,5 @@
 // The GRPO group: advantages, the clipped loss, the KL term, and the optimizer (docs/method.md, "GRPO").
-import { bool, choice, int, num, optionalNum } from './setting.js';
+import { bool, choice, int, num, optionalNum } from '../setting.js';
 
 function positive(v: number | undefined): string | undefined {
   return v === undefined || v > 0 ? undefined : `must be > 0, got ${v}`;

@@ -1,6 +1,6 @@
 // The skills group: the solver's skill bank (docs/method.md, "The skill bank").
 import { DEFAULT_SKILL_BANK_CONFIG } from '../../skills/config.js';
-import { bool, choice, fixedForRun, int, onOff, optionalNum, optionalStr, str } from './setting.js';
+import { bool, choice, fixedForRun, int, onOff, optionalNum, optionalStr, str } from '../setting.js';
 
 const B = DEFAULT_SKILL_BANK_CONFIG;
 

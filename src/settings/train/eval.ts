@@ -1,6 +1,6 @@
 // The held-out evaluation group: the solver is evaluated, greedily and with skills on and off, at step 0, every
 // K steps and at the end of the run (docs/evaluation.md).
-import { int, optionalStr } from './setting.js';
+import { int, optionalStr } from '../setting.js';
 
 export const EVAL_SETTINGS = {
   evalEvery: int(0, { min: 0, help: 'evaluate the solver on held-out questions every K steps (and at step 0 and the end); 0 = off' }),
