@@ -18,7 +18,7 @@ import { CausalLM } from '../src/model/qwen3.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
 import { Bm25Index } from '../src/search/bm25-index.js';
 import { parseContents } from '../src/search/corpus.js';
-import { type RolloutConfig, runRollouts } from '../src/selfplay/rollout.js';
+import { type RolloutConfig, runRollouts } from '../src/agent/rollout.js';
 import { initBackend } from '../src/tensor/backend.js';
 import { SearchTurnsPolicy } from './selfplay.bench.js';
 import type { BenchContext, BenchRow, BenchSuite } from './types.js';

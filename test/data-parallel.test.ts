@@ -15,7 +15,7 @@ import type { RoleInit, WorkerInit } from '../src/parallel/protocol.js';
 import { grpoUpdate, type TrainingSequence } from '../src/rl/grpo-update.js';
 import { AdamW } from '../src/rl/optimizer.js';
 import { DataParallelPolicyUpdater } from '../src/selfplay/data-parallel-updater.js';
-import type { Rollout } from '../src/selfplay/rollout.js';
+import type { Rollout } from '../src/agent/rollout.js';
 import { GrpoPolicyUpdater, type RolloutGroup, type TrainedRole } from '../src/selfplay/updater.js';
 import { initBackend } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';

@@ -11,7 +11,7 @@ import { aggregateResults, resultsMarkdown } from '../src/eval/results.js';
 import { evaluateSolver } from '../src/eval/runner.js';
 import { scorePredictionsText } from '../src/eval/score-file.js';
 import type { ChatMessage, TextGenerator } from '../src/llm/types.js';
-import { solverMessages } from '../src/selfplay/prompts.js';
+import { solverMessages } from '../src/agent/prompts.js';
 import { SkillBank } from '../src/skills/bank.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
 import * as tf from '@tensorflow/tfjs';

@@ -17,7 +17,7 @@ import { CausalLM } from '../src/model/qwen3.js';
 import { scoreBatch } from '../src/model/score.js';
 import { continuationLogprobs } from '../src/model/token-logprobs.js';
 import { loadTokenizer, type Tokenizer } from '../src/model/tokenizer.js';
-import { runRollouts } from '../src/selfplay/rollout.js';
+import { runRollouts } from '../src/agent/rollout.js';
 import { initBackend, tf } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
 import { FakeSearcher } from './helpers/fake-searcher.js';

@@ -10,7 +10,7 @@ import type { SpTask } from '../src/recipes/skill-sp/packages.js';
 import { solverMessages } from '../src/recipes/skill-sp/prompts.js';
 import { FUNCTION_NAMES, generateToolTask } from '../src/recipes/skill-sp/toolcall.js';
 import { CLUE_TYPES, generateZebra } from '../src/recipes/skill-sp/zebra.js';
-import type { Rollout } from '../src/selfplay/rollout.js';
+import type { Rollout } from '../src/agent/rollout.js';
 import type { PolicyUpdater, Role, RoleUpdateMetrics, RolloutGroup } from '../src/selfplay/updater.js';
 import { Rng } from '../src/util/rng.js';
 

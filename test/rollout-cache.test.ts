@@ -13,7 +13,7 @@ import { scoreBatch } from '../src/model/score.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
 import { grpoUpdate } from '../src/rl/grpo-update.js';
 import { AdamW } from '../src/rl/optimizer.js';
-import { type RolloutConfig, runRollouts } from '../src/selfplay/rollout.js';
+import { type RolloutConfig, runRollouts } from '../src/agent/rollout.js';
 import { initBackend, tf } from '../src/tensor/backend.js';
 import { FakeSearcher } from './helpers/fake-searcher.js';
 

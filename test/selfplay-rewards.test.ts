@@ -1,7 +1,7 @@
 // Rewards and judging (docs/method.md, "Judging answers" and "Rewards") with exact values.
 import { describe, expect, it } from 'vitest';
 import { ScriptedTextGenerator } from '../src/llm/scripted.js';
-import { AnswerJudge, exactMatch, normalizeAnswer, parseVerdict } from '../src/selfplay/judge.js';
+import { AnswerJudge, exactMatch, normalizeAnswer, parseVerdict } from '../src/agent/judge.js';
 import { PROPOSER_REWARD_DEFAULTS, proposerReward, solverReward, successRate } from '../src/selfplay/rewards.js';
 
 describe('proposer reward', () => {

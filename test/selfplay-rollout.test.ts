@@ -1,7 +1,7 @@
 // The rollout engine (docs/method.md, "Rollouts") driven by ScriptedPolicy, a scripted test double of the policy, and an
 // in-memory FakeSearcher: every branch with exact token ids, masks, log-probs and records.
 import { describe, expect, it } from 'vitest';
-import { type FinalTag, invalidActionText, observationText, type Rollout, type RolloutConfig, runRollouts } from '../src/selfplay/rollout.js';
+import { type FinalTag, invalidActionText, observationText, type Rollout, type RolloutConfig, runRollouts } from '../src/agent/rollout.js';
 import { renderResults } from '../src/search/types.js';
 import { FakeSearcher } from './helpers/fake-searcher.js';
 import { EOS, EOS_ID, type PolicyScript, ScriptedPolicy } from './helpers/scripted-policy.js';

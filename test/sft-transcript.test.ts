@@ -9,8 +9,8 @@ import { loadTokenizer, qwen3TokenizerDir, type Tokenizer } from '../src/model/t
 import type { Generation } from '../src/model/generate.js';
 import type { Policy, PolicyGenerateOptions } from '../src/model/policy.js';
 import { renderResults, type Passage, type Searcher } from '../src/search/types.js';
-import { solverMessages } from '../src/selfplay/prompts.js';
-import { observationText, runRollouts } from '../src/selfplay/rollout.js';
+import { solverMessages } from '../src/agent/prompts.js';
+import { observationText, runRollouts } from '../src/agent/rollout.js';
 import { parseTranscriptLine, readTranscripts, renderTranscript } from '../src/sft/transcript.js';
 
 let tok: Tokenizer;

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
 import { CausalLM } from '../src/model/qwen3.js';
-import type { Rollout } from '../src/selfplay/rollout.js';
+import type { Rollout } from '../src/agent/rollout.js';
 import { GrpoPolicyUpdater, type RolloutGroup, type TrainedRole } from '../src/selfplay/updater.js';
 import { initBackend } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateSyntheticCorpus } from '../src/corpus/synthetic/index.js';
 import { loadTokenizer, type Tokenizer } from '../src/model/tokenizer.js';
-import { solverMessages } from '../src/selfplay/prompts.js';
+import { solverMessages } from '../src/agent/prompts.js';
 import { CHAT_SPECIALS, PROTOCOL_TAGS, pretokenize, specialIds, trainBpe, type TrainedBpe, writeWorldTokenizer } from '../src/world/tokenizer.js';
 
 describe('world tokenizer', () => {

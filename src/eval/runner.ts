@@ -7,9 +7,9 @@
 import type { TextGenerator } from '../llm/types.js';
 import type { Policy } from '../model/policy.js';
 import type { Searcher } from '../search/types.js';
-import { parseVerdict } from '../selfplay/judge.js';
-import { semanticJudgeMessages } from '../selfplay/prompts.js';
-import { SolverRole } from '../selfplay/roles.js';
+import { parseVerdict } from '../agent/judge.js';
+import { semanticJudgeMessages } from '../agent/prompts.js';
+import { SolverRole } from '../agent/roles.js';
 import type { SkillBank } from '../skills/bank.js';
 import type { EvalQuestion } from './dataset.js';
 import { aggregateResults, type EvalResults } from './results.js';

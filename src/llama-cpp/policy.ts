@@ -1,6 +1,6 @@
 // A policy whose generate() runs on llama.cpp (see ./engine.ts) and whose log-probs come from our own
 // forward: the chat rendering, tokenization and decoding are the native policy's, so the rollout engine
-// (src/selfplay/rollout.ts) splices tools, applies stop strings and budgets exactly as it does natively.
+// (src/agent/rollout.ts) splices tools, applies stop strings and budgets exactly as it does natively.
 import type { Generation } from '../model/generate.js';
 import type { ModelPolicy, Policy, PolicyGenerateOptions } from '../model/policy.js';
 import { continuationLogprobs } from '../model/token-logprobs.js';

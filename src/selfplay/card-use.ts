@@ -8,7 +8,7 @@
 //                        positive when following earns more than the group's average, so the update favours it.
 // Seed cards are left out: they are the same generic cards for every question.
 import type { SkillCard } from '../skills/card.js';
-import type { Rollout } from './rollout.js';
+import type { Rollout } from '../agent/rollout.js';
 
 export interface CardUseCounts {
   pairs: number;

@@ -6,7 +6,7 @@
 import type { DataParallelPool } from '../parallel/coordinator.js';
 import { shard } from '../parallel/coordinator.js';
 import type { TrainingSequence } from '../rl/grpo-update.js';
-import type { Rollout } from './rollout.js';
+import type { Rollout } from '../agent/rollout.js';
 import { tf } from '../tensor/backend.js';
 import { type AdvantageSettings, advantagesOf, type PolicyUpdater, type Role, type RoleUpdateMetrics, type RolloutGroup, type TrainedRole, trainingSequence } from './updater.js';
 

@@ -5,8 +5,8 @@
 import type { ChatMessage, CompleteOptions, TextGenerator } from '../llm/types.js';
 import { SearchR1Error } from '../search/searchr1-client.js';
 import type { Passage, Searcher } from '../search/types.js';
-import { parseVerdict } from './judge.js';
-import { lastTagContent } from './rollout.js';
+import { parseVerdict } from '../agent/judge.js';
+import { lastTagContent } from '../agent/rollout.js';
 
 export interface CallCounts {
   calls: number;

@@ -3,21 +3,10 @@
 // version of the step start); a sharded runner sends worker r the requests of the seeds r, r + N, … and puts
 // the rollouts back in request order. A rollout samples from (the call's seed, its stream, the turn) alone,
 // so the rollouts are the same whichever process runs them.
-import type { Policy } from '../model/policy.js';
-import type { Searcher } from '../search/types.js';
+import type { RolloutRunner } from '../agent/runner.js';
+import type { Rollout, RolloutConfig, RolloutRequest } from '../agent/rollout.js';
 import type { SearchCounts } from './role-health.js';
-import { type Rollout, type RolloutConfig, type RolloutRequest, runRollouts } from './rollout.js';
 import type { Role } from './updater.js';
-
-export interface RolloutRunner {
-  /** The rollouts of `requests`, in request order. */
-  run(requests: RolloutRequest[], config: RolloutConfig): Promise<Rollout[]>;
-}
-
-/** Rollouts in this process, with this policy and searcher. */
-export function localRunner(policy: Policy, searcher: Searcher): RolloutRunner {
-  return { run: (requests, config) => runRollouts(policy, searcher, requests, config) };
-}
 
 /** What a step worker is asked to do (./step-worker.ts). */
 export interface RolloutTask {

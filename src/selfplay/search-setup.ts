@@ -9,7 +9,7 @@ import type { Searcher } from '../search/types.js';
 import type { World } from '../world/world.js';
 import { worldSeeds } from '../world/setup.js';
 import type { TrainConfig } from '../settings/train.js';
-import type { AnswerSeed } from './roles.js';
+import type { AnswerSeed } from '../agent/roles.js';
 import { seedsFromPassages } from './seeds.js';
 import { redactUrl } from '../util/redact.js';
 

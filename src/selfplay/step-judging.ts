@@ -3,9 +3,9 @@
 // global-index order (the RAG check's distractor blocks, drawn from the step's random stream, included) and
 // reads the verdicts back in that order, so which process judged an item changes nothing.
 import type { ChatMessage, TextGenerator } from '../llm/types.js';
-import { type AnswerJudge, isEndpointFailure, type Judgement } from './judge.js';
+import { type AnswerJudge, isEndpointFailure, type Judgement } from '../agent/judge.js';
 import type { CallCounts } from './role-health.js';
-import { lastTagContent } from './rollout.js';
+import { lastTagContent } from '../agent/rollout.js';
 import type { TaskPool } from './rollout-runner.js';
 import { yieldToEventLoop } from '../util/yield.js';
 

@@ -5,7 +5,7 @@ import type { GrpoUpdateConfig } from '../rl/grpo-update.js';
 import type { EvalSettings } from '../eval/runner.js';
 import type { AdamWConfig } from '../rl/optimizer.js';
 import type { TrainConfig } from '../settings/train.js';
-import type { RolloutSettings } from './roles.js';
+import type { RolloutSettings } from '../agent/roles.js';
 import type { StepSettings } from './step.js';
 import type { AdvantageSettings, Role } from './updater.js';
 

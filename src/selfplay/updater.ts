@@ -7,7 +7,7 @@ import { type GrpoUpdateConfig, type GrpoUpdateMetrics, grpoUpdate, type Trainin
 import { MemoryBudgetError, type MicroBatchPlan, planMicroBatches } from '../rl/memory-budget.js';
 import type { AdamW } from '../rl/optimizer.js';
 import { tf } from '../tensor/backend.js';
-import type { Rollout } from './rollout.js';
+import type { Rollout } from '../agent/rollout.js';
 
 export type Role = 'proposer' | 'solver';
 

@@ -2,7 +2,7 @@
 // needs the judge model and runs separately (see step.ts); everything here is a pure function of the
 // proposer's rollout, the seed's answers and the rules.
 import { TRAIN_DEFAULTS } from '../settings/train.js';
-import type { Rollout } from './rollout.js';
+import type { Rollout } from '../agent/rollout.js';
 
 export type InvalidReason =
   | 'no-question'

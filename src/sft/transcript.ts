@@ -1,5 +1,5 @@
 // SFT transcripts (docs/sft.md): JSONL lines of {"messages": [{role, content}, ...]}, rendered into token ids
-// with a per-token loss mask exactly as the rollout engine builds a sequence (src/selfplay/rollout.ts):
+// with a per-token loss mask exactly as the rollout engine builds a sequence (src/agent/rollout.ts):
 //
 //   prompt  = the chat template over every message before the last assistant turn, ending with the assistant
 //             opener (the same call a policy makes, `enable_thinking` included)                     mask 0
@@ -15,7 +15,7 @@
 // modelling on the whole transcript, for a model trained from random init that must first learn the text it
 // reads (docs/sft.md). The default, `assistant`, is the usual SFT mask above.
 import type { ChatMessage, Tokenizer } from '../model/tokenizer.js';
-import { encodeLiteral, observationText } from '../selfplay/rollout.js';
+import { encodeLiteral, observationText } from '../agent/rollout.js';
 import { echo, readTextFile, TextFileError } from '../util/text-file.js';
 
 export const ROLES = ['system', 'user', 'assistant', 'tool'] as const;

@@ -6,7 +6,7 @@ import type { HeldOutQuestion } from '../corpus/synthetic/index.js';
 import { evaluateSolver, type PredictionRecord } from '../eval/runner.js';
 import type { Policy } from '../model/policy.js';
 import type { Searcher } from '../search/types.js';
-import type { RolloutSettings } from '../selfplay/roles.js';
+import type { RolloutSettings } from '../agent/roles.js';
 import type { SkillBank } from '../skills/bank.js';
 import { asEvalQuestions } from './eval-worlds.js';
 

@@ -14,7 +14,7 @@
 // Each transcript records which errors it made, so tests can check that an error-free one is right.
 import type { SynthFact } from '../corpus/synthetic/index.js';
 import type { Relation } from '../corpus/questions.js';
-import { proposerMessages, solverMessages } from '../selfplay/prompts.js';
+import { proposerMessages, solverMessages } from '../agent/prompts.js';
 import type { Passage, Searcher } from '../search/types.js';
 import { renderResults, SEARCH_TOP_K } from '../search/types.js';
 import type { Rng } from '../util/rng.js';

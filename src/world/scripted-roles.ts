@@ -9,7 +9,7 @@
 // configuration alone. See docs/world.md.
 import type { Relation } from '../corpus/questions.js';
 import type { ChatMessage, CompleteOptions, TextGenerator } from '../llm/types.js';
-import { normalizeAnswer } from '../selfplay/judge.js';
+import { normalizeAnswer } from '../agent/judge.js';
 import { RELATION_NOUN } from './experts.js';
 import type { World } from './world.js';
 

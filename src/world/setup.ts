@@ -3,7 +3,7 @@
 // model folder. See docs/world.md.
 import type { EvalQuestion } from '../eval/dataset.js';
 import type { EvalSet } from '../eval/runner.js';
-import type { AnswerSeed } from '../selfplay/roles.js';
+import type { AnswerSeed } from '../agent/roles.js';
 import { asEvalQuestions, EVAL_WORLDS_DATA, evalWorlds } from './eval-worlds.js';
 import { DEMO_WORLD, World } from './world.js';
 

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { makeTinyCheckpoint } from '../../src/checkpoint/make-tiny.js';
 import { CausalLM } from '../../src/model/qwen3.js';
 import { MemoryBudgetError, microBatchBytes, planMicroBatches, WASM_HEAP_LIMIT_BYTES } from '../../src/rl/memory-budget.js';
-import type { Rollout } from '../../src/selfplay/rollout.js';
+import type { Rollout } from '../../src/agent/rollout.js';
 import { GrpoPolicyUpdater, type RolloutGroup, type TrainedRole } from '../../src/selfplay/updater.js';
 import { initBackend, tf } from '../../src/tensor/backend.js';
 import { Rng } from '../../src/util/rng.js';

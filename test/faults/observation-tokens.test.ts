@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Generation } from '../../src/model/generate.js';
 import type { Policy } from '../../src/model/policy.js';
 import { loadTokenizer, type Tokenizer } from '../../src/model/tokenizer.js';
-import { encodeLiteral, observationText, runRollouts } from '../../src/selfplay/rollout.js';
+import { encodeLiteral, observationText, runRollouts } from '../../src/agent/rollout.js';
 import { renderResults } from '../../src/search/types.js';
 import { renderTranscript } from '../../src/sft/transcript.js';
 import { FakeSearcher } from '../helpers/fake-searcher.js';

@@ -3,7 +3,7 @@
 // mask·(1 − 2|v_solve − 0.5|) and the solver with correctness, update routing statistics, induce skills from
 // successful open tasks, prune skills below γ, update both adapters by GRPO, and commit the library.
 import type { ChatMessage } from '../../llm/types.js';
-import type { Rollout } from '../../selfplay/rollout.js';
+import type { Rollout } from '../../agent/rollout.js';
 import type { PolicyUpdater, RoleUpdateMetrics, RolloutGroup } from '../../selfplay/updater.js';
 import type { Rng } from '../../util/rng.js';
 import type { SkillSpConfig } from './config.js';

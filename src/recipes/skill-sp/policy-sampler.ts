@@ -2,7 +2,7 @@
 // text and as the token-level rollout GRPO trains on (every generated token in the loss).
 import type { ChatMessage } from '../../llm/types.js';
 import type { Policy } from '../../model/policy.js';
-import type { Rollout } from '../../selfplay/rollout.js';
+import type { Rollout } from '../../agent/rollout.js';
 import type { SampledText, TextSampler } from './iteration.js';
 
 export class PolicySampler implements TextSampler {

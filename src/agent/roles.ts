@@ -5,7 +5,7 @@ import type { Searcher } from '../search/types.js';
 import type { SkillBank } from '../skills/bank.js';
 import { proposerMessages, solverMessages } from './prompts.js';
 import { type Rollout, type RolloutConfig } from './rollout.js';
-import { localRunner, type RolloutRunner } from './rollout-runner.js';
+import { localRunner, type RolloutRunner } from './runner.js';
 
 export interface AnswerSeed {
   answer: string;
