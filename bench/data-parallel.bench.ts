@@ -14,7 +14,8 @@ import { makeTinyCheckpoint, type MakeTinyOptions } from '../src/checkpoint/make
 import { LORA_DEFAULTS } from '../src/model/lora.js';
 import { DataParallelPool, shard } from '../src/parallel/coordinator.js';
 import type { TrainingSequence } from '../src/rl/grpo-update.js';
-import { TRAIN_DEFAULTS, WORLD_DEFAULTS } from '../src/settings/train.js';
+import { TRAIN_DEFAULTS } from '../src/settings/train.js';
+import { WORLD_DEFAULTS } from '../src/world/defaults.js';
 import type { StepMetrics } from '../src/selfplay/step.js';
 import { train } from '../src/selfplay/trainer.js';
 import { Rng } from '../src/util/rng.js';

@@ -16,7 +16,7 @@ import { writeJsonAtomic } from '../src/util/atomic.js';
 import { ModelPolicy } from '../src/model/policy.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
-import { WORLD_DEFAULTS } from '../src/settings/train.js';
+import { WORLD_DEFAULTS } from '../src/world/defaults.js';
 import { SFT_DEFAULTS } from '../src/sft/config.js';
 import { runSft } from '../src/sft/trainer.js';
 import { SkillBank } from '../src/skills/bank.js';

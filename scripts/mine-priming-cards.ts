@@ -16,7 +16,8 @@ import { cardEmbeddingText, emptyStats, type SkillCard } from '../src/skills/car
 import { admit } from '../src/skills/consolidate.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
 import { MODEL_PRIMING_FILE } from '../src/selfplay/priming.js';
-import { TRAIN_DEFAULTS, type TrainConfig, validateConfig, WORLD_DEFAULTS } from '../src/settings/train.js';
+import { TRAIN_DEFAULTS, type TrainConfig, validateConfig } from '../src/settings/train.js';
+import { WORLD_DEFAULTS } from '../src/world/defaults.js';
 import { train } from '../src/selfplay/trainer.js';
 import { writeFileAtomic, writeJsonAtomic } from '../src/util/atomic.js';
 import { demoModelDir } from '../src/world/setup.js';

@@ -8,7 +8,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TRAIN_DEFAULTS, type TrainConfig, WORLD_DEFAULTS } from '../src/settings/train.js';
+import { TRAIN_DEFAULTS, type TrainConfig } from '../src/settings/train.js';
+import { WORLD_DEFAULTS } from '../src/world/defaults.js';
 import { train } from '../src/selfplay/trainer.js';
 import { worldFor } from '../src/world/setup.js';
 

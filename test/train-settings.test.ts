@@ -25,6 +25,7 @@ import {
   type TrainConfig,
   validateConfig,
 } from '../src/settings/train.js';
+import { WORLD_DEFAULTS } from '../src/world/defaults.js';
 import { RunFolder } from '../src/selfplay/run-folder.js';
 import { optimizerConfigOf, rolloutSettingsOf } from '../src/selfplay/step-settings.js';
 import { OPTIONS_END, OPTIONS_PAGE, OPTIONS_START, optionsSection } from '../scripts/options-table.js';
@@ -242,7 +243,7 @@ describe('the settings on the command line and in docs/options.md', () => {
     for (const key of SETTING_KEYS) {
       const s = SETTINGS[key] as { help: string; default: unknown };
       expect(help, key).toContain(`--${flagName(key)}`);
-      expect(help, key).toContain(`${s.help.replace(/\s+/g, ' ')} [${defaultsText(key)}]`);
+      expect(help, key).toContain(`${s.help.replace(/\s+/g, ' ')} [${defaultsText(key, WORLD_DEFAULTS)}]`);
     }
     // A plain `npx sesa-train` runs 8 steps with the lexical embedder, not the general 200 and e5: both shown, labelled.
     expect(help).toContain('training steps (on --resume: a larger value extends the run) [no arguments (--model demo): 8; --model M: 200; --model tiny: 3]');
@@ -258,7 +259,7 @@ describe('the settings on the command line and in docs/options.md', () => {
     const end = page.indexOf(OPTIONS_END);
     expect(start, `${OPTIONS_PAGE} option-table start marker`).toBeGreaterThan(0);
     expect(page.slice(start, end + OPTIONS_END.length)).toBe(optionsSection());
-    expect(optionsSection()).toContain(settingsMarkdown());
+    expect(optionsSection()).toContain(settingsMarkdown(WORLD_DEFAULTS));
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
     expect(readme).not.toContain(OPTIONS_START);
     expect(readme).not.toContain('| flag | default');

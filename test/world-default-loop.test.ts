@@ -5,7 +5,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { TRAIN_DEFAULTS, type TrainConfig, WORLD_DEFAULTS } from '../src/settings/train.js';
+import { TRAIN_DEFAULTS, type TrainConfig } from '../src/settings/train.js';
+import { WORLD_DEFAULTS } from '../src/world/defaults.js';
 import { train } from '../src/selfplay/trainer.js';
 import { repoRoot } from '../src/util/shared-data.js';
 

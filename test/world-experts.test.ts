@@ -16,7 +16,7 @@ import { parseDistilledCard, distillationPrompt } from '../src/skills/consolidat
 import { resolveConfig } from '../src/skills/config.js';
 import { SkillBank } from '../src/skills/bank.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
-import { WORLD_DEFAULTS } from '../src/settings/train.js';
+import { WORLD_DEFAULTS } from '../src/world/defaults.js';
 import { Rng } from '../src/util/rng.js';
 import { evalWorld } from '../src/world/eval.js';
 import { ScriptedPolicy } from './helpers/scripted-policy.js';

@@ -11,7 +11,8 @@ import { defaultDataDir, type EvalQuestion, resolveDatasets, sampleQuestions } f
 import type { EvalSet, EvalSettings } from '../eval/runner.js';
 import { buildEvalSearcher } from '../eval/setup.js';
 import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
-import { parseSavedConfig, TINY_DEFAULTS, TRAIN_DEFAULTS, type TrainConfig, WORLD_DEFAULTS } from '../settings/train.js';
+import { parseSavedConfig, TINY_DEFAULTS, TRAIN_DEFAULTS, type TrainConfig } from '../settings/train.js';
+import { WORLD_DEFAULTS } from '../world/defaults.js';
 import { RunFolder } from '../selfplay/run-folder.js';
 import { DEMO_MODEL_NAME, isWorldEvalData, worldEvalSets } from '../world/setup.js';
 

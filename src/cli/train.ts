@@ -3,22 +3,8 @@
 import { SingleBar } from 'cli-progress';
 import type { Argv, CommandModule } from 'yargs';
 import { gainText } from '../eval/bootstrap.js';
-import {
-  TINY_DEFAULTS,
-  flagName,
-  flagValue,
-  groupTitleOf,
-  keyOf,
-  parseConfigObject,
-  RECIPE_PRESETS,
-  type RecipeName,
-  SETTING_KEYS,
-  type SettingKey,
-  TRAIN_DEFAULTS,
-  type TrainConfig,
-  WORLD_DEFAULTS,
-  yargsOption,
-} from '../settings/train.js';
+import { TINY_DEFAULTS, flagName, flagValue, groupTitleOf, keyOf, parseConfigObject, RECIPE_PRESETS, type RecipeName, SETTING_KEYS, type SettingKey, TRAIN_DEFAULTS, type TrainConfig, yargsOption } from '../settings/train.js';
+import { WORLD_DEFAULTS } from '../world/defaults.js';
 import { readSettingsFile } from '../settings/table.js';
 import type { StepMetrics } from '../selfplay/step.js';
 import { train, type TrainSummary } from '../selfplay/trainer.js';
@@ -189,7 +175,7 @@ export const command: CommandModule<object, TrainArgs> = {
         'Where they differ, each setting lists all three (docs/options.md).',
     );
     for (const key of SETTING_KEYS) {
-      const option = yargsOption(key);
+      const option = yargsOption(key, WORLD_DEFAULTS);
       // --recipe skill-sp is handed to its own command before this one parses (./recipe-dispatch.ts).
       b = b.option(flagName(key), { ...option, ...(key === 'recipe' ? { choices: [...(option.choices ?? []), SKILL_SP_RECIPE] } : {}), group: `${groupTitleOf(key)}:` });
     }

@@ -79,65 +79,6 @@ export const TRAIN_DEFAULTS: TrainConfig = defaultsOf(SETTINGS);
  */
 export const TINY_DEFAULTS: Partial<TrainConfig> = tinyDefaultsOf(SETTINGS);
 
-/**
- * The embedded default (`sesa-train` with no arguments, = `--model demo`; docs/world.md): SESA self-play in the
- * demo world from its warm-start model, with the held-out eval (skills on and off) at steps 0 and 8, the lexical embedder and the scripted judge, RAG check and distiller. Sized to finish within
- * 15 minutes on 2 cores (measured in docs/world.md). Why the values differ from a real model's:
- * - T = 0.7: the 1M model sampled at T = 1 wrote a rule-valid question in 1 of 16 proposals.
- * - Consolidation every 2 steps on any pending failure: a 16-step world run queues 10–34 frontier failures in
- *   all, and with the general schedule (20 pending, every 10 steps) the scripted distiller never ran.
- * - Groups with all-equal rewards, most of them here, are left out of the updates.
- * - 4 solver epochs: a run has only a few solver groups with 0 < p̂ < 1, and one AdamW step on each left the
- *   held-out accuracy within a question of the warm start.
- * - Two hops asked of every seed (--min-hops 2 --max-hops 2) and 8 proposals a seed: trained on one-hop
- *   questions alone, the solver stops searching a second time and loses the multi-hop questions it had; the
- *   proposer writes a valid two-hop question about one time in ten, so it takes 32 proposals a step to give the
- *   solver a few. With one hop asked (the earlier default) three seeds ended at SESA-Off 20.5 ± 2.0% and
- *   SESA-On 22.2 ± 1.0% against the warm start's 21.1%; with two hops asked of every seed the solver without its bank reached 27.2% (sd 2.9) at
- *   step 8 over six run seeds (docs/world.md, "Every seed asked for two hops").
- * - The solver at lr 1e-3, the proposer at 3e-4, for 8 steps: at 1e-3 the solver gains within its first
- *   updates and then drifts; with two hops asked, the held-out accuracy of run seeds 0–2 was 28.1% at step 4
- *   in all three, 27.5% at step 8 and 26.9% at step 12 (two of the three had lost their two-hop gain by then).
- * - The bank is primed with cards mined from the warm start's bootstrap runs in training worlds, without the
- *   hand-written seed cards (written for a real model's open-domain questions, they cost this model answers).
- * The eval (at step 0 and the end) is the evaluation worlds' held-out set, 342 questions in six worlds no
- * training touched (docs/world.md, "The evaluation worlds"); --eval-limit's general default (100) is more than a
- * world's 57.
- */
-export const WORLD_DEFAULTS: Partial<TrainConfig> = {
-  model: 'demo',
-  corpus: 'world',
-  worldSeed: 0,
-  embedder: 'lexical',
-  steps: 8,
-  seedsPerStep: 4,
-  proposalsPerSeed: 8,
-  groupSize: 4,
-  temperature: 0.7,
-  maxTurns: 4,
-  maxNewTokens: 64,
-  maxResponseTokens: 768,
-  lr: 3e-4,
-  solverLr: 1e-3,
-  warmupSteps: 0,
-  microBatchSize: 4,
-  evalEvery: 8,
-  evalData: 'eval-worlds',
-  // The card budget the warm start's transcripts were written with (WORLD_CARD_BUDGET, src/world/demo-model.ts).
-  renderTokenBudget: 120,
-  // Primed with the cards mined from the warm start's own bootstrap runs (models/demo/priming-cards.jsonl), not
-  // the hand-written seed cards: on training worlds' questions the seed cards cost the warm start 7.9 points
-  // [3.5, 12.3], the mined cards +0.4 [−3.5, +4.4] (docs/world.md, "Mined priming").
-  seedCards: false,
-  out: 'runs/world',
-  saveEvery: 4,
-  consolidateEvery: 2,
-  consolidateMinPending: 1,
-  skipUniformGroups: true,
-  solverEpochs: 4,
-  maxHops: 2,
-  minHops: 2,
-};
 
 /**
  * What a recipe fixes (docs/method.md, "Recipes"). They are layered over the defaults; a config file or a
@@ -243,24 +184,27 @@ export function flagValue(key: SettingKey, v: unknown): unknown {
  * The defaults of a setting as `train --help` shows them: one value when the three starts agree, else each one
  * labelled, the plain `npx sesa-train` (the demo world) first, since that is what runs with no arguments.
  */
-export function defaultsText(key: SettingKey): string {
+export function defaultsText(key: SettingKey, demoDefaults: Partial<TrainConfig>): string {
   const s = TABLE[key] as AnySetting;
   const real = showValue(s.default);
   if (key === 'model') return `default ${real}`;
-  const world = (WORLD_DEFAULTS as Record<string, unknown>)[key];
+  const world = (demoDefaults as Record<string, unknown>)[key];
   const demo = world !== undefined ? showValue(world) : real;
   const tiny = s.tiny !== undefined ? showValue(s.tiny) : real;
   if (demo === real && tiny === real) return `default ${real}`;
   return `no arguments (--model demo): ${demo}; --model M: ${real}; --model tiny: ${tiny}`;
 }
 
-/** The yargs option of a setting: its type, choices and a help line that shows the defaults that apply. */
-export function yargsOption(key: SettingKey): ReturnType<typeof yargsOptionOf> {
-  return yargsOptionOf(TABLE[key] as AnySetting, defaultsText(key));
+/**
+ * The yargs option of a setting: its type, choices and a help line that shows the defaults that apply;
+ * `demoDefaults` are those of a run with no arguments (the demo world's, src/world/defaults.ts).
+ */
+export function yargsOption(key: SettingKey, demoDefaults: Partial<TrainConfig>): ReturnType<typeof yargsOptionOf> {
+  return yargsOptionOf(TABLE[key] as AnySetting, defaultsText(key, demoDefaults));
 }
 
 /** The option table of docs/options.md: one section per group, one row per setting. */
-export function settingsMarkdown(): string {
+export function settingsMarkdown(demoDefaults: Partial<TrainConfig>): string {
   const cell = (s: string): string => s.replace(/\|/g, '\\|');
   const out: string[] = [];
   for (const [group, table] of Object.entries(SETTING_GROUPS) as Array<[keyof typeof SETTING_GROUPS, Record<string, AnySetting>]>) {
@@ -268,7 +212,7 @@ export function settingsMarkdown(): string {
     for (const [k, s] of Object.entries(table)) {
       const flag = s.kind === 'boolean' ? `--[no-]${flagName(k)}` : s.kind === 'on-off' ? `--${flagName(k)} on\\|off` : s.kind === 'choice' ? `--${flagName(k)} ${(s.choices ?? []).join('\\|')}` : `--${flagName(k)}`;
       const resume = s.resume.kind === 'change' ? 'may change' : 'fixed';
-      const world = (WORLD_DEFAULTS as Record<string, unknown>)[k];
+      const world = (demoDefaults as Record<string, unknown>)[k];
       out.push(`| \`${flag}\` | ${cell(showValue(s.default))} | ${world !== undefined ? cell(showValue(world)) : ''} | ${s.tiny !== undefined ? cell(showValue(s.tiny)) : ''} | ${resume} | ${cell(s.help)} |`);
     }
     out.push('');
