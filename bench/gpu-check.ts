@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { makeTinyCheckpoint, tinyConfigJson } from '../src/checkpoint/make-tiny.js';
 import { loadPeftAdapter, savePeftAdapter } from '../src/checkpoint/peft.js';
-import { writeSafetensors, type TensorToWrite } from '../src/checkpoint/safetensors.js';
+import { writeSafetensors, type TensorToWrite } from '../src/formats/safetensors.js';
 import { expectedTensors, parseModelConfig } from '../src/model/config.js';
 import { generate } from '../src/model/generate.js';
 import { LoraAdapter } from '../src/model/lora.js';

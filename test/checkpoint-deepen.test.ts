@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEEPEN_DEFAULTS, deepenCheckpoint } from '../src/checkpoint/deepen.js';
 import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
-import { SafetensorsCheckpoint } from '../src/checkpoint/safetensors.js';
+import { SafetensorsCheckpoint } from '../src/formats/safetensors.js';
 import { loadModelConfig } from '../src/model/config.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { scoreBatch } from '../src/model/score.js';

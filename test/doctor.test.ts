@@ -221,7 +221,7 @@ describe('model folder', () => {
   });
 
   it('parameterCount matches the tensors in the checkpoint', async () => {
-    const { SafetensorsCheckpoint } = await import('../src/checkpoint/safetensors.js');
+    const { SafetensorsCheckpoint } = await import('../src/formats/safetensors.js');
     const ckpt = new SafetensorsCheckpoint(good);
     const n = ckpt.names().reduce((s, name) => s + ckpt.entry(name).shape.reduce((a, b) => a * b, 1), 0);
     expect(parameterCount(loadModelConfig(good))).toBe(n);

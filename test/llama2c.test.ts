@@ -6,7 +6,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { convertLlama2c, permuteRotary, readLlama2cHeader, readLlama2cTokenizer } from '../src/checkpoint/llama2c.js';
-import { SafetensorsCheckpoint } from '../src/checkpoint/safetensors.js';
+import { SafetensorsCheckpoint } from '../src/formats/safetensors.js';
 import { expectedTensors, loadModelConfig } from '../src/model/config.js';
 
 const root = mkdtempSync(join(tmpdir(), 'sesa-llama2c-'));

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
 import { loadPeftAdapter, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE, savePeftAdapter } from '../src/checkpoint/peft.js';
-import { SafetensorsCheckpoint, type TensorToWrite, writeSafetensors } from '../src/checkpoint/safetensors.js';
+import { SafetensorsCheckpoint, type TensorToWrite, writeSafetensors } from '../src/formats/safetensors.js';
 import { LoraAdapter, LORA_DEFAULTS } from '../src/model/lora.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { scoreBatch } from '../src/model/score.js';

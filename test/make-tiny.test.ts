@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { byteLevelBpe, makeTinyCheckpoint, tinyConfigJson, type MakeTinyOptions } from '../src/checkpoint/make-tiny.js';
-import { SafetensorsCheckpoint } from '../src/checkpoint/safetensors.js';
+import { SafetensorsCheckpoint } from '../src/formats/safetensors.js';
 import { expectedTensors, loadModelConfig } from '../src/model/config.js';
 import { makeTinyOptionsFromArgs } from '../src/cli/make-tiny.js';
 

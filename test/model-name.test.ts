@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
-import { demoModelPath, peftBaseModel, resolveModelName } from '../src/model/model-name.js';
+import { demoModelPath, peftBaseModel, resolveModelName } from '../src/checkpoint/model-name.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 let root: string;

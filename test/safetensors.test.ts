@@ -12,7 +12,7 @@ import {
   SafetensorsCheckpoint,
   SafetensorsFile,
   writeSafetensors,
-} from '../src/checkpoint/safetensors.js';
+} from '../src/formats/safetensors.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sesa-safetensors-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
-import { SafetensorsCheckpoint, type TensorToWrite, writeSafetensors } from '../src/checkpoint/safetensors.js';
+import { SafetensorsCheckpoint, type TensorToWrite, writeSafetensors } from '../src/formats/safetensors.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { accumulateGradients, disposeGrads } from '../src/rl/accumulate.js';
 import { SFT_DEFAULTS, type SftConfig } from '../src/sft/config.js';

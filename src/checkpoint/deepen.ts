@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { ensureDir, writeJsonAtomic } from '../util/atomic.js';
 import { Rng } from '../util/rng.js';
 import { copyModelFiles, readConfigJson } from './full-model.js';
-import { SafetensorsCheckpoint, type TensorToWrite, writeSafetensors } from './safetensors.js';
+import { SafetensorsCheckpoint, type TensorToWrite, writeSafetensors } from '../formats/safetensors.js';
 
 export interface DeepenOptions {
   /** Decoder layers to append (≥ 1). */

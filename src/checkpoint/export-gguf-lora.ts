@@ -8,10 +8,10 @@
 import type { ModelConfig } from '../model/config.js';
 import type { ProjectionName } from '../model/qwen3.js';
 import { permuteQkForNormRope } from './export-gguf.js';
-import { type GgufTensorToWrite, gv, writeGguf } from './gguf.js';
+import { type GgufTensorToWrite, gv, writeGguf } from '../formats/gguf.js';
 import { readPeftConfig } from './peft.js';
 import { PEFT_WEIGHTS_FILE } from './peft.js';
-import { SafetensorsFile } from './safetensors.js';
+import { SafetensorsFile } from '../formats/safetensors.js';
 import { join } from 'node:path';
 
 const GGUF_MODULE: Record<ProjectionName, string> = {

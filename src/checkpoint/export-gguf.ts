@@ -9,8 +9,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { expectedTensors, loadModelConfig, type ModelConfig } from '../model/config.js';
-import { SafetensorsCheckpoint } from './safetensors.js';
-import { gv, writeGguf, type GgufTensorToWrite, type GgufValue } from './gguf.js';
+import { SafetensorsCheckpoint } from '../formats/safetensors.js';
+import { gv, writeGguf, type GgufTensorToWrite, type GgufValue } from '../formats/gguf.js';
 
 export type GgufExportDtype = 'f32' | 'f16';
 

@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CausalLM } from '../model/qwen3.js';
 import { writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
-import { type SafetensorsDtype, type TensorToWrite, writeSafetensors } from './safetensors.js';
+import { type SafetensorsDtype, type TensorToWrite, writeSafetensors } from '../formats/safetensors.js';
 
 export type SaveDtype = 'f32' | 'f16' | 'bf16';
 

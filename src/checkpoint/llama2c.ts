@@ -22,7 +22,7 @@
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic.js';
-import { encodeSafetensors, type SafetensorsDtype, type TensorToWrite } from './safetensors.js';
+import { encodeSafetensors, type SafetensorsDtype, type TensorToWrite } from '../formats/safetensors.js';
 import { expectedTensors, parseModelConfig, type ModelConfig } from '../model/config.js';
 
 export interface Llama2cHeader {

@@ -8,7 +8,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic.js';
-import { encodeSafetensors, type SafetensorsDtype, type TensorToWrite } from './safetensors.js';
+import { encodeSafetensors, type SafetensorsDtype, type TensorToWrite } from '../formats/safetensors.js';
 import { expectedTensors, parseModelConfig, type Architecture, type ModelConfig } from '../model/config.js';
 import { Rng } from '../util/rng.js';
 import { byteLevelBpeJson, bytesToUnicode, trainByteLevelBpe } from '../model/bpe-trainer.js';

@@ -2,7 +2,7 @@
 // resumed run continues bit for bit.
 import { join } from 'node:path';
 import type { AdamWState } from '../rl/optimizer.js';
-import { SafetensorsFile, type TensorToWrite, writeSafetensors } from './safetensors.js';
+import { SafetensorsFile, type TensorToWrite, writeSafetensors } from '../formats/safetensors.js';
 
 export const OPTIMIZER_FILE = 'optimizer.safetensors';
 

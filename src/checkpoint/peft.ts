@@ -8,7 +8,7 @@ import type { ModelConfig } from '../model/config.js';
 import { type LoraConfig, LoraAdapter, moduleName, projectionShape } from '../model/lora.js';
 import { PROJECTIONS, type ProjectionName } from '../model/qwen3.js';
 import { writeJsonAtomic } from '../util/atomic.js';
-import { SafetensorsFile, type TensorToWrite, writeSafetensors } from './safetensors.js';
+import { SafetensorsFile, type TensorToWrite, writeSafetensors } from '../formats/safetensors.js';
 import { cut, echo } from '../util/text-file.js';
 
 export const PEFT_CONFIG_FILE = 'adapter_config.json';

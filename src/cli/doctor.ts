@@ -6,7 +6,7 @@ import { runDoctor } from '../doctor/run.js';
 import { formatReport } from '../doctor/run.js';
 import { TINY_DEFAULTS, TRAIN_DEFAULTS } from '../settings/train.js';
 import { WORLD_DEFAULTS } from '../world/defaults.js';
-import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
+import { TINY_DEFAULT_NAME } from '../checkpoint/tiny-default.js';
 import { BACKEND_CHOICES, type BackendChoice } from '../tensor/backend.js';
 
 interface DoctorArgs {

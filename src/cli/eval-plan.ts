@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { defaultDataDir, type EvalQuestion, resolveDatasets, sampleQuestions } from '../eval/dataset.js';
 import type { EvalSet, EvalSettings } from '../eval/runner.js';
 import { buildEvalSearcher } from '../eval/setup.js';
-import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
+import { TINY_DEFAULT_NAME } from '../checkpoint/tiny-default.js';
 import { parseSavedConfig, TINY_DEFAULTS, TRAIN_DEFAULTS, type TrainConfig } from '../settings/train.js';
 import { WORLD_DEFAULTS } from '../world/defaults.js';
 import { RunFolder } from '../selfplay/run-folder.js';

@@ -15,8 +15,8 @@ import { endpointArgs, endpointOptions, textGeneratorFor } from '../llm/from-arg
 import type { TextGenerator } from '../llm/types.js';
 import { ModelPolicy } from '../model/policy.js';
 import { CausalLM } from '../model/qwen3.js';
-import { resolveModelName } from '../model/model-name.js';
-import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
+import { resolveModelName } from '../checkpoint/model-name.js';
+import { TINY_DEFAULT_NAME } from '../checkpoint/tiny-default.js';
 import { loadTokenizer } from '../model/tokenizer.js';
 import { readBankFile, type SkillBank } from '../skills/bank.js';
 import { TRAIN_DEFAULTS } from '../settings/train.js';

@@ -5,7 +5,7 @@ import { exportGguf, type GgufExportDtype } from '../checkpoint/export-gguf.js';
 import { exportGgufLora } from '../checkpoint/export-gguf-lora.js';
 import { loadPeftAdapter, readPeftConfig, savePeftAdapter } from '../checkpoint/peft.js';
 import { loadModelConfig } from '../model/config.js';
-import { resolveModelName } from '../model/model-name.js';
+import { resolveModelName } from '../checkpoint/model-name.js';
 import { emit, startBackend, withCommonOptions, type CommonArgs } from './common.js';
 
 export const EXPORT_FORMATS = ['gguf', 'peft'] as const;

@@ -4,7 +4,7 @@ import { savePeftAdapter } from '../checkpoint/peft.js';
 import { loadModelConfig } from '../model/config.js';
 import { LORA_DEFAULTS, LoraAdapter } from '../model/lora.js';
 import { PROJECTIONS, type ProjectionName } from '../model/qwen3.js';
-import { peftBaseModel, resolveModelName } from '../model/model-name.js';
+import { peftBaseModel, resolveModelName } from '../checkpoint/model-name.js';
 import { type CommonArgs, emit, startBackend, withCommonOptions } from './common.js';
 
 interface LoraInitArgs extends CommonArgs {

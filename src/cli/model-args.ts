@@ -6,7 +6,7 @@ import type { Argv } from 'yargs';
 import { loadPeftAdapter } from '../checkpoint/peft.js';
 import type { LoraAdapter } from '../model/lora.js';
 import { CausalLM } from '../model/qwen3.js';
-import { resolveModelName } from '../model/model-name.js';
+import { resolveModelName } from '../checkpoint/model-name.js';
 import type { ResolvedModel } from '../model/resolve.js';
 import { loadTokenizer, type Tokenizer } from '../model/tokenizer.js';
 

@@ -8,7 +8,7 @@ import { WORLD_DEFAULTS } from '../world/defaults.js';
 import { readSettingsFile } from '../settings/table.js';
 import type { StepMetrics } from '../selfplay/step.js';
 import { train, type TrainSummary } from '../selfplay/trainer.js';
-import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
+import { TINY_DEFAULT_NAME } from '../checkpoint/tiny-default.js';
 import { join } from 'node:path';
 import { halves, pooledPHat, pooledSolverAccuracy, pooledValid } from '../report/pooled.js';
 import { renderReport } from '../report/html.js';

@@ -2,12 +2,12 @@
 // limit; the E5 model folder for --embedder e5.
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { SafetensorsCheckpoint } from '../checkpoint/safetensors.js';
+import { SafetensorsCheckpoint } from '../formats/safetensors.js';
 import { expectedTensors, loadModelConfig, type ModelConfig } from '../model/config.js';
 import { projectionShape } from '../model/lora.js';
 import { memoryNeedStatement, parameterCount, type MemoryNeed, WORKING_MEMORY_FRACTION } from '../model/memory-need.js';
 import { resolveModel } from '../model/resolve.js';
-import { packedWeightBytes } from '../rl/memory-budget.js';
+import { packedWeightBytes } from '../tensor/wasm-heap.js';
 import { type CheckResult, type DoctorOptions, firstLine, formatBytes } from './types.js';
 
 /** The wasm heap is a 32-bit address space: ~4 GiB, whatever the machine has. */

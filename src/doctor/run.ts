@@ -1,7 +1,7 @@
 // Runs every check that applies to the run as given, in the order a user would fix things, and decides the
 // exit code: 0 only when no check fails.
-import { TINY_DEFAULT_NAME } from '../model/tiny-default.js';
-import { DEMO_MODEL_NAME, demoModelPath } from '../model/model-name.js';
+import { TINY_DEFAULT_NAME } from '../checkpoint/tiny-default.js';
+import { DEMO_MODEL_NAME, demoModelPath } from '../checkpoint/model-name.js';
 import { execFile } from 'node:child_process';
 import { totalmem } from 'node:os';
 import { checkLlamaCpp } from './llama-cpp.js';

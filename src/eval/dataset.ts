@@ -8,15 +8,9 @@ import { Rng } from '../util/rng.js';
 import { echo } from '../util/text-file.js';
 import { readTextFile, TextFileError } from '../util/text-file.js';
 
-export interface EvalQuestion {
-  id: string;
-  /** The dataset's name (a benchmark name, `demo`, or the file's base name). */
-  dataset: string;
-  question: string;
-  goldenAnswers: string[];
-  /** Search steps the question needs, where the dataset knows it (a world's held-out questions). */
-  hops?: number;
-}
+import type { EvalQuestion } from '../agent/environment.js';
+
+export type { EvalQuestion };
 
 export interface EvalDataset {
   name: string;

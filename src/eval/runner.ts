@@ -11,7 +11,7 @@ import { parseVerdict } from '../agent/judge.js';
 import { semanticJudgeMessages } from '../agent/prompts.js';
 import { SolverRole } from '../agent/roles.js';
 import type { SkillBank } from '../skills/bank.js';
-import type { EvalQuestion } from './dataset.js';
+import type { EvalQuestion, EvalSet } from '../agent/environment.js';
 import { aggregateResults, type EvalResults } from './results.js';
 import { exactMatchScore, f1Score } from './score.js';
 
@@ -60,15 +60,7 @@ export interface EvalSettings {
   passagesPerQuery: number;
 }
 
-/**
- * One set of questions with the search tool they are asked against: a dataset in the eval's corpus, or one
- * world's held-out questions in that world's own corpus (docs/evaluation.md).
- */
-export interface EvalSet {
-  dataset: string;
-  questions: EvalQuestion[];
-  searcher: Searcher;
-}
+export type { EvalSet };
 
 export interface EvalHooks {
   /** After each batch, with that batch's records (in question order). */

@@ -13,7 +13,7 @@
 // - tensorflow with @tensorflow/tfjs-node, and cpu: the same in system memory (cpu is the slow JS reference).
 import { totalmem } from 'node:os';
 import { MODEL_REGISTRY, type RegistryEntry } from '../../models/registry.js';
-import { packedWeightBytes, WASM_HEAP_LIMIT_BYTES } from '../rl/memory-budget.js';
+import { packedWeightBytes, WASM_HEAP_LIMIT_BYTES } from '../tensor/wasm-heap.js';
 import { tf } from '../tensor/backend.js';
 import { expectedTensors, type ModelConfig } from './config.js';
 

@@ -19,7 +19,7 @@
 import { tf } from '../tensor/backend.js';
 import { linearFrozen, matMulTrainable } from '../tensor/ops.js';
 import { recomputed } from '../tensor/recompute.js';
-import { SafetensorsCheckpoint } from '../checkpoint/safetensors.js';
+import { SafetensorsCheckpoint } from '../formats/safetensors.js';
 import { type ModelConfig, expectedTensors, loadModelConfig } from './config.js';
 import { activeBackendName, backendRefusal, memoryNeedOfConfig } from './memory-need.js';
 import { inverseFrequencies, ropeTables } from './rope.js';

@@ -15,21 +15,11 @@
 // the default pass budget (1.5 GiB of the 4) leave that room.
 import type { ModelConfig } from '../model/config.js';
 
-/** The wasm backend's heap cannot grow past this. */
-export const WASM_HEAP_LIMIT_BYTES = 4 * 2 ** 30;
+
 /** Share of the free heap a micro-batch may plan to use (the rest covers what the estimate leaves out). */
 export const HEAP_SAFETY_FRACTION = 0.8;
 
 const F32 = 4;
-
-/**
- * Bytes of the packed weights XNNPACK keeps on wasm: a packed f32 copy of every weight matrix a matMul has read,
- * counted as the whole model (f32). Measured: the heap grew by ~450 MiB on the first forward of a ~100M model
- * (100M parameters, 382 MiB as f32).
- */
-export function packedWeightBytes(parameters: number): number {
-  return F32 * parameters;
-}
 
 /** Hidden-size tensors kept per token per layer. */
 const HIDDEN_COPIES = 8;

@@ -13,7 +13,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { appendToFile, ensureDir, sweepStaleTemps, writeError, writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
-import { checkManifest, writeManifest } from '../checkpoint/manifest.js';
+import { checkManifest, writeManifest } from '../formats/manifest.js';
 import { FileLock } from '../util/lock.js';
 import { configForDisk, type TrainConfig } from '../settings/train.js';
 

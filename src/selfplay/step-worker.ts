@@ -7,15 +7,13 @@ import { ModelPolicy } from '../model/policy.js';
 import { PolicyTextGenerator } from '../model/text-generator.js';
 import { loadTokenizer } from '../model/tokenizer.js';
 import type { CreateWorkerTasks, WorkerTasks } from '../parallel/protocol.js';
-import { WorldRagReader } from '../world/scripted-roles.js';
-import { WORLD_CORPUS, worldFor } from '../world/setup.js';
 import type { TrainConfig } from '../settings/train.js';
 import { endpointOf } from './endpoints.js';
 import { AnswerJudge } from '../agent/judge.js';
 import { CountingSearcher, CountingTextGenerator, usableJudgeReply } from './role-health.js';
 import { runRollouts } from '../agent/rollout.js';
 import type { RolloutTask, RolloutTaskResult } from './rollout-runner.js';
-import { buildSearch } from './search-setup.js';
+import { openEnvironment } from '../env/open.js';
 import { type JudgeTask, type JudgeTaskResult, ragVerdict } from './step-judging.js';
 
 /** What the trainer starts its step workers with. */
@@ -29,9 +27,9 @@ export const STEP_WORKER_MODULE = import.meta.url;
 export const createWorkerTasks: CreateWorkerTasks = async (ctx, raw) => {
   const { config } = raw as StepWorkerInit;
   if (!config || typeof config !== 'object') throw new Error('step worker: no training configuration in its init');
-  const world = config.corpus === WORLD_CORPUS && !config.retrieverUrl ? worldFor(config.worldSeed) : undefined;
   // The trainer has logged what this search is (and any warning about its corpus) already: the worker is quiet.
-  const { searcher } = await buildSearch(config, () => undefined, world);
+  const env = await openEnvironment(config, () => undefined);
+  const searcher = env.searcher;
   const counting = new CountingSearcher(searcher);
   const tokenizer = await loadTokenizer(ctx.modelDir);
   const policies = new Map<string, ModelPolicy>();
@@ -43,17 +41,17 @@ export const createWorkerTasks: CreateWorkerTasks = async (ctx, raw) => {
     }
     return p;
   };
-  // The judge as the trainer builds it (an endpoint, or this worker's base model; in a world, exact match and
-  // the scripted reader), its calls counted for the trainer's role watch. Retries are told on stderr.
+  // The judge as the trainer builds it (an endpoint, or this worker's base model; in an environment with
+  // scripted roles, exact match and its reader), its calls counted for the trainer's role watch. Retries are told on stderr.
   const judgeText = new CountingTextGenerator(
     endpointOf('judge', config, new PolicyTextGenerator(new ModelPolicy('base', ctx.model, tokenizer, undefined, { enableThinking: config.enableThinking })), (line) => {
       if (/ retry /.test(line)) process.stderr.write(`worker ${ctx.rank}: ${line}\n`);
     }),
     usableJudgeReply,
   );
-  const scriptedJudge = world !== undefined && config.judgeUrl === undefined;
+  const scriptedJudge = env.scripted !== undefined && config.judgeUrl === undefined;
   const judge = new AnswerJudge(scriptedJudge ? undefined : judgeText, config.judgeMaxTokens);
-  const reader = scriptedJudge && world ? new WorldRagReader(world) : judgeText;
+  const reader = scriptedJudge && env.scripted ? env.scripted.ragReader : judgeText;
   const judgeTask = async (task: JudgeTask): Promise<JudgeTaskResult> => {
     judgeText.take();
     const unparsedBefore = judge.unparsedReplies;

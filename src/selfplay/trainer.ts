@@ -17,7 +17,7 @@ import type { Policy } from '../model/policy.js';
 import { LoraAdapter } from '../model/lora.js';
 import { ModelPolicy } from '../model/policy.js';
 import { CausalLM } from '../model/qwen3.js';
-import { peftBaseModel, resolveModelName } from '../model/model-name.js';
+import { peftBaseModel, resolveModelName } from '../checkpoint/model-name.js';
 import { PolicyTextGenerator } from '../model/text-generator.js';
 import { loadTokenizer } from '../model/tokenizer.js';
 import { AdamW } from '../rl/optimizer.js';
@@ -27,15 +27,15 @@ import { primedBankOptions } from './priming.js';
 import { E5Embedder } from '../skills/e5.js';
 import type { Embedder } from '../skills/embedder.js';
 import { LexicalEmbedder } from '../skills/lexical.js';
-import { packedWeightBytes, WASM_HEAP_LIMIT_BYTES } from '../rl/memory-budget.js';
+import { packedWeightBytes, WASM_HEAP_LIMIT_BYTES } from '../tensor/wasm-heap.js';
 import { type BackendInfo, describeBackend, initBackend, tf } from '../tensor/backend.js';
 import { configForDisk, parseSavedConfig, redactedUrlSettings, resumeChanges, showValue, shownValue, flagName, type TrainConfig, validateConfig, workerCount } from '../settings/train.js';
 import { endpointOf, probeChat, probeRetriever } from './endpoints.js';
 import { AnswerJudge } from '../agent/judge.js';
 import { RoleFailureError, RoleWatch, type StepCalls } from './role-health.js';
 import { ProposerRole, SolverRole } from '../agent/roles.js';
-import { capHops, floorHops, readSeedsFile } from './seeds.js';
-import { buildSearch } from './search-setup.js';
+import { capHops, floorHops, readSeedsFile } from '../agent/seeds.js';
+import { openEnvironment } from '../env/open.js';
 import { RunFolder } from './run-folder.js';
 import { type StepMetrics, type StepPhase, sesaStep } from './step.js';
 import { advantageSettingsOf, evalSettingsOf, grpoConfigOf, optimizerConfigOf, rolloutSettingsOf, stepSettingsOf } from './step-settings.js';
@@ -45,8 +45,6 @@ import { ShardedRolloutRunner } from './rollout-runner.js';
 import { ShardedJudging, type StepJudging } from './step-judging.js';
 import { STEP_WORKER_MODULE, type StepWorkerInit } from './step-worker.js';
 import { GrpoPolicyUpdater, type PolicyUpdater, type Role, type TrainedRole } from './updater.js';
-import { TemplateDistiller, WorldRagReader } from '../world/scripted-roles.js';
-import { isWorldEvalData, WORLD_CORPUS, worldEvalSets, worldFor } from '../world/setup.js';
 
 export interface TrainHooks {
   log(line: string): void;
@@ -270,14 +268,14 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
         `--workers ${config.gpus} runs ${config.gpus} worker processes on the CPU instead; sesa-train doctor --gpus ${config.gpus} checks a GPU machine (docs/scale-out.md)`,
     );
   }
-  // Held-out questions are read before anything heavy loads, so a bad --eval-data fails at once.
-  // docs/world.md: `--corpus world` plays in a generated world; `--eval-data world` is its own held-out set and
-  // `--eval-data eval-worlds` the evaluation worlds', each searched in its own corpus.
-  const world = config.corpus === WORLD_CORPUS && !config.retrieverUrl ? worldFor(config.worldSeed) : undefined;
-  const worldEval = isWorldEvalData(config.evalData);
-  if (worldEval && !world) throw new Error(`--eval-data ${config.evalData} needs --corpus world (a world's held-out questions are searched in that world's corpus)`);
-  const heldOutSets = config.evalEvery > 0 && worldEval ? await worldEvalSets(config.evalData as string, config.worldSeed, config.evalLimit) : undefined;
-  const heldOutFile = config.evalEvery > 0 && !worldEval ? heldOutQuestions(config.evalData as string, config.evalLimit, defaultDataDir(undefined)) : undefined;
+  // The task environment (docs/method.md, "Environments") and the held-out questions are read before anything
+  // heavy loads, so a bad --corpus or --eval-data fails at once. An --eval-data name the environment defines
+  // (the world's `world` and `eval-worlds`) gives sets each searched in its own corpus; any other is a file or
+  // a benchmark, searched with the run's search tool.
+  const env = await openEnvironment(config, log);
+  const envEval = config.evalData !== undefined && env.heldOutNames.includes(config.evalData);
+  const heldOutSets = config.evalEvery > 0 && envEval ? await env.heldOut(config.evalData as string, config.evalLimit) : undefined;
+  const heldOutFile = config.evalEvery > 0 && !envEval ? heldOutQuestions(config.evalData as string, config.evalLimit, defaultDataDir(undefined)) : undefined;
   const heldOutCount = (heldOutSets?.reduce((a, s) => a + s.questions.length, 0) ?? 0) + (heldOutFile?.length ?? 0);
   if (config.evalEvery > 0) {
     const where = heldOutSets && heldOutSets.length > 1 ? ` (${heldOutSets.length} worlds, each in its own corpus)` : '';
@@ -296,10 +294,10 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     }
   }
 
-  const built = await buildSearch(config, log, world);
-  const corpusSeeds = built.seeds;
+  log(`search: ${env.description}`);
+  const corpusSeeds = env.seeds;
   if (config.retrieverUrl) {
-    const w = await probeRetriever(built.searcher, { flag: '--retriever-url', url: config.retrieverUrl });
+    const w = await probeRetriever(env.searcher, { flag: '--retriever-url', url: config.retrieverUrl });
     if (w) log(`warning: ${w}`);
   }
   const givenSeeds = config.seeds ? readSeedsFile(config.seeds) : corpusSeeds;
@@ -340,15 +338,16 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const inProcess = new PolicyTextGenerator(base);
   const endpoint = (role: 'judge' | 'distiller'): TextGenerator => endpointOf(role, config, inProcess, log);
   const judgeEndpoint = endpoint('judge');
-  // In a world, the judge is exact match with aliases, and the RAG check and the distiller are scripted (no
-  // LLM); an endpoint given on the command line still replaces them (docs/world.md).
-  const scriptedJudge = world !== undefined && config.judgeUrl === undefined;
+  // An environment with scripted roles (the world: exact match with aliases, its RAG reader and distiller, no
+  // LLM) plays them; an endpoint given on the command line still replaces them (docs/world.md).
+  const scripted = env.scripted;
+  const scriptedJudge = scripted !== undefined && config.judgeUrl === undefined;
   const distillerEndpoint = !(config.skills && config.distill)
     ? undefined
-    : world && config.distillerUrl === undefined
-      ? new TemplateDistiller()
+    : scripted && config.distillerUrl === undefined
+      ? scripted.distiller
       : endpoint('distiller');
-  if (scriptedJudge && world) log(`judge: exact match with aliases; RAG check: ${new WorldRagReader(world).name}`);
+  if (scriptedJudge && scripted) log(`judge: ${scripted.judge}; RAG check: ${scripted.ragReader.name}`);
   if (distillerEndpoint) log(`distiller: ${distillerEndpoint.name}`);
   if (config.judgeUrl) await probeChat(judgeEndpoint, { flag: '--judge-url', url: config.judgeUrl });
   if (distillerEndpoint && config.distillerUrl) await probeChat(distillerEndpoint, { flag: '--distiller-url', url: config.distillerUrl });
@@ -377,7 +376,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     ...(config.judgeUrl ? { judgeUrl: redactUrl(config.judgeUrl) } : {}),
     ...(distillerEndpoint ? { distiller: distillerEndpoint } : {}),
     ...(config.distillerUrl ? { distillerUrl: redactUrl(config.distillerUrl) } : {}),
-    searcher: built.searcher,
+    searcher: env.searcher,
     ...(config.retrieverUrl ? { retrieverUrl: redactUrl(config.retrieverUrl) } : {}),
     ...(bank ? { bank } : {}),
     stopAfter: config.stopAfterFailedSteps,
@@ -450,7 +449,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     proposer: new ProposerRole(rolloutPolicy('proposer'), searcher, rolloutSettingsOf(config, 'proposer'), runner?.('proposer')),
     solver: new SolverRole(rolloutPolicy('solver'), searcher, bank, rolloutSettingsOf(config, 'solver'), runner?.('solver')),
     judge: answerJudge,
-    ragJudge: scriptedJudge && world ? new WorldRagReader(world) : judgeText,
+    ragJudge: scriptedJudge && scripted ? scripted.ragReader : judgeText,
     skills: bank,
     updater,
     ...(distiller ? { distiller } : {}),

@@ -20,7 +20,7 @@ import { loadOptimizerState, saveOptimizerState } from '../checkpoint/optimizer-
 import { loadPeftAdapter, savePeftAdapter } from '../checkpoint/peft.js';
 import { LoraAdapter } from '../model/lora.js';
 import { CausalLM } from '../model/qwen3.js';
-import { peftBaseModel, resolveModelName } from '../model/model-name.js';
+import { peftBaseModel, resolveModelName } from '../checkpoint/model-name.js';
 import { loadTokenizer, type Tokenizer } from '../model/tokenizer.js';
 import { accumulateGradients, disposeGrads } from '../rl/accumulate.js';
 import { AdamW } from '../rl/optimizer.js';

@@ -30,7 +30,7 @@
 // The embedding is tied, so the output reads C and B only: logit(t) = E_t · norm(h).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SafetensorsCheckpoint, type TensorToWrite, writeSafetensors } from '../checkpoint/safetensors.js';
+import { SafetensorsCheckpoint, type TensorToWrite, writeSafetensors } from '../formats/safetensors.js';
 import { Rng } from '../util/rng.js';
 
 /** Rotary pairs of the previous-token heads (the highest frequencies) and their amplitudes. */

@@ -13,7 +13,7 @@ export const WORLD_CORPUS = 'world';
 export const WORLD_EVAL_DATA = 'world';
 // `--model demo` (the warm-start model shipped in models/demo) is resolved with every other model name in
 // src/model/model-name.ts.
-export { DEMO_MODEL_NAME, demoModelDir, demoModelPath } from '../model/model-name.js';
+export { DEMO_MODEL_NAME, demoModelDir, demoModelPath } from '../checkpoint/model-name.js';
 
 export function worldFor(seed: number): World {
   return new World({ seed, passages: DEMO_WORLD.passages });

@@ -5,7 +5,7 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SafetensorsFile, writeSafetensors, type TensorToWrite } from '../../src/checkpoint/safetensors.js';
+import { SafetensorsFile, writeSafetensors, type TensorToWrite } from '../../src/formats/safetensors.js';
 import { CLI, faultRoot, run, tinyModel } from './cli.js';
 
 let root: string;

@@ -6,7 +6,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, truncateSync, writ
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { metricsWithoutTimings } from '../helpers/cli-process.js';
-import { checkManifest } from '../../src/checkpoint/manifest.js';
+import { checkManifest } from '../../src/formats/manifest.js';
 import { CLI, faultRoot, run, tinyModel, trainArgs } from './cli.js';
 
 let root: string;

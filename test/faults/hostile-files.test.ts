@@ -6,7 +6,7 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SafetensorsFile } from '../../src/checkpoint/safetensors.js';
+import { SafetensorsFile } from '../../src/formats/safetensors.js';
 import { readSettingsFile } from '../../src/settings/table.js';
 import { faultRoot } from './cli.js';
 

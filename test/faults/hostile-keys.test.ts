@@ -5,7 +5,7 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SafetensorsFile } from '../../src/checkpoint/safetensors.js';
+import { SafetensorsFile } from '../../src/formats/safetensors.js';
 import { callsProblems } from '../../src/recipes/skill-sp/toolcall.js';
 import { parseConfigObject } from '../../src/settings/train.js';
 import { bankStats, type BankFile } from '../../src/skills/bank.js';

@@ -7,7 +7,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadCorpus } from '../../src/search/corpus.js';
-import { readSeedsFile } from '../../src/selfplay/seeds.js';
+import { readSeedsFile } from '../../src/agent/seeds.js';
 import { resolveDatasets } from '../../src/eval/dataset.js';
 import { CARD_A } from '../skills-helpers.js';
 import { CLI, faultRoot, run } from './cli.js';

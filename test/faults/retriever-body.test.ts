@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_SEARCHR1_OPTIONS, SearchR1Client, SearchR1Error } from '../../src/search/searchr1-client.js';
 import { TRAIN_DEFAULTS } from '../../src/settings/train.js';
-import { buildSearch } from '../../src/selfplay/search-setup.js';
+import { openEnvironment } from '../../src/env/open.js';
 
 let server: Server | undefined;
 let requests = 0;
@@ -86,10 +86,10 @@ describe('a retriever response larger than the cap', () => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ result: [[{ document: { id: '1', contents: `"T"\n${'x'.repeat(3 * MB)}` }, score: 1 }]] }));
     });
-    const { searcher } = await buildSearch({ ...TRAIN_DEFAULTS, retrieverUrl: url, seeds: 's.jsonl', retrieverMaxResponseMb: 2 }, () => undefined, undefined);
+    const { searcher } = await openEnvironment({ ...TRAIN_DEFAULTS, retrieverUrl: url, seeds: 's.jsonl', retrieverMaxResponseMb: 2 }, () => undefined);
     const err = await failure(searcher.search(['q'], 1));
     expect(err.message).toMatch(/larger than 2 MiB \(--retriever-max-response-mb 2\)/);
-    const big = await buildSearch({ ...TRAIN_DEFAULTS, retrieverUrl: url, seeds: 's.jsonl', retrieverMaxResponseMb: 4 }, () => undefined, undefined);
+    const big = await openEnvironment({ ...TRAIN_DEFAULTS, retrieverUrl: url, seeds: 's.jsonl', retrieverMaxResponseMb: 4 }, () => undefined);
     expect((await big.searcher.search(['q'], 1))[0]?.[0]?.text.length).toBe(3 * MB);
   });
 });

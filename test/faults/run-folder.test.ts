@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MANIFEST_FILE } from '../../src/checkpoint/manifest.js';
+import { MANIFEST_FILE } from '../../src/formats/manifest.js';
 import { TRAIN_DEFAULTS } from '../../src/settings/train.js';
 import { RunFolder } from '../../src/selfplay/run-folder.js';
 

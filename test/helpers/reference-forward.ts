@@ -1,7 +1,7 @@
 // An independent, deliberately naive float64 forward of the Qwen3 family, written straight from the
 // Hugging Face modeling code's math (no tensors, no cache, no batching): a test oracle for our tfjs forward.
 // It re-derives everything it needs (RoPE, GQA head mapping, biases, QK norm) on its own.
-import { SafetensorsCheckpoint } from '../../src/checkpoint/safetensors.js';
+import { SafetensorsCheckpoint } from '../../src/formats/safetensors.js';
 import { loadModelConfig, type ModelConfig } from '../../src/model/config.js';
 
 type Mat = { rows: number; cols: number; data: Float64Array }; // row-major [rows, cols] = HF [out, in]

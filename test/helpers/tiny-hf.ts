@@ -5,7 +5,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { byteLevelAlphabet } from '../../src/checkpoint/make-tiny.js';
-import { writeSafetensors, type TensorToWrite } from '../../src/checkpoint/safetensors.js';
+import { writeSafetensors, type TensorToWrite } from '../../src/formats/safetensors.js';
 import { expectedTensors, parseModelConfig } from '../../src/model/config.js';
 import { Rng } from '../../src/util/rng.js';
 

@@ -11,7 +11,7 @@ import { loadPeftAdapter, savePeftAdapter } from '../../checkpoint/peft.js';
 import { LoraAdapter } from '../../model/lora.js';
 import { ModelPolicy } from '../../model/policy.js';
 import { CausalLM } from '../../model/qwen3.js';
-import { peftBaseModel, resolveModelName } from '../../model/model-name.js';
+import { peftBaseModel, resolveModelName } from '../../checkpoint/model-name.js';
 import { loadTokenizer } from '../../model/tokenizer.js';
 import { AdamW } from '../../rl/optimizer.js';
 import { RunFolder } from '../../selfplay/run-folder.js';

@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from '../util/shared-data.js';
-import { resolveModel, type ResolvedModel, type ResolveOptions } from './resolve.js';
+import { resolveModel, type ResolvedModel, type ResolveOptions } from '../model/resolve.js';
 import { ensureTinyDefaultModel, TINY_DEFAULT_NAME } from './tiny-default.js';
 
 /** `--model demo`: the demo world's warm-start model shipped in models/demo (scripts/make-demo-model.ts, docs/world.md). */

@@ -2,7 +2,7 @@
 // derived from a corpus when none is given.
 import { existsSync } from 'node:fs';
 import type { Passage } from '../search/types.js';
-import type { AnswerSeed } from '../agent/roles.js';
+import type { AnswerSeed } from './roles.js';
 import { readTextFile } from '../util/text-file.js';
 
 /** Answer seeds from a JSONL file of {"answer": string, "hops": number, "aliases"?: string[]}. */

@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { makeTinyCheckpoint } from '../checkpoint/make-tiny.js';
+import { makeTinyCheckpoint } from './make-tiny.js';
 
 export const TINY_DEFAULT_NAME = 'tiny';
 
