@@ -7,7 +7,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { intFlag as int } from './flags.js';
-import { cardsToJsonl } from '../src/skills/bank.js';
+import { cardsToJsonl } from '../src/skills/bank-file.js';
 import { writeFileAtomic } from '../src/util/atomic.js';
 import { Rng } from '../src/util/rng.js';
 import { worldShapeCards } from '../src/world/demo-model.js';

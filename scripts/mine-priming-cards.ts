@@ -11,7 +11,7 @@
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { cardsToJsonl, readBankFile } from '../src/skills/bank.js';
+import { cardsToJsonl, readBankFile } from '../src/skills/bank-file.js';
 import { cardEmbeddingText, emptyStats, type SkillCard } from '../src/skills/card.js';
 import { admit } from '../src/skills/consolidate.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';

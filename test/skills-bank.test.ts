@@ -3,7 +3,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ScriptedTextGenerator } from '../src/llm/scripted.js';
-import { BankFileError, SkillBank, readBankFile } from '../src/skills/bank.js';
+import { BankFileError, readBankFile } from '../src/skills/bank-file.js';
+import { SkillBank } from '../src/skills/bank.js';
 import { contentId, type CardContent, type SkillCard } from '../src/skills/card.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
 import { seedCards } from '../src/skills/seeds.js';
@@ -373,7 +374,7 @@ describe('the bank file', () => {
     expect(jsonl.trimEnd().split('\n').length).toBe(18);
     const bPath = join(tempDir(), 'b.json');
     const b = await SkillBank.open(bPath, { embedder: lex(), seeds: false });
-    const { cardsFromJsonl } = await import('../src/skills/bank.js');
+    const { cardsFromJsonl } = await import('../src/skills/bank-file.js');
     const cards = cardsFromJsonl(jsonl, 'export.jsonl');
     expect(await b.importCards(cards)).toEqual({ added: 18, replaced: 0, version: 1 });
     expect(readBankFile(bPath).cards).toEqual(a.cards);

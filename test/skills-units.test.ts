@@ -5,7 +5,7 @@ import { cardEmbeddingText, validateCard } from '../src/skills/card.js';
 import { DEDUP_THRESHOLDS, resolveConfig, DEFAULT_SKILL_BANK_CONFIG } from '../src/skills/config.js';
 import { consolidationDue, firstJsonObject, parseDistilledCard } from '../src/skills/consolidate.js';
 import { VectorIndex, dot, l2normalize } from '../src/skills/embedder.js';
-import { topKScored } from '../src/skills/bank.js';
+import { topKScored } from '../src/skills/top-k.js';
 import { Rng } from '../src/util/rng.js';
 import { LexicalEmbedder, tokenize } from '../src/skills/lexical.js';
 import { seedCards } from '../src/skills/seeds.js';

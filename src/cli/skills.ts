@@ -3,8 +3,11 @@
 import { existsSync } from 'node:fs';
 import type { Argv, CommandModule } from 'yargs';
 import { writeFileAtomic } from '../util/atomic.js';
-import type { BankFile, BankStats } from '../skills/bank.js';
-import { SkillBank, bankStats, cardsFromJsonl, cardsToJsonl, readBankFile } from '../skills/bank.js';
+import type { BankFile } from '../skills/bank-file.js';
+import type { BankStats } from '../skills/bank-stats.js';
+import { SkillBank } from '../skills/bank.js';
+import { bankStats } from '../skills/bank-stats.js';
+import { cardsFromJsonl, cardsToJsonl, readBankFile } from '../skills/bank-file.js';
 import type { SkillCard } from '../skills/card.js';
 import { cardScore } from '../skills/card.js';
 import { DEFAULT_SKILL_BANK_CONFIG } from '../skills/config.js';

@@ -4,7 +4,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { EvalResults } from '../eval/results.js';
-import { readBankFile } from '../skills/bank.js';
+import { readBankFile } from '../skills/bank-file.js';
 import type { SkillCard } from '../skills/card.js';
 
 /** The fields of a step row the report draws (a StepMetrics line; every field optional for older runs). */

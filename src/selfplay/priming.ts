@@ -4,7 +4,7 @@
 // carried, docs/world.md); --priming-cards FILE names another.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { cardsFromJsonl } from '../skills/bank.js';
+import { cardsFromJsonl } from '../skills/bank-file.js';
 import type { SkillCard } from '../skills/card.js';
 import { readTextFile } from '../util/text-file.js';
 

@@ -9,13 +9,13 @@
 //   readyChange()       the finished job's PendingChange, if any
 //   commit(step, change) at a step boundary the caller chooses: admission, maintenance, version + 1, and one
 //                       atomic write of the whole file (a killed process keeps the old or the new file)
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { sweepStaleTemps, writeJsonAtomic } from '../util/atomic.js';
 import { FileLock } from '../util/lock.js';
 import type { TextGenerator } from '../llm/types.js';
 import type { CardContent, SkillCard } from './card.js';
-import { cardEmbeddingText, cardScore, emptyStats, validateCard } from './card.js';
+import { cardEmbeddingText, emptyStats } from './card.js';
 import type { SkillBankConfig } from './config.js';
 import { resolveConfig } from './config.js';
 import type { AdmissionDecision, Eviction, PendingChange } from './consolidate.js';
@@ -23,51 +23,18 @@ import { admit, consolidationDue, distilledCardId, maintain, runConsolidation } 
 import type { Embedder, EmbedderInfo } from './embedder.js';
 import { EmbeddingCache, VectorIndex } from './embedder.js';
 import type { FailureInput, FailureRecord } from './queue.js';
-import { FailureQueue, priorityTier, validateFailureRecord } from './queue.js';
+import { FailureQueue } from './queue.js';
 import type { Rendered, TokenCounter } from './render.js';
 import { renderCards } from './render.js';
 import { seedCards } from './seeds.js';
-import { echo } from '../util/text-file.js';
+import { BANK_FORMAT, BANK_FORMAT_VERSION, type BankCounters, type BankFile, BankFileError, cardsToJsonl, readBankFile, serialize, zeroCounters } from './bank-file.js';
+import { type Retrieval, topKScored } from './top-k.js';
 
-export const BANK_FORMAT = 'sesa-skill-bank';
-export const BANK_FORMAT_VERSION = 1;
 
-export interface BankCounters {
-  commits: number;
-  consolidations: number;
-  /** Distiller replies that parsed into a valid card. */
-  distilled: number;
-  /** Distiller replies dropped as invalid. */
-  invalid: number;
-  /** Distiller calls that failed (endpoint errors); their records stay queued. */
-  failed: number;
-  admitted: number;
-  duplicates: number;
-  evictedNegative: number;
-  evictedCap: number;
-  imported: number;
-  /** Failure records displaced because the queue was full. */
-  queueDropped: number;
-}
 
-export interface BankFile {
-  format: typeof BANK_FORMAT;
-  formatVersion: number;
-  version: number;
-  embedder: EmbedderInfo;
-  lastCommitStep: number;
-  lastConsolidationStep: number | null;
-  counters: BankCounters;
-  cards: SkillCard[];
-  queue: FailureRecord[];
-}
 
 export type Outcome = 'correct' | 'wrong' | 'malformed';
 
-export interface Retrieval {
-  card: SkillCard;
-  score: number;
-}
 
 export interface CommitReport {
   version: number;
@@ -106,99 +73,9 @@ export interface OpenOptions {
   onStaleLock?: (message: string) => void;
 }
 
-export class BankFileError extends Error {
-  constructor(
-    readonly file: string,
-    readonly field: string,
-    problem: string,
-  ) {
-    super(`skill bank ${file}: ${field}: ${problem}`);
-    this.name = 'BankFileError';
-  }
-}
 
-function zeroCounters(): BankCounters {
-  return { commits: 0, consolidations: 0, distilled: 0, invalid: 0, failed: 0, admitted: 0, duplicates: 0, evictedNegative: 0, evictedCap: 0, imported: 0, queueDropped: 0 };
-}
 
-/** Reads and validates a bank file without loading an embedder (for inspection). Never repairs anything. */
-export function readBankFile(path: string): BankFile {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new BankFileError(path, '(file)', `cannot read: ${(err as Error).message}`);
-  }
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (err) {
-    throw new BankFileError(path, '(file)', `not valid JSON, the file is damaged (${(err as Error).message}); it was left as it is`);
-  }
-  return validateBankFile(raw, path);
-}
 
-export function validateBankFile(raw: unknown, path: string): BankFile {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new BankFileError(path, '(root)', 'not a JSON object');
-  const o = raw as Record<string, unknown>;
-  if (o.format !== BANK_FORMAT) throw new BankFileError(path, 'format', `expected "${BANK_FORMAT}", got ${echo(o.format)}`);
-  if (o.formatVersion !== BANK_FORMAT_VERSION) throw new BankFileError(path, 'formatVersion', `expected ${BANK_FORMAT_VERSION}, got ${echo(o.formatVersion)}`);
-  const count = (field: string, v: unknown): number => {
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new BankFileError(path, field, `must be a non-negative integer, got ${echo(v)}`);
-    return v;
-  };
-  count('version', o.version);
-  count('lastCommitStep', o.lastCommitStep);
-  if (o.lastConsolidationStep !== null) count('lastConsolidationStep', o.lastConsolidationStep);
-  const e = o.embedder as Record<string, unknown> | undefined;
-  if (typeof e !== 'object' || e === null) throw new BankFileError(path, 'embedder', 'missing');
-  if (e.name !== 'e5' && e.name !== 'lexical') throw new BankFileError(path, 'embedder.name', `must be e5 or lexical, got ${echo(e.name)}`);
-  if (typeof e.model !== 'string' || e.model.length === 0) throw new BankFileError(path, 'embedder.model', 'must be a non-empty string');
-  count('embedder.dim', e.dim);
-  if (typeof e.dedupThreshold !== 'number' || !(e.dedupThreshold > -1 && e.dedupThreshold <= 1)) {
-    throw new BankFileError(path, 'embedder.dedupThreshold', `must be a number in (-1, 1], got ${echo(e.dedupThreshold)}`);
-  }
-  const counters = zeroCounters();
-  if (typeof o.counters !== 'object' || o.counters === null) throw new BankFileError(path, 'counters', 'missing');
-  for (const k of Object.keys(counters) as Array<keyof BankCounters>) counters[k] = count(`counters.${k}`, (o.counters as Record<string, unknown>)[k]);
-  if (!Array.isArray(o.cards)) throw new BankFileError(path, 'cards', 'must be an array');
-  const ids = new Set<string>();
-  const cards = o.cards.map((c, i) => {
-    let card: SkillCard;
-    try {
-      card = validateCard(c, `cards[${i}]`);
-    } catch (err) {
-      throw new BankFileError(path, `cards[${i}]`, (err as Error).message.replace(/^cards\[\d+\]( \(card [^)]*\))?: /, ''));
-    }
-    if (ids.has(card.id)) throw new BankFileError(path, `cards[${i}].id`, `duplicate id ${card.id}`);
-    ids.add(card.id);
-    return card;
-  });
-  if (!Array.isArray(o.queue)) throw new BankFileError(path, 'queue', 'must be an array');
-  const keys = new Set<string>();
-  const queue = o.queue.map((r, i) => {
-    let rec: FailureRecord;
-    try {
-      rec = validateFailureRecord(r, `queue[${i}]`);
-    } catch (err) {
-      throw new BankFileError(path, `queue[${i}]`, (err as Error).message.replace(/^queue\[\d+\]: /, ''));
-    }
-    if (keys.has(rec.key)) throw new BankFileError(path, `queue[${i}].key`, `duplicate question key ${echo(rec.key)}`);
-    keys.add(rec.key);
-    return rec;
-  });
-  return {
-    format: BANK_FORMAT,
-    formatVersion: BANK_FORMAT_VERSION,
-    version: o.version as number,
-    embedder: { name: e.name, model: e.model, dim: e.dim as number, dedupThreshold: e.dedupThreshold },
-    lastCommitStep: o.lastCommitStep as number,
-    lastConsolidationStep: (o.lastConsolidationStep as number | null) ?? null,
-    counters,
-    cards,
-    queue,
-  };
-}
 
 /** The cards a new bank starts with: the seed cards, then the extra priming cards as `seed` cards with fresh stats; an id twice is an error. */
 function primingSet(seeds: readonly SkillCard[], extra: readonly SkillCard[]): SkillCard[] {
@@ -214,26 +91,7 @@ function primingSet(seeds: readonly SkillCard[], extra: readonly SkillCard[]): S
   return out;
 }
 
-/** One card per line; the stats travel with it, so an export/import round trip is lossless. */
-export function cardsToJsonl(cards: readonly SkillCard[]): string {
-  return cards.map((c) => JSON.stringify(c)).join('\n') + (cards.length > 0 ? '\n' : '');
-}
 
-/** Parses JSONL cards; a bad line is an error naming the file and the line. */
-export function cardsFromJsonl(text: string, source: string): SkillCard[] {
-  const out: SkillCard[] = [];
-  text.split('\n').forEach((line, i) => {
-    if (line.trim().length === 0) return;
-    let v: unknown;
-    try {
-      v = JSON.parse(line);
-    } catch (err) {
-      throw new Error(`${source}:${i + 1}: not valid JSON (${(err as Error).message})`);
-    }
-    out.push(validateCard(v, `${source}:${i + 1}`));
-  });
-  return out;
-}
 
 export interface ConsolidationJob {
   step: number;
@@ -650,132 +508,12 @@ function newCard(id: string, content: CardContent, source: SkillCard['source'], 
   };
 }
 
-/**
- * The bank as its file holds it: a fresh copy with every object's keys in one fixed order (the schema's), so
- * the same content always gives the same bytes, whether a card was built in this process, primed from the seed
- * cards or read back from a file on --resume (docs/method.md, "The run folder, checkpoints and resume").
- */
-function serialize(d: BankFile): BankFile {
-  const counters = zeroCounters();
-  for (const k of Object.keys(counters) as Array<keyof BankCounters>) counters[k] = d.counters[k];
-  return {
-    format: d.format,
-    formatVersion: d.formatVersion,
-    version: d.version,
-    embedder: { name: d.embedder.name, model: d.embedder.model, dim: d.embedder.dim, dedupThreshold: d.embedder.dedupThreshold },
-    lastCommitStep: d.lastCommitStep,
-    lastConsolidationStep: d.lastConsolidationStep,
-    counters,
-    cards: d.cards.map(canonicalCard),
-    queue: d.queue.map(canonicalRecord),
-  };
-}
 
-function canonicalCard(c: SkillCard): SkillCard {
-  return {
-    id: c.id,
-    category: c.category,
-    source: c.source,
-    description: c.description,
-    triggers: [...c.triggers],
-    avoid: [...c.avoid],
-    queries: [...c.queries],
-    stats: { retrieved: c.stats.retrieved, helpful: c.stats.helpful, hurt: c.stats.hurt },
-    createdStep: c.createdStep,
-    bankVersion: c.bankVersion,
-  };
-}
 
-function canonicalRecord(r: FailureRecord): FailureRecord {
-  return {
-    key: r.key,
-    question: r.question,
-    target: r.target,
-    evidence: r.evidence,
-    prediction: r.prediction,
-    retrievedSkillIds: [...r.retrievedSkillIds],
-    count: r.count,
-    firstStep: r.firstStep,
-    lastStep: r.lastStep,
-  };
-}
 
-/** Top-k by score, ties broken by id (docs/method.md, "The skill bank": deterministic for a bank version). */
-export function topKScored(cards: readonly SkillCard[], scores: Float32Array, k: number): Retrieval[] {
-  const better = (a: number, b: number): boolean => {
-    const sa = scores[a] as number;
-    const sb = scores[b] as number;
-    return sa > sb || (sa === sb && (cards[a] as SkillCard).id < (cards[b] as SkillCard).id);
-  };
-  // k is small (3): keep a sorted list of the best k indices instead of sorting everything.
-  const best: number[] = [];
-  for (let i = 0; i < cards.length; i++) {
-    if (best.length === k && !better(i, best[k - 1] as number)) continue;
-    let at = best.length === k ? k - 1 : best.length;
-    best[at] = i;
-    while (at > 0 && better(i, best[at - 1] as number)) {
-      best[at] = best[at - 1] as number;
-      best[--at] = i;
-    }
-  }
-  return best.map((i) => ({ card: cards[i] as SkillCard, score: scores[i] as number }));
-}
 
-export function topK(cards: readonly SkillCard[], vectors: readonly Float32Array[], q: Float32Array, k: number): Retrieval[] {
-  return topKScored(cards, new VectorIndex(vectors, q.length).scores(q), k);
-}
 
 // ---- inspection -------------------------------------------------------------------------------------------
 
-export interface BankStats {
-  file: string;
-  version: number;
-  embedder: EmbedderInfo;
-  lastCommitStep: number;
-  lastConsolidationStep: number | null;
-  cards: { total: number; seed: number; mined: number; distilled: number; neverRetrieved: number };
-  categories: Record<string, number>;
-  usage: { retrieved: number; helpful: number; hurt: number };
-  mostHelpful: Array<{ id: string; helpful: number; hurt: number; retrieved: number; score: number }>;
-  mostHurtful: Array<{ id: string; helpful: number; hurt: number; retrieved: number; score: number }>;
-  queue: { pending: number; repeated: number; despiteSkills: number; capacity: number };
-  counters: BankCounters;
-}
 
-export function bankStats(d: BankFile, file: string, queueCapacity: number, top = 5): BankStats {
-  const by = (s: SkillCard['source']): number => d.cards.filter((c) => c.source === s).length;
-  // A Map: a category is any slug, `constructor` included.
-  const categories = new Map<string, number>();
-  for (const c of d.cards) categories.set(c.category, (categories.get(c.category) ?? 0) + 1);
-  const row = (c: SkillCard): BankStats['mostHelpful'][number] => ({ id: c.id, helpful: c.stats.helpful, hurt: c.stats.hurt, retrieved: c.stats.retrieved, score: round(cardScore(c.stats)) });
-  const used = d.cards.filter((c) => c.stats.retrieved > 0);
-  const net = (c: SkillCard): number => c.stats.helpful - c.stats.hurt;
-  const idCmp = (a: SkillCard, b: SkillCard): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-  return {
-    file,
-    version: d.version,
-    embedder: d.embedder,
-    lastCommitStep: d.lastCommitStep,
-    lastConsolidationStep: d.lastConsolidationStep,
-    cards: { total: d.cards.length, seed: by('seed'), mined: by('mined'), distilled: by('distilled'), neverRetrieved: d.cards.length - used.length },
-    categories: Object.fromEntries([...categories.entries()].sort(([a], [b]) => (a < b ? -1 : 1))),
-    usage: {
-      retrieved: d.cards.reduce((s, c) => s + c.stats.retrieved, 0),
-      helpful: d.cards.reduce((s, c) => s + c.stats.helpful, 0),
-      hurt: d.cards.reduce((s, c) => s + c.stats.hurt, 0),
-    },
-    mostHelpful: [...used].filter((c) => net(c) > 0).sort((a, b) => net(b) - net(a) || idCmp(a, b)).slice(0, top).map(row),
-    mostHurtful: [...used].filter((c) => net(c) < 0).sort((a, b) => net(a) - net(b) || idCmp(a, b)).slice(0, top).map(row),
-    queue: {
-      pending: d.queue.length,
-      repeated: d.queue.filter((r) => r.count >= 2).length,
-      despiteSkills: d.queue.filter((r) => priorityTier(r) % 2 === 1).length,
-      capacity: queueCapacity,
-    },
-    counters: d.counters,
-  };
-}
 
-function round(x: number): number {
-  return Math.round(x * 1000) / 1000;
-}

@@ -1,6 +1,12 @@
 // The skill bank's public surface (docs/method.md, "The skill bank"): what the trainer and the CLI import.
-export { SkillBank, BankFileError, readBankFile, bankStats, cardsFromJsonl, cardsToJsonl, topKScored } from './bank.js';
-export type { BankFile, BankStats, BankCounters, CommitReport, ConsolidationJob, OpenOptions, Outcome, Retrieval } from './bank.js';
+export { SkillBank } from './bank.js';
+export type { CommitReport, ConsolidationJob, OpenOptions, Outcome } from './bank.js';
+export { BankFileError, cardsFromJsonl, cardsToJsonl, readBankFile } from './bank-file.js';
+export type { BankCounters, BankFile } from './bank-file.js';
+export { bankStats } from './bank-stats.js';
+export type { BankStats } from './bank-stats.js';
+export { topKScored } from './top-k.js';
+export type { Retrieval } from './top-k.js';
 export type { CardContent, SkillCard, SkillSource, SkillStats } from './card.js';
 export { SkillSchemaError, cardEmbeddingText, cardScore, validateCard, validateContent } from './card.js';
 export { DEFAULT_SKILL_BANK_CONFIG, DEDUP_THRESHOLDS, resolveConfig } from './config.js';

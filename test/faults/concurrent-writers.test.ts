@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readBankFile } from '../../src/skills/bank.js';
+import { readBankFile } from '../../src/skills/bank-file.js';
 import { CARD_A } from '../skills-helpers.js';
 import { CLI, faultRoot, run, start, tinyModel, trainArgs } from './cli.js';
 

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SafetensorsFile } from '../../src/formats/safetensors.js';
 import { callsProblems } from '../../src/recipes/skill-sp/toolcall.js';
 import { parseConfigObject } from '../../src/settings/train.js';
-import { bankStats, type BankFile } from '../../src/skills/bank.js';
+import { bankStats } from '../../src/skills/bank-stats.js';
+import { type BankFile } from '../../src/skills/bank-file.js';
 import { CARD_A } from '../skills-helpers.js';
 import { CLI, faultRoot, run } from './cli.js';
 
