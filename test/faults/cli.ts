@@ -25,6 +25,14 @@ export function trainArgs(model: string, out: string, steps = 2): string[] {
   ];
 }
 
+/**
+ * The progress line the CLI writes on stderr when step `n` has ended ("[1.9 s] step 1/60: valid 0/2 | ..."),
+ * whether or not stderr is a terminal (src/cli/progress.ts).
+ */
+export function stepEnded(n: number): RegExp {
+  return new RegExp(`^\\[[^\\]\n]*\\] step ${n}/\\d+: `, 'm');
+}
+
 export interface Finished {
   code: number | null;
   signal: NodeJS.Signals | null;

@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { faultRoot, start, tinyModel, trainArgs } from './cli.js';
+import { faultRoot, start, stepEnded, tinyModel, trainArgs } from './cli.js';
 
 let root: string;
 let model: string;
@@ -54,7 +54,7 @@ describe('Ctrl-C during training', () => {
   it('the first Ctrl-C stops at the next step boundary after a checkpoint', async () => {
     const out = join(root, 'once');
     const p = start(root, longRun(out));
-    await p.waitFor(/^step 1: /m);
+    await p.waitFor(stepEnded(1));
     p.child.kill('SIGINT');
     const r = await endWithin(p, 120);
     expect(r.code, r.stderr).toBe(0);
@@ -73,7 +73,7 @@ describe('Ctrl-C during training', () => {
   it('a second Ctrl-C quits at once, without finishing the step', async () => {
     const out = join(root, 'twice');
     const p = start(root, longRun(out));
-    await p.waitFor(/^step 1: /m);
+    await p.waitFor(stepEnded(1));
     p.child.kill('SIGINT');
     await Promise.race([p.waitFor(/press Ctrl-C again to quit now/), endWithin(p, 120)]);
     p.child.kill('SIGINT');

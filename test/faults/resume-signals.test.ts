@@ -5,7 +5,7 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, faultRoot, run, start, tinyModel, trainArgs } from './cli.js';
+import { CLI, faultRoot, run, start, stepEnded, tinyModel, trainArgs } from './cli.js';
 
 let root: string;
 let model: string;
@@ -43,7 +43,7 @@ describe('a run ended by a signal', () => {
     it(`${signal}: the process ends with the signal and its locks are released`, async () => {
       const out = join(root, `by-${signal}`);
       const p = start(root, [...trainArgs(model, out, 60), '--threads', '1']);
-      await p.waitFor(/^step 1: /m);
+      await p.waitFor(stepEnded(1));
       expect(existsSync(join(out, '.lock'))).toBe(true);
       expect(existsSync(join(out, 'skills.json.lock'))).toBe(true);
       p.child.kill(signal);
