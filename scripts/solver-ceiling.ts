@@ -19,7 +19,7 @@ import { exactMatch } from '../src/agent/judge.js';
 import { SolverRole } from '../src/agent/roles.js';
 import { hasAdvantageSignal } from '../src/selfplay/step.js';
 import { advantageSettingsOf, grpoConfigOf, optimizerConfigOf, rolloutSettingsOf } from '../src/selfplay/step-settings.js';
-import { freshRoles } from '../src/selfplay/trainer.js';
+import { freshRoles } from '../src/selfplay/run-setup.js';
 import { GrpoPolicyUpdater, type RolloutGroup } from '../src/selfplay/updater.js';
 import { initBackend } from '../src/tensor/backend.js';
 import { writeJsonAtomic } from '../src/util/atomic.js';

@@ -204,6 +204,8 @@ interface Results {
   rows: Row[];
 }
 const merged: Results[] = [];
+/** Compute time of an earlier, killed process of the same experiment that this one continues. */
+let earlierSeconds = 0;
 if (values.merge !== undefined) {
   // Rows of earlier runs of this script (each its results.json); base and base-On are kept once.
   for (const dir of values.merge.split(',')) {
@@ -219,7 +221,18 @@ if (values.merge !== undefined) {
       rows.push(row);
     }
   }
-} else if (!values['no-base']) {
+} else if (existsSync(join(out, 'results.json'))) {
+  // The same command again continues a killed experiment: the rows of the runs it finished are kept, and only
+  // what is missing runs (a run whose modes are not all scored is trained again from the start).
+  const file = join(out, 'results.json');
+  const r = JSON.parse(readFileSync(file, 'utf8')) as Results;
+  if (!Array.isArray(r.rows) || r.steps !== steps) throw new Error(`${file} is from another experiment (${r.steps} steps, this one ${steps}): give another --out or remove it`);
+  rows.push(...r.rows);
+  earlierSeconds = r.seconds ?? 0;
+  log(`continuing ${out}: ${r.rows.length} rows already scored`);
+}
+const scored = (mode: string, seed: number): boolean => rows.some((r) => r.mode === mode && (mode === 'base' || mode === 'base-On' || r.seed === seed));
+if (values.merge === undefined && !values['no-base'] && !scored('base', 0)) {
   rows.push(...(await evaluate('base', 0, undefined, undefined)));
   if (variantNames.some((v) => VARIANTS[v]?.recipe === 'sesa' && VARIANTS[v]?.set.priming !== false)) {
     const config = runConfig(0, VARIANTS.sesa as Variant, out);
@@ -228,11 +241,14 @@ if (values.merge !== undefined) {
     await (await SkillBank.open(bankPath, { embedder: new LexicalEmbedder(), ...primedBankOptions(config, modelDir, log), config: { renderTokenBudget: WORLD.renderTokenBudget } })).dispose();
     rows.push(...(await evaluate('base-On', 0, undefined, bankPath)));
   }
+  writeJsonAtomic(join(out, 'results.json'), { command: commandLine(), steps, seeds, variants: variantNames, seconds: earlierSeconds + (Date.now() - started) / 1000, rows } satisfies Results);
 }
 for (const seed of values.merge !== undefined ? [] : seeds) {
   for (const name of variantNames) {
     const variant = VARIANTS[name] as Variant;
     const dir = join(out, `${name}-seed${seed}`);
+    if (variant.modes.every((m) => scored(m.mode, seed))) continue;
+    rmSync(dir, { recursive: true, force: true });
     const t0 = Date.now();
     const summary = await train(runConfig(seed, variant, dir), { log: () => undefined });
     log(`trained ${dir} (${summary.lastStep} steps, ${((Date.now() - t0) / 60000).toFixed(1)} min)`);
@@ -248,7 +264,7 @@ for (const seed of values.merge !== undefined ? [] : seeds) {
     }
     for (const m of variant.modes) rows.push(...(await evaluate(m.mode, seed, join(ckpt, 'solver'), m.skills === 'on' ? join(ckpt, 'skills.json') : undefined)));
     // Written after every run, so a killed experiment keeps what it finished.
-    writeJsonAtomic(join(out, 'results.json'), { command: commandLine(), steps, seeds, variants: variantNames, seconds: (Date.now() - started) / 1000, rows } satisfies Results);
+    writeJsonAtomic(join(out, 'results.json'), { command: commandLine(), steps, seeds, variants: variantNames, seconds: earlierSeconds + (Date.now() - started) / 1000, rows } satisfies Results);
   }
 }
 
@@ -339,7 +355,7 @@ for (const name of allVariants) {
   if (found > 1) loopLines.push(loopRow(`${name}, ${found} seeds pooled`, pooled));
 }
 if (loopLines.length > 3) lines.push(...loopLines, '', "first half of the steps → second half; p̂ of the valid questions, the solver group's success rate");
-const seconds = (Date.now() - started) / 1000 + merged.reduce((a, m) => a + (m.seconds ?? 0), 0);
+const seconds = earlierSeconds + (Date.now() - started) / 1000 + merged.reduce((a, m) => a + (m.seconds ?? 0), 0);
 lines.push('', `Command: \`${commandLine()}\`${merged.length > 0 ? ` (merging ${merged.map((m) => `\`${m.command}\``).join(', ')})` : ''}; wall time ${(seconds / 60).toFixed(0)} min of compute in all.`);
 const table = `${lines.join('\n')}\n`;
 writeFileAtomic(join(out, 'table.md'), table);

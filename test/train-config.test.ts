@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveTrainConfig } from '../src/cli/train.js';
 import { configProblems, TINY_DEFAULTS, TRAIN_DEFAULTS, validateConfig, workerCount } from '../src/settings/train.js';
 import { WORLD_DEFAULTS } from '../src/world/defaults.js';
-import { deviceOf } from '../src/selfplay/trainer.js';
+import { deviceOf } from '../src/selfplay/run-setup.js';
 import { capHops, floorHops, readSeedsFile, seedsFromPassages } from '../src/agent/seeds.js';
 import { worldSeeds } from '../src/world/setup.js';
 import { WORLD_CARD_BUDGET } from '../src/world/demo-model.js';

@@ -1,9 +1,11 @@
 // The held-out curve during training (docs/evaluation.md): the same evaluation as `sesa-train eval`, run on
 // the solver adapter as it is at a step, with the skill bank on and off, summarized as metrics rows
 // (`kind: "eval"`) that the run's metrics.jsonl and `sesa-train report` understand.
+import { existsSync, readFileSync } from 'node:fs';
 import type { Policy } from '../model/policy.js';
 import type { SkillBank } from '../skills/bank.js';
 import { type EvalQuestion, resolveDataset, sampleQuestions } from './dataset.js';
+import { pairedBootstrap } from './bootstrap.js';
 import type { DatasetResult } from './results.js';
 import { type EvalSet, type EvalSettings, evaluateSets, type PredictionRecord } from './runner.js';
 
@@ -66,4 +68,35 @@ export async function heldOutRows(
     });
   }
   return out;
+}
+
+/** The gain of a paired comparison, as the run summary gives it. */
+export interface PairedGainSummary {
+  gain: number;
+  low: number;
+  high: number;
+  questions: number;
+}
+
+/**
+ * The paired gain between two held-out evals' predictions (docs/evaluation.md, "Intervals"), question by
+ * question; undefined when a file is missing (an eval of a run made before they were written) or the two
+ * did not score the same questions.
+ */
+export function pairedGainOfFiles(firstFile: string, lastFile: string): PairedGainSummary | undefined {
+  if (!existsSync(firstFile) || !existsSync(lastFile)) return undefined;
+  const read = (f: string): Map<string, number> =>
+    new Map(
+      readFileSync(f, 'utf8')
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map((l) => JSON.parse(l) as { dataset: string; id: string; em: number })
+        .map((r) => [`${r.dataset}\u0000${r.id}`, r.em]),
+    );
+  const a = read(firstFile);
+  const b = read(lastFile);
+  const keys = [...a.keys()];
+  if (keys.length === 0 || keys.length !== b.size || !keys.every((k) => b.has(k))) return undefined;
+  const g = pairedBootstrap([{ a: keys.map((k) => a.get(k) as number), b: keys.map((k) => b.get(k) as number) }]);
+  return { gain: g.gain, low: g.low, high: g.high, questions: g.questions };
 }
