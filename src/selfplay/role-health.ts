@@ -113,6 +113,14 @@ export class CountingSearcher implements Searcher {
 }
 
 export class RoleFailureError extends Error {
+  /**
+   * The counts and warnings of the step that ended the run (RoleWatch.endStep sets them), so the trainer can
+   * still record that step in metrics.jsonl and print its warnings before it checkpoints and stops.
+   */
+  stepCalls?: StepCalls;
+  /** The step's warnings made before the stop (RoleHealth.check sets them). */
+  warnings: string[] = [];
+
   constructor(message: string) {
     super(message);
     this.name = 'RoleFailureError';
@@ -145,6 +153,8 @@ export class RoleHealth {
    */
   check(step: number, roles: readonly RoleStep[], search?: SearchCounts): string[] {
     const warnings: string[] = [];
+    // Every role's warning is made before a stop is raised, so the error carries the whole step's warnings.
+    let stop: RoleFailureError | undefined;
     for (const { role, counts, flag, unusableIsFailure } of roles) {
       if (counts.calls === 0) continue;
       const parts: string[] = [];
@@ -159,9 +169,9 @@ export class RoleHealth {
       const s = this.streaks.get(role) ?? { steps: 0, first: step };
       s.steps++;
       this.streaks.set(role, s);
-      if (s.steps >= this.stopAfter) {
+      if (s.steps >= this.stopAfter && stop === undefined) {
         const what = counts.failed === counts.calls ? `failed on every call` : `failed or replied unusably on every call`;
-        throw new RoleFailureError(
+        stop = new RoleFailureError(
           `${role} ${what} for ${s.steps} consecutive steps (${s.first}–${step}); last error: ${counts.lastError ?? 'none (replies unusable)'}. ` +
             `Check ${flag ?? `the ${role}`}, or change --stop-after-failed-steps (now ${this.stopAfter})`,
         );
@@ -169,6 +179,10 @@ export class RoleHealth {
     }
     if (search && search.queries > 0 && search.empty - search.failed > (search.queries - search.failed) * EMPTY_SEARCH_WARN_FRACTION) {
       warnings.push(`step ${step}: search: ${search.empty - search.failed} of ${search.queries - search.failed} searches returned no passage with text`);
+    }
+    if (stop) {
+      stop.warnings = warnings;
+      throw stop;
     }
     return warnings;
   }
@@ -250,7 +264,13 @@ export class RoleWatch {
     const warnings: string[] = [];
     const jobError = this.opts.bank?.lastConsolidationError;
     if (this.distiller && jobError) warnings.push(`step ${step}: consolidation failed as a whole (its records stay queued): ${jobError.message}`);
-    warnings.push(...this.health.check(step, roles, searches));
-    return { calls: { judge, ...(distiller ? { distiller } : {}) }, searches, warnings };
+    const calls = { judge, ...(distiller ? { distiller } : {}) };
+    try {
+      warnings.push(...this.health.check(step, roles, searches));
+    } catch (err) {
+      if (err instanceof RoleFailureError) err.stepCalls = { calls, searches, warnings: [...warnings, ...err.warnings] };
+      throw err;
+    }
+    return { calls, searches, warnings };
   }
 }

@@ -192,8 +192,10 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
         calls = watch.endStep(step);
       } catch (err) {
         if (!(err instanceof RoleFailureError)) throw err;
-        // Keep the step's work: record and checkpoint it, then stop.
-        run.appendMetrics(result.metrics);
+        // Keep the step's work: record it with its calls and warnings, checkpoint it, then stop.
+        const failed = err.stepCalls;
+        run.appendMetrics(failed ? { ...result.metrics, calls: failed.calls, searches: failed.searches } : result.metrics);
+        for (const w of failed?.warnings ?? []) log(`warning: ${w}`);
         await saveCheckpoint(step);
         throw new RoleFailureError(`${err.message}. Checkpoint step ${step} was written; continue with --resume ${run.dir}`);
       }

@@ -19,6 +19,9 @@ export class FaultServer {
   /** The HTTP status of mode 'status', and its body. */
   status = 500;
   statusBody = '{"error": "internal server error"}';
+  /** /retrieve requests up to this count are answered properly whatever `retrieve` says (see failRetrieveAfter). */
+  private retrieveOkUpTo = 0;
+  private retrieves = 0;
   /** The content of an 'ok' chat reply. */
   chatReply = 'Correct';
   readonly requests: RecordedRequest[] = [];
@@ -31,6 +34,11 @@ export class FaultServer {
     await new Promise<void>((res) => this.server?.listen(0, '127.0.0.1', res));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     return this;
+  }
+
+  /** A server that fails mid-run: the next `n` /retrieve requests are answered properly, later ones as `retrieve` says. */
+  failRetrieveAfter(n: number): void {
+    this.retrieveOkUpTo = this.retrieves + n;
   }
 
   async close(): Promise<void> {
@@ -49,7 +57,10 @@ export class FaultServer {
       body = text;
     }
     this.requests.push({ path: req.url ?? '', ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}), body });
-    const mode = req.url?.startsWith('/retrieve') ? this.retrieve : this.chat;
+    const isRetrieve = req.url?.startsWith('/retrieve') ?? false;
+    if (isRetrieve) this.retrieves++;
+    const retrieveOk = isRetrieve && this.retrieves <= this.retrieveOkUpTo;
+    const mode = isRetrieve ? (retrieveOk ? 'ok' : this.retrieve) : this.chat;
     if (mode === 'hang') {
       this.hung.push(res);
       return;
@@ -65,7 +76,7 @@ export class FaultServer {
     if (req.url?.startsWith('/retrieve')) {
       const queries = (body as { queries?: string[] }).queries ?? [];
       const result = queries.map((q, i) =>
-        this.retrieve === 'empty' ? [] : [{ document: { id: `doc-${i}`, contents: `"Probe Title"\nA passage about ${q}.` }, score: 1 }],
+        mode === 'empty' ? [] : [{ document: { id: `doc-${i}`, contents: `"Probe Title"\nA passage about ${q}.` }, score: 1 }],
       );
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ result }));
       return;

@@ -2,8 +2,11 @@
 // proposer and solver policies, a real skill bank, the trainer's RoleWatch) with the real Search-R1 client
 // against the local fault-injecting server: a server that starts failing (HTTP 500) or answering garbage after
 // the first step gives those searches no passages, is counted and warned about at every step, and stops the
-// run after K steps with an error naming --retriever-url; a server that recovers resets the count.
-import { mkdtempSync, rmSync } from 'node:fs';
+// run after K steps with an error naming --retriever-url; a server that recovers resets the count. Through the
+// CLI (the shipped warm start on a retrieval server that fails after the start's probe): the step that stops
+// the run is recorded in metrics.jsonl with its failed searches, its warning is printed, and a checkpoint is
+// written before the run ends.
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -21,6 +24,8 @@ import { SkillBank } from '../../src/skills/bank.js';
 import { LexicalEmbedder } from '../../src/skills/lexical.js';
 import { ScriptedPolicy } from '../helpers/scripted-policy.js';
 import { FaultServer } from './fault-server.js';
+import { CLI, faultRoot, run } from './cli.js';
+import { demoModelDir } from '../../src/world/setup.js';
 
 const ANSWER = 'Probe Title';
 const QUESTION = 'Which entry is named first in the passages that the two searches of this proposal returned?';
@@ -104,4 +109,29 @@ describe('a retrieval server that starts failing after the first step', () => {
     server.retrieve = 'nonsense';
     expect((await w.step(4)).searches).toMatchObject({ failed: 2 });
   });
+});
+
+describe('the trainer, when a retrieval server fails after the start', () => {
+  it('records the stopping step with its failed searches and warning, writes its checkpoint, then stops naming --resume', async () => {
+    const root = faultRoot('retrieval-stop');
+    dirs.push(root);
+    const seeds = join(root, 'seeds.jsonl');
+    writeFileSync(seeds, '{"answer":"Probe Title","hops":1}\n');
+    server.retrieve = 'status';
+    server.failRetrieveAfter(1); // the probe before step 1 is answered; every search of the step fails
+    const out = join(root, 'run');
+    const r = await run(root, [
+      CLI, 'train', '--model', demoModelDir(), '--retriever-url', `${server.url}/retrieve`, '--seeds', seeds, '--steps', '2', '--seeds-per-step', '1',
+      '--proposals-per-seed', '2', '--group-size', '2', '--eval-every', '0', '--embedder', 'lexical', '--max-response-tokens', '512', '--max-new-tokens', '64',
+      '--stop-after-failed-steps', '1', '--retriever-retries', '0', '--backend', 'wasm', '--threads', '1', '--out', out,
+    ]);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(/^warning: step 1: search: (\d+) of \1 calls failed \(last: retriever http:\/\/127\.0\.0\.1:\d+\/retrieve: HTTP 500 /m);
+    expect(r.stderr).toMatch(/search failed on every call for 1 consecutive steps \(1–1\).*Checkpoint step 1 was written; continue with --resume /);
+    const rows = readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { step: number; searches?: { queries: number; failed: number } });
+    expect(rows.map((m) => m.step)).toEqual([1]);
+    expect(rows[0]?.searches?.failed).toBeGreaterThan(0);
+    expect(rows[0]?.searches?.failed).toBe(rows[0]?.searches?.queries);
+    expect(existsSync(join(out, 'checkpoints', 'step-1', 'manifest.json'))).toBe(true);
+  }, 120_000);
 });

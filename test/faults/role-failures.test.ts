@@ -98,9 +98,17 @@ describe('a judge endpoint that replies nonsense', () => {
     expect(s1.metrics.invalidReasons).toEqual({ 'rag-check-failed': 1 });
     expect(s1.calls.judge).toEqual({ calls: 2, failed: 0, unusable: 2 });
     expect(s1.warnings).toEqual(['step 1: judge: 2 of 2 replies unusable']);
-    await expect(w.step(2)).rejects.toThrow(
-      new RoleFailureError(`judge failed or replied unusably on every call for 2 consecutive steps (1–2); last error: none (replies unusable). Check --judge-url ${server.url}/v1, or change --stop-after-failed-steps (now 2)`),
+    const err = await w.step(2).then(
+      () => undefined,
+      (e: unknown) => e,
     );
+    expect(err).toBeInstanceOf(RoleFailureError);
+    expect((err as RoleFailureError).message).toBe(
+      `judge failed or replied unusably on every call for 2 consecutive steps (1–2); last error: none (replies unusable). Check --judge-url ${server.url}/v1, or change --stop-after-failed-steps (now 2)`,
+    );
+    // The stopping step's counts and warning travel with the error, for the trainer to record before it stops.
+    expect((err as RoleFailureError).stepCalls?.calls.judge).toEqual({ calls: 2, failed: 0, unusable: 2 });
+    expect((err as RoleFailureError).stepCalls?.warnings).toEqual(['step 2: judge: 2 of 2 replies unusable']);
   });
 });
 
