@@ -11,6 +11,8 @@
 //   no-priming   SESA with an empty bank at the start     → SESA-On, no priming
 //   no-frontier  SESA with the proposer reward 1 − p̂      → SESA-On, no frontier
 //   no-distill   SESA without failure distillation        → SESA-On, no distillation
+//   cards-half   SESA with the cards in half of each solver group (--cards-in-group half; docs/method.md,
+//                "Card use"; not among --ablations)     → SESA-Off and SESA-On, cards in half the group
 // plus base (the warm start, no adapter) and base-On (the warm start with a new primed bank).
 //
 // Writes to --out: table.md (per mode: mean ± sd over run seeds, the gain over the warm start with its paired
@@ -30,6 +32,7 @@ import { parseArgs } from 'node:util';
 import { gainText, type PairedGain, pairedBootstrap } from '../src/eval/bootstrap.js';
 import { evaluateSets, type EvalSet, type PredictionRecord } from '../src/eval/runner.js';
 import { renderReport, type ReportTable } from '../src/report/html.js';
+import { addCardUse, type CardUse, emptyCardUse } from '../src/selfplay/card-use.js';
 import { halves, type Pooled, type PooledPHat, pooledPHat, pooledValid } from '../src/report/pooled.js';
 import { readEvalFolder, readRun, type StepRow } from '../src/report/run-data.js';
 import { writeFileAtomic, writeJsonAtomic } from '../src/util/atomic.js';
@@ -66,8 +69,30 @@ const VARIANTS: Record<string, Variant> = {
   'no-priming': { recipe: 'sesa', set: { priming: false }, modes: [{ mode: 'SESA-On, no priming', skills: 'on' }] },
   'no-frontier': { recipe: 'sesa', set: { frontier: false }, modes: [{ mode: 'SESA-On, no frontier', skills: 'on' }] },
   'no-distill': { recipe: 'sesa', set: { distill: false }, modes: [{ mode: 'SESA-On, no distillation', skills: 'on' }] },
+  'cards-half': {
+    recipe: 'sesa',
+    set: { cardsInGroup: 'half' },
+    modes: [
+      { mode: 'SESA-Off, cards in half the group', skills: 'off' },
+      { mode: 'SESA-On, cards in half the group', skills: 'on' },
+    ],
+  },
 };
-const MODE_ORDER = ['base', 'base-On', 'SSP', 'SSP, same supply', 'SESA-Off', 'SESA-On', 'SESA-On, no priming', 'SESA-On, no frontier', 'SESA-On, no distillation'];
+/** The paper's table: --ablations runs these. */
+const ABLATIONS = ['sesa', 'ssp', 'ssp-supply', 'no-priming', 'no-frontier', 'no-distill'];
+const MODE_ORDER = [
+  'base',
+  'base-On',
+  'SSP',
+  'SSP, same supply',
+  'SESA-Off',
+  'SESA-On',
+  'SESA-On, no priming',
+  'SESA-On, no frontier',
+  'SESA-On, no distillation',
+  'SESA-Off, cards in half the group',
+  'SESA-On, cards in half the group',
+];
 
 const started = Date.now();
 const { values } = parseArgs({
@@ -100,7 +125,7 @@ if (!Number.isInteger(threads) || threads < 1) throw new Error(`--threads must b
 const maxHops = Number(values['max-hops']);
 if (!Number.isInteger(maxHops) || maxHops < 1) throw new Error(`--max-hops must be a positive integer, got ${values['max-hops']}`);
 if (values.ablations && (values.variants !== undefined || values.recipes !== undefined)) throw new Error('--ablations runs every variant: give it or --variants, not both');
-const variantNames = values.ablations ? Object.keys(VARIANTS) : (values.variants ?? values.recipes ?? 'ssp,sesa').split(',');
+const variantNames = values.ablations ? ABLATIONS : (values.variants ?? values.recipes ?? 'ssp,sesa').split(',');
 const unknown = variantNames.filter((v) => !(v in VARIANTS));
 if (unknown.length > 0 || variantNames.length === 0) throw new Error(`--variants: unknown ${unknown.join(', ')} (known: ${Object.keys(VARIANTS).join(', ')})`);
 let overrides: Partial<TrainConfig>;
@@ -320,7 +345,13 @@ lines.push(
 );
 // The bank's own effect: SESA-On against SESA-Off (the same solver), and against the warm start with the same primed bank.
 const bankRows: string[][] = [];
-for (const [mode, baseline] of [['SESA-On', 'SESA-Off'], ['SESA-On', 'base-On'], ['base-On', 'base']] as const) {
+for (const [mode, baseline] of [
+  ['SESA-On', 'SESA-Off'],
+  ['SESA-On', 'base-On'],
+  ['base-On', 'base'],
+  ['SESA-On, cards in half the group', 'SESA-Off, cards in half the group'],
+  ['SESA-On, cards in half the group', 'SESA-On'],
+] as const) {
   const g = gainOver(mode, baseline, 'eval');
   if (g) bankRows.push([`${mode} − ${baseline}`, gainText(g), g.perRun.map((x) => pct(x)).join(', '), String(g.runs)]);
 }
@@ -355,6 +386,37 @@ for (const name of allVariants) {
   if (found > 1) loopLines.push(loopRow(`${name}, ${found} seeds pooled`, pooled));
 }
 if (loopLines.length > 3) lines.push(...loopLines, '', "first half of the steps → second half; p̂ of the valid questions, the solver group's success rate");
+
+// Card use in training (docs/method.md, "Card use"), pooled over each variant's runs: per category of learned
+// card, how often a rollout with it in its prompt followed it, the mean reward of following and not, and the
+// mean group-centered reward (the push GRPO gives); with the cards in half the group, the two halves contrasted.
+const cardLines = ['', '| variant | category | pairs | followed | reward followed / not | centered reward followed / not |', '|---|---|---|---|---|---|'];
+const splitLines: string[] = [];
+const per = (sum: number, n: number): string => (n > 0 ? (sum / n).toFixed(2) : '—');
+for (const name of allVariants) {
+  if (VARIANTS[name]?.recipe !== 'sesa') continue;
+  const total = emptyCardUse();
+  for (const seed of runSeeds) {
+    const dir = runDirs.map((d) => join(d, `${name}-seed${seed}`)).find((d) => existsSync(join(d, 'metrics.jsonl')));
+    if (dir === undefined) continue;
+    for (const line of readFileSync(join(dir, 'metrics.jsonl'), 'utf8').split('\n')) {
+      const m = line.trim() === '' ? undefined : (JSON.parse(line) as { cardUse?: CardUse });
+      if (m?.cardUse) addCardUse(total, m.cardUse);
+    }
+  }
+  for (const [category, c] of Object.entries(total.byCategory).sort(([a], [b]) => a.localeCompare(b))) {
+    const not = c.pairs - c.followed;
+    cardLines.push(`| ${name} | ${category} | ${c.pairs} | ${share(c.followed, Math.max(1, c.pairs))} | ${per(c.rewardFollowed, c.followed)} / ${per(c.rewardNotFollowed, not)} | ${per(c.centeredFollowed, c.followed)} / ${per(c.centeredNotFollowed, not)} |`);
+  }
+  const sp = total.split;
+  if (sp) splitLines.push(`| ${name} | ${sp.groups} | ${per(sp.with.reward, sp.with.rollouts)} / ${per(sp.without.reward, sp.without.rollouts)} | ${per(sp.with.centered, sp.with.rollouts)} / ${per(sp.without.centered, sp.without.rollouts)} |`);
+}
+if (cardLines.length > 3) {
+  lines.push(...cardLines, '', 'card use in training, pooled over run seeds: pairs of (solver rollout, learned card in its prompt); followed = at least as many distinct searches as the card has query templates; centered reward = R − mean R of the group');
+}
+if (splitLines.length > 0) {
+  lines.push('', '| variant | split groups | reward with cards / without | centered reward with cards / without |', '|---|---|---|---|', ...splitLines);
+}
 const seconds = earlierSeconds + (Date.now() - started) / 1000 + merged.reduce((a, m) => a + (m.seconds ?? 0), 0);
 lines.push('', `Command: \`${commandLine()}\`${merged.length > 0 ? ` (merging ${merged.map((m) => `\`${m.command}\``).join(', ')})` : ''}; wall time ${(seconds / 60).toFixed(0)} min of compute in all.`);
 const table = `${lines.join('\n')}\n`;

@@ -39,6 +39,22 @@ describe('cardUse', () => {
     expect(d).toEqual({ pairs: 4, followed: 2, rewardFollowed: 2, rewardNotFollowed: 0, centeredFollowed: 1, centeredNotFollowed: -1 });
   });
 
+  it('with the cards in part of a group: pairs of the rollouts that had them, and the two sides contrasted', () => {
+    const use = cardUse(
+      [
+        // Rollouts 0 and 1 had the cards (0 follows the decomposition card), 2 and 3 did not; group mean 0.5.
+        { skillIds: ['dec'], withCards: 2, rollouts: [{ queries: ['a', 'b'] }, { queries: ['a'] }, { queries: ['a', 'b'] }, { queries: ['a'] }], rewards: [1, 1, 0, 0] },
+        // A split group with seed cards only has no learned card: not counted.
+        { skillIds: ['seed'], withCards: 1, rollouts: [{ queries: ['a'] }, { queries: ['a'] }], rewards: [1, 0] },
+      ],
+      cards,
+    );
+    expect(use.byCategory.decomposition).toEqual({ pairs: 2, followed: 1, rewardFollowed: 1, rewardNotFollowed: 1, centeredFollowed: 0.5, centeredNotFollowed: 0.5 });
+    expect(use.split).toEqual({ groups: 1, with: { rollouts: 2, reward: 2, centered: 1 }, without: { rollouts: 2, reward: 0, centered: -1 } });
+    const total = addCardUse(addCardUse(emptyCardUse(), use), use);
+    expect(total.split).toEqual({ groups: 2, with: { rollouts: 4, reward: 4, centered: 2 }, without: { rollouts: 4, reward: 0, centered: -2 } });
+  });
+
   it('adds steps into a run total', () => {
     const one = cardUse([{ skillIds: ['st'], rollouts: [{ queries: [] }, { queries: ['q'] }], rewards: [0, 1] }], cards);
     const total = addCardUse(addCardUse(emptyCardUse(), one), one);

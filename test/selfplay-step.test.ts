@@ -495,6 +495,43 @@ describe('sesaStep: rewards, skill utility, failure queue, GRPO groups', () => {
     expect(w.semantic.calls.length).toBe(5 + 4 + 4 + 1 + 3);
   });
 
+  it('with the cards in half of each group, the others are asked without them, and utility and failures count only the rollouts that had them', async () => {
+    const w = await makeWorld(plans, { proposalsPerSeed: 2 });
+    const statsBefore = new Map(w.bank.cards.map((c) => [c.id, { ...c.stats }]));
+    const r = await sesaStep(1, w.seedPool, w.deps, { ...w.settings, cardsInGroup: 'half' });
+    const valid = r.proposals.filter((p) => !p.invalid);
+    const half = Math.floor(G / 2);
+    // The solver's first turn: per question, the first ⌊G/2⌋ prompts hold the rendered cards, the others none.
+    const firstTurn = w.solverPolicy.calls.find((c) => c.prompts.length === valid.length * G) as { prompts: string[] };
+    valid.forEach((_, i) => {
+      const group = firstTurn.prompts.slice(i * G, (i + 1) * G);
+      expect(group.map((t) => t.includes(DEFAULT_RENDER_HEADER))).toEqual(Array.from({ length: G }, (_, j) => j < half));
+      // Otherwise the same prompt: the question and the protocol.
+      expect(new Set(group.map((t) => t.slice(t.indexOf('Answer the question below.')))).size).toBe(1);
+    });
+    // Utility: retrieved counts the ⌊G/2⌋ rollouts with cards, helpful and hurt their outcomes only.
+    const want = new Map([...statsBefore].map(([id, st]) => [id, { ...st }]));
+    for (const p of valid) {
+      const withCards = (p.solverOutcomes ?? []).slice(0, half);
+      for (const id of p.skillIds ?? []) {
+        const st = want.get(id) as { retrieved: number; helpful: number; hurt: number };
+        st.retrieved += half;
+        st.helpful += withCards.filter((o) => o === 'correct').length;
+        st.hurt += withCards.filter((o) => o === 'wrong').length;
+      }
+    }
+    expect(new Map(w.bank.cards.map((c) => [c.id, c.stats]))).toEqual(want);
+    // A queued failure names the cards only when its rollout had them: Fennhollow's wrong rollouts are 2, 3
+    // and 4 of G = 5, none of which had cards (its record names none); Tessaly's one wrong rollout is its last.
+    const queue = new Map(w.bank.pendingFailures().map((f) => [f.target, f]));
+    expect(queue.get('Fennhollow')).toMatchObject({ count: 3, retrievedSkillIds: [] });
+    expect(queue.get('Tessaly')?.retrievedSkillIds).toEqual([]);
+    // Rewards are the same as with all cards (the scripted solver ignores its prompt), so the split groups
+    // contrast nothing here; with seed cards only in this bank no group has a learned card, and none is counted.
+    expect(r.metrics.cardUse?.split).toBeUndefined();
+    expect(r.metrics.solverAccuracy).toBe(12 / 35);
+  });
+
   it("with --queue-failures all, every well-formed wrong answer is queued, also of questions no rollout solved", async () => {
     const w = await makeWorld(plans, { proposalsPerSeed: 2 });
     const r = await sesaStep(1, w.seedPool, w.deps, { ...w.settings, queueFailures: 'all' });

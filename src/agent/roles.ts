@@ -46,6 +46,8 @@ export interface SolveGroup {
   question: string;
   /** Ids of the skill cards prepended to this question's prompts (empty with skills off). */
   skillIds: string[];
+  /** The first `withCards` rollouts had the cards in their prompt, the others none (docs/method.md, "Card use"). */
+  withCards: number;
   rollouts: Rollout[];
 }
 
@@ -68,20 +70,25 @@ export class SolverRole {
    * `groupSize` rollouts per question (docs/method.md, "One step"), each prompt prefixed with the top-k skills retrieved
    * for its question. All retrievals of the call use one bank version, and happen in this process (the bank's
    * one reader and writer). `shards[i]`: the step's seed index of question i (default i); a question's group
-   * runs where its seed's proposals ran.
+   * runs where its seed's proposals ran. `withCards` (default all `groupSize`): how many of a group's rollouts get
+   * the cards; the rest are asked the question without them, so that the group's own rewards compare the two.
    */
-  async solve(questions: readonly string[], groupSize: number, seed: number, shards?: readonly number[]): Promise<SolveGroup[]> {
+  async solve(questions: readonly string[], groupSize: number, seed: number, shards?: readonly number[], withCards = groupSize): Promise<SolveGroup[]> {
     if (questions.length === 0) return [];
+    if (!Number.isInteger(withCards) || withCards < 0 || withCards > groupSize) throw new Error(`withCards must be an integer in 0..${groupSize}, got ${withCards}`);
     const retrieved = this.bank ? await this.bank.retrieveMany([...questions]) : questions.map(() => []);
     const rendered = retrieved.map((r) => (this.bank && r.length > 0 ? this.bank.render(r) : { text: '', cardIds: [] as string[] }));
-    const requests = questions.flatMap((q, i) =>
-      Array.from({ length: groupSize }, (_, j) => ({ id: `q${i}/s${j}`, promptIds: this.policy.renderChat(solverMessages(q, rendered[i]?.text)), shard: shards?.[i] ?? i })),
-    );
+    const requests = questions.flatMap((q, i) => {
+      const withText = this.policy.renderChat(solverMessages(q, rendered[i]?.text));
+      const without = withCards < groupSize ? this.policy.renderChat(solverMessages(q, undefined)) : withText;
+      return Array.from({ length: groupSize }, (_, j) => ({ id: `q${i}/s${j}`, promptIds: [...(j < withCards ? withText : without)], shard: shards?.[i] ?? i }));
+    });
     const rollouts = await this.runner.run(requests, { ...this.settings, finalTag: 'answer', seed });
     return questions.map((question, i) => ({
       question,
       // The cards that made it into the prompt (the renderer may drop some to fit its token budget).
       skillIds: rendered[i]?.cardIds ?? [],
+      withCards,
       rollouts: rollouts.slice(i * groupSize, (i + 1) * groupSize),
     }));
   }

@@ -38,6 +38,7 @@ export function stepSettingsOf(config: TrainConfig): StepSettings {
     },
     failureEvidenceChars: config.failureEvidenceChars,
     queueFailures: config.queueFailures,
+    cardsInGroup: config.cardsInGroup,
     skipUniformGroups: config.skipUniformGroups,
     epochs: { solver: config.solverEpochs, proposer: config.proposerEpochs },
   };

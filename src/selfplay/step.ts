@@ -67,6 +67,12 @@ export interface StepSettings {
   failureEvidenceChars: number;
   /** Which wrong answers are queued: of frontier questions only (0 < p̂ < 1, the paper), or all; default frontier. */
   queueFailures?: 'frontier' | 'all';
+  /**
+   * Which of a question's G solver rollouts get its retrieved cards: all (the paper), or half of them (the first
+   * ⌊G/2⌋; the others are asked without cards), so that the group-relative advantage compares answering with
+   * and without them (docs/method.md, "Card use"); default all.
+   */
+  cardsInGroup?: 'all' | 'half';
   /** Leave groups of two or more with all-equal rewards out of the updates (docs/method.md, "GRPO"). */
   skipUniformGroups: boolean;
   /** Optimizer updates of each role per step over the same groups (docs/method.md, "GRPO"); 1 if absent. */
@@ -225,6 +231,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     settings.groupSize,
     rolloutSeed(),
     valid.map(({ p }) => p.seedIndex),
+    settings.cardsInGroup === 'half' ? Math.floor(settings.groupSize / 2) : settings.groupSize,
   );
   t = clock('solve', t);
   begin('judge');
@@ -262,7 +269,10 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     solverGroups.push({ rollouts: group.rollouts, rewards });
     if (bank) {
       for (const id of group.skillIds) usedSkills.add(id);
-      for (const outcome of outcomes) bank.recordOutcome(group.skillIds, outcome);
+      // A card's utility counts the rollouts that had it in their prompt.
+      outcomes.forEach((outcome, ri) => {
+        if (ri < group.withCards) bank.recordOutcome(group.skillIds, outcome);
+      });
       // Informative frontier failures: well-formed wrong answers of questions the group sometimes solves
       // (with queueFailures 'all', every well-formed wrong answer: bootstrap mining).
       if (settings.queueFailures === 'all' || (pHat > 0 && pHat < 1)) {
@@ -272,14 +282,14 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
             .map((d) => `${d.title}: ${d.text}`)
             .join('\n')
             .slice(0, settings.failureEvidenceChars);
-          bank.enqueueFailure({ question: group.question, target: p.answer, evidence, prediction: r.final ?? '', retrievedSkillIds: group.skillIds, queries: [...r.queries] }, step);
+          bank.enqueueFailure({ question: group.question, target: p.answer, evidence, prediction: r.final ?? '', retrievedSkillIds: ri < group.withCards ? group.skillIds : [], queries: [...r.queries] }, step);
           failuresQueued++;
         });
       }
     }
   }
   for (const p of proposals) if (p.invalid) p.reward = settings.reward.invalidReward;
-  const cardsUsed = bank ? cardUse(groups.map((g, k) => ({ skillIds: g.skillIds, rollouts: g.rollouts, rewards: (solverGroups[k] as RolloutGroup).rewards })), cardsThisStep) : undefined;
+  const cardsUsed = bank ? cardUse(groups.map((g, k) => ({ skillIds: g.skillIds, withCards: g.withCards, rollouts: g.rollouts, rewards: (solverGroups[k] as RolloutGroup).rewards })), cardsThisStep) : undefined;
   t = clock('judge', t);
   begin('update');
 

@@ -38,6 +38,9 @@ export const SKILLS_SETTINGS = {
   queueFailures: choice(['frontier', 'all'], 'frontier', {
     help: 'which wrong answers enter the failure queue: frontier = those of questions the group sometimes solves (0 < p̂ < 1, the paper); all = every well-formed wrong answer (bootstrap mining, scripts/mine-priming-cards.ts)',
   }),
+  cardsInGroup: choice(['all', 'half'], 'all', {
+    help: "which of a question's G solver rollouts get its retrieved cards: all (the paper), or half (the others are asked without cards, so the group's advantages compare answering with and without them; docs/method.md, \"Card use\")",
+  }),
   distillEvidenceChars: int(B.distillEvidenceChars, { help: 'characters of evidence put into a distillation prompt' }),
   distillConcurrency: int(B.distillConcurrency, { help: 'distiller calls in flight at once' }),
   distillMaxTokens: int(B.distillMaxTokens, { help: "the distiller's reply budget (tokens)" }),
