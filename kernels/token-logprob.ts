@@ -1,4 +1,6 @@
 // Fused, chunked log-prob gathering and entropy for the LM head (docs/method.md, "GRPO").
+// One op with its custom gradient and the two typed-array kernels only it runs (about 500 lines): they are
+// one derivation, below, and are kept together so that forward, backward and kernels read against it.
 //
 //   tokenLogProbs(hidden [N, d], W [d, V], targets [N]) = log softmax(hidden · W)[n, targets[n]]   → [N]
 //

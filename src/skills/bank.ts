@@ -9,6 +9,11 @@
 //   readyChange()       the finished job's PendingChange, if any
 //   commit(step, change) at a step boundary the caller chooses: admission, maintenance, version + 1, and one
 //                       atomic write of the whole file (a killed process keeps the old or the new file)
+//
+// About 500 lines, kept in one file on purpose: these methods share the one in-memory state (cards, vectors,
+// queue, the job in flight, the lock) and its invariant (the card set changes only in commit). The file format
+// (bank-file.ts), top-k (top-k.ts), consolidation (consolidate.ts) and statistics (bank-stats.ts) are already
+// their own modules.
 import { existsSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { sweepStaleTemps, writeJsonAtomic } from '../util/atomic.js';
