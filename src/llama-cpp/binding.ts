@@ -1,4 +1,4 @@
-// node-llama-cpp is an optional peer dependency (its GPU builds weigh ~680 MB; see README "Install size"), so it
+// node-llama-cpp is an optional peer dependency (its GPU builds weigh ~680 MB; see docs/usage.md, "Install size"), so it
 // is loaded at run time and never named in a static import: the project typechecks and runs without it. The
 // interfaces below are the small part of its API this project calls, written out here so that `tsc` does not
 // need the package; the llama.cpp tests (test/reference-llamacpp*.test.ts, test/llama-cpp-engine.test.ts) use

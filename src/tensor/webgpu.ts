@@ -1,6 +1,6 @@
 // The WebGPU backend in Node: tfjs' own WebGPU backend (@tensorflow/tfjs-backend-webgpu) on Dawn, through
 // Dawn's Node binding (npm `webgpu`, a prebuilt `dawn.node` per platform). Both are optional peers installed in
-// the side folder `.webgpu/` (README "Install size"): nothing here is imported statically, so the project
+// the side folder `.webgpu/` (docs/usage.md, "Install size"): nothing here is imported statically, so the project
 // typechecks and runs without them.
 //
 // tfjs' WebGPU backend is written for browsers: it registers itself only where `navigator.gpu` exists and asks

@@ -31,7 +31,7 @@ export const RUN_SETTINGS = {
     help: 'worker processes that shard the step: worker r rolls out seeds r, r + N, … and the GRPO updates are data-parallel over all (each holds the model and both adapters; docs/scale-out.md); 1 = all in this process',
   }),
   rolloutEngine: choice(['native', 'llama.cpp'], 'native', {
-    help: "rollout generation: our own forward, or llama.cpp (needs node-llama-cpp, see README 'Install size'); old log-probs are recomputed with our forward",
+    help: "rollout generation: our own forward, or llama.cpp (needs node-llama-cpp, see docs/usage.md, 'Install size'); old log-probs are recomputed with our forward",
   }),
   steps: int(200, { tiny: 3, help: 'training steps (on --resume: a larger value extends the run)' }),
   seedsPerStep: int(8, { tiny: 2, help: 'answer seeds per step' }),
