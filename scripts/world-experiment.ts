@@ -57,7 +57,7 @@ interface Variant {
   /** Settings of this variant over the world run's (and under --set). */
   set: Partial<TrainConfig>;
   /** The modes evaluated from its final checkpoint: the solver alone (off) and/or with its bank (on). */
-  modes: Array<{ mode: string; skills: 'off' | 'on' }>;
+  modes: Array<{ mode: string; skills: 'off' | 'on'; minScore?: number }>;
 }
 
 const WORLD = { ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS } as TrainConfig;
@@ -113,6 +113,9 @@ const { values } = parseArgs({
     merge: { type: 'string' },
     // Questions per world (a quick check of the script; every reported table uses all of them).
     'eval-limit': { type: 'string' },
+    // Also evaluates the bank modes of sesa and cards-half with a retrieval floor (--skills-min-score S; chosen on
+    // training worlds: scripts/card-floor.ts), from the runs' final checkpoints, without training again.
+    'eval-floor': { type: 'string' },
     out: { type: 'string', default: 'runs/world-experiment' },
   },
 });
@@ -134,6 +137,14 @@ try {
 } catch (e) {
   throw new Error(`--set must be a JSON object of run settings ('{"solverLr":0.0005}'): ${(e as Error).message}`);
 }
+const evalFloor = values['eval-floor'] !== undefined ? Number(values['eval-floor']) : undefined;
+if (evalFloor !== undefined && !(evalFloor >= -1 && evalFloor <= 1)) throw new Error(`--eval-floor must be a cosine in [-1, 1], got ${values['eval-floor']}`);
+/** A variant's modes, with the floored bank modes of --eval-floor. */
+const modesOf = (name: string): Variant['modes'] => {
+  const modes = (VARIANTS[name] as Variant).modes;
+  if (evalFloor === undefined || !['sesa', 'cards-half'].includes(name)) return modes;
+  return [...modes, ...modes.filter((m) => m.skills === 'on').map((m) => ({ ...m, mode: `${m.mode}, cards scoring ≥ ${evalFloor}`, minScore: evalFloor }))];
+};
 const curveEvery = Number(values['curve-every']);
 if (!Number.isInteger(curveEvery) || curveEvery < 0) throw new Error(`--curve-every must be a whole number of steps (0 = off), got ${values['curve-every']}`);
 mkdirSync(out, { recursive: true });
@@ -192,7 +203,7 @@ function rowOf(mode: string, seed: number, set: Row['set'], records: readonly Pr
   };
 }
 
-async function evaluate(mode: string, seed: number, adapterDir: string | undefined, bankPath: string | undefined, which: ReadonlyArray<Row['set']> = ['eval', 'in-world']): Promise<Row[]> {
+async function evaluate(mode: string, seed: number, adapterDir: string | undefined, bankPath: string | undefined, which: ReadonlyArray<Row['set']> = ['eval', 'in-world'], minScore = WORLD.skillsMinScore): Promise<Row[]> {
   await initBackend('wasm', { threads });
   const model = await CausalLM.load(modelDir);
   const tokenizer = await loadTokenizer(modelDir);
@@ -202,7 +213,7 @@ async function evaluate(mode: string, seed: number, adapterDir: string | undefin
   try {
     for (const set of which) {
       // The bank learned in the self-play world is used as is in every other world (its cards name no entity).
-      const bank = bankPath ? await SkillBank.open(bankPath, { embedder: new LexicalEmbedder(), create: false, config: { renderTokenBudget: WORLD.renderTokenBudget } }) : undefined;
+      const bank = bankPath ? await SkillBank.open(bankPath, { embedder: new LexicalEmbedder(), create: false, config: { renderTokenBudget: WORLD.renderTokenBudget, topK: WORLD.skillsTopK, minScore } }) : undefined;
       const t0 = Date.now();
       const { records } = await evaluateSets({ policy, ...(bank ? { bank } : {}) }, sets[set] as EvalSet[], evalSettings);
       await bank?.dispose();
@@ -272,14 +283,22 @@ for (const seed of values.merge !== undefined ? [] : seeds) {
   for (const name of variantNames) {
     const variant = VARIANTS[name] as Variant;
     const dir = join(out, `${name}-seed${seed}`);
-    if (variant.modes.every((m) => scored(m.mode, seed))) continue;
-    rmSync(dir, { recursive: true, force: true });
-    const t0 = Date.now();
-    const summary = await train(runConfig(seed, variant, dir), { log: () => undefined });
-    log(`trained ${dir} (${summary.lastStep} steps, ${((Date.now() - t0) / 60000).toFixed(1)} min)`);
-    const ckpt = join(dir, 'checkpoints', `step-${summary.lastStep}`);
-    if (name === 'sesa') {
-      for (let step = curveEvery; curveEvery > 0 && step < summary.lastStep; step += curveEvery) {
+    const modes = modesOf(name);
+    if (modes.every((m) => scored(m.mode, seed))) continue;
+    // A run with a mode already scored finished training: its final checkpoint gives the modes still missing.
+    const finalCkpt = join(dir, 'checkpoints', `step-${steps}`);
+    const trained = modes.some((m) => scored(m.mode, seed)) && existsSync(join(finalCkpt, 'manifest.json'));
+    let ckpt = finalCkpt;
+    if (trained) log(`${dir}: trained already; evaluating the modes not yet scored`);
+    else {
+      rmSync(dir, { recursive: true, force: true });
+      const t0 = Date.now();
+      const summary = await train(runConfig(seed, variant, dir), { log: () => undefined });
+      log(`trained ${dir} (${summary.lastStep} steps, ${((Date.now() - t0) / 60000).toFixed(1)} min)`);
+      ckpt = join(dir, 'checkpoints', `step-${summary.lastStep}`);
+    }
+    if (name === 'sesa' && !trained) {
+      for (let step = curveEvery; curveEvery > 0 && step < steps; step += curveEvery) {
         const at = join(dir, 'checkpoints', `step-${step}`);
         for (const [mode, bank] of [['SESA-Off', undefined], ['SESA-On', join(at, 'skills.json')]] as const) {
           for (const r of await evaluate(mode, seed, join(at, 'solver'), bank, ['in-world'])) curve.push({ seed, step, mode, accuracy: mean(r.em) });
@@ -287,7 +306,10 @@ for (const seed of values.merge !== undefined ? [] : seeds) {
         writeJsonAtomic(join(out, 'curve.json'), curve);
       }
     }
-    for (const m of variant.modes) rows.push(...(await evaluate(m.mode, seed, join(ckpt, 'solver'), m.skills === 'on' ? join(ckpt, 'skills.json') : undefined)));
+    for (const m of modes) {
+      if (scored(m.mode, seed)) continue;
+      rows.push(...(await evaluate(m.mode, seed, join(ckpt, 'solver'), m.skills === 'on' ? join(ckpt, 'skills.json') : undefined, ['eval', 'in-world'], m.minScore ?? WORLD.skillsMinScore)));
+    }
     // Written after every run, so a killed experiment keeps what it finished.
     writeJsonAtomic(join(out, 'results.json'), { command: commandLine(), steps, seeds, variants: variantNames, seconds: earlierSeconds + (Date.now() - started) / 1000, rows } satisfies Results);
   }
@@ -323,7 +345,9 @@ const evalN = rowsOf('base', 'eval')[0]?.em.length ?? 0;
 const inWorldN = rowsOf('base', 'in-world')[0]?.em.length ?? 0;
 const header = ['mode', `eval worlds (${evalN} q)`, 'gain over the warm start [95% CI]', '1-hop', '2-hop', '3-hop', `in-world (${inWorldN} q)`, 'runs'];
 const tableRows: string[][] = [];
-for (const mode of MODE_ORDER) {
+/** MODE_ORDER, each mode followed by its floored variants (--eval-floor), whatever floors the rows hold. */
+const modeOrder = MODE_ORDER.flatMap((m) => [m, ...[...new Set(rows.map((r) => r.mode).filter((x) => x.startsWith(`${m}, cards scoring ≥ `)))].sort()]);
+for (const mode of modeOrder) {
   const ev = rowsOf(mode, 'eval');
   if (ev.length === 0) continue;
   const iw = rowsOf(mode, 'in-world');
@@ -351,6 +375,7 @@ for (const [mode, baseline] of [
   ['base-On', 'base'],
   ['SESA-On, cards in half the group', 'SESA-Off, cards in half the group'],
   ['SESA-On, cards in half the group', 'SESA-On'],
+  ...modeOrder.filter((m) => m.includes(', cards scoring ≥ ')).map((m) => [m, m.startsWith('SESA-On, cards in half') ? 'SESA-Off, cards in half the group' : 'SESA-Off'] as const),
 ] as const) {
   const g = gainOver(mode, baseline, 'eval');
   if (g) bankRows.push([`${mode} − ${baseline}`, gainText(g), g.perRun.map((x) => pct(x)).join(', '), String(g.runs)]);
@@ -435,7 +460,7 @@ log(`\n${table}`);
 // The report's comparison page: one eval folder per mode (each world's exact match averaged over run seeds, as
 // `sesa-train eval` writes results), and the HTML report of the first SESA run with them and the tables.
 const modeDirs: string[] = [];
-for (const mode of MODE_ORDER) {
+for (const mode of modeOrder) {
   const mine = rows.filter((r) => r.mode === mode);
   if (mine.length === 0) continue;
   const byDataset = new Map<string, number[][]>();

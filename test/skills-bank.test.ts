@@ -51,6 +51,18 @@ describe('retrieval', () => {
     expect(r2[0]!.score).toBe(r2[2]!.score);
   });
 
+  it('with a score floor gives only the top-k cards scoring at least it; the floor must be a cosine', async () => {
+    const q = 'Which royalist commander was born in Prague in 1619 as the younger son of Frederick V?';
+    const all = await (await SkillBank.open(join(tempDir(), 'bank.json'), { embedder: lex() })).retrieve(q, 5);
+    const floor = ((all[1]?.score as number) + (all[2]?.score as number)) / 2;
+    const floored = await SkillBank.open(join(tempDir(), 'bank.json'), { embedder: lex(), config: { minScore: floor } });
+    expect((await floored.retrieve(q, 5)).map((r) => r.card.id)).toEqual(all.slice(0, 2).map((r) => r.card.id));
+    // A floor above every card: no card, and the prompt gets none.
+    const high = await SkillBank.open(join(tempDir(), 'bank.json'), { embedder: lex(), config: { minScore: 1 } });
+    expect(await high.retrieve('an unrelated question about nothing in particular')).toEqual([]);
+    await expect(SkillBank.open(join(tempDir(), 'bank.json'), { embedder: lex(), config: { minScore: 1.5 } })).rejects.toThrow('skill bank config: minScore must be a cosine in [-1, 1], got 1.5');
+  });
+
   it('renders the retrieved cards within a token budget, shedding detail from the last card first', async () => {
     const bank = await SkillBank.open(join(tempDir(), 'bank.json'), { embedder: lex() });
     const hits = await bank.retrieve('how many years after the company was founded was its founder born?', 3);

@@ -48,6 +48,9 @@ export interface EvalPlan {
   bankPath?: string;
   /** Tokens of rendered cards in the solver's prompt (the run's --render-token-budget). */
   renderTokenBudget: number;
+  /** Cards retrieved per question and their score floor (the run's --skills-top-k and --skills-min-score). */
+  skillsTopK: number;
+  skillsMinScore: number;
   data: string[];
   worldSeed: number;
   /** Questions per dataset (per world for worlds); undefined = all. With --run, the run's --eval-limit. */
@@ -112,6 +115,8 @@ export function planEval(args: EvalPlanArgs): EvalPlan {
     ...(adapter !== undefined ? { adapter } : {}),
     ...(bankPath !== undefined ? { bankPath } : {}),
     renderTokenBudget: base.renderTokenBudget,
+    skillsTopK: base.skillsTopK,
+    skillsMinScore: base.skillsMinScore,
     data,
     worldSeed: args.worldSeed ?? base.worldSeed,
     ...((args.limit ?? runConfig?.evalLimit) !== undefined ? { limit: args.limit ?? runConfig?.evalLimit } : {}),

@@ -77,6 +77,8 @@ async function runEval(args: EvalArgs): Promise<void> {
     maxResponseTokens: plan.settings.maxResponseTokens,
     passagesPerQuery: plan.settings.passagesPerQuery,
     renderTokenBudget: plan.renderTokenBudget,
+    skillsTopK: plan.skillsTopK,
+    skillsMinScore: plan.skillsMinScore,
     enableThinking: plan.enableThinking,
     judge: judgeArgs.url !== undefined ? redactUrl(judgeArgs.url) : null,
     corpus: corpus === undefined || corpus === 'demo' ? (corpus ?? null) : resolve(corpus),
@@ -94,7 +96,7 @@ async function runEval(args: EvalArgs): Promise<void> {
     const adapter = plan.adapter !== undefined ? loadPeftAdapter(plan.adapter, 'solver', model.config) : undefined;
     bank =
       plan.bankPath !== undefined
-        ? await openEvalBank({ path: plan.bankPath, renderTokenBudget: plan.renderTokenBudget, ...(args.embedder ? { embedder: args.embedder } : {}), ...(args.e5Model ? { e5Model: args.e5Model } : {}) })
+        ? await openEvalBank({ path: plan.bankPath, renderTokenBudget: plan.renderTokenBudget, topK: plan.skillsTopK, minScore: plan.skillsMinScore, ...(args.embedder ? { embedder: args.embedder } : {}), ...(args.e5Model ? { e5Model: args.e5Model } : {}) })
         : undefined;
     const judge: TextGenerator | undefined = judgeArgs.url !== undefined ? textGeneratorFor('judge', judgeArgs) : undefined;
     const policy = new ModelPolicy('solver', model, tokenizer, adapter, { enableThinking: plan.enableThinking });

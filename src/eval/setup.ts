@@ -55,6 +55,9 @@ export interface BankSpec {
   e5Model?: string;
   /** Tokens of rendered cards in the solver's prompt (the run's --render-token-budget); default the bank's default. */
   renderTokenBudget?: number;
+  /** Cards per question and their score floor (the run's --skills-top-k, --skills-min-score); default the bank's. */
+  topK?: number;
+  minScore?: number;
 }
 
 /**
@@ -67,5 +70,6 @@ export async function openEvalBank(spec: BankSpec): Promise<SkillBank> {
     throw new BankFileError(spec.path, 'embedder', `recorded with ${recorded.name} (${recorded.model}, dim ${recorded.dim}), but --embedder ${spec.embedder} was asked for; its vectors would not be comparable`);
   }
   const embedder: Embedder = recorded.name === 'lexical' ? new LexicalEmbedder({ dim: recorded.dim }) : await E5Embedder.load({ model: spec.e5Model ?? recorded.model });
-  return SkillBank.open(spec.path, { embedder, create: false, ...(spec.renderTokenBudget !== undefined ? { config: { renderTokenBudget: spec.renderTokenBudget } } : {}) });
+  const config = { renderTokenBudget: spec.renderTokenBudget, topK: spec.topK, minScore: spec.minScore };
+  return SkillBank.open(spec.path, { embedder, create: false, config });
 }

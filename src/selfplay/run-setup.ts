@@ -240,6 +240,7 @@ export async function buildRun(run: RunFolder, config: TrainConfig, hooks: Train
 
   const bankConfig = {
     topK: config.skillsTopK,
+    minScore: config.skillsMinScore,
     queueCapacity: config.queueCapacity,
     consolidateEvery: config.consolidateEvery,
     minPending: config.consolidateMinPending,

@@ -216,7 +216,10 @@ export class SkillBank {
     return this.queue.all();
   }
 
-  /** Top-k cards by cosine to `query: question`; ties broken by id, so a bank version gives one answer. */
+  /**
+   * Top-k cards by cosine to `query: question`, those scoring at least the config's minScore; ties broken by
+   * id, so a bank version gives one answer.
+   */
   async retrieve(question: string, k = this.config.topK): Promise<Retrieval[]> {
     const [r] = await this.retrieveMany([question], k);
     return r as Retrieval[];
@@ -227,7 +230,8 @@ export class SkillBank {
     const cards = this.data.cards;
     const index = this.index();
     const qv = await this.embedder.embed(questions, 'query');
-    return qv.map((q) => topKScored(cards, index.scores(q), k));
+    const floor = this.config.minScore;
+    return qv.map((q) => topKScored(cards, index.scores(q), k).filter((r) => r.score >= floor));
   }
 
   /** The compact solver-prompt block for retrieved cards (docs/method.md, "The skill bank"). */

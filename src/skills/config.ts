@@ -4,6 +4,11 @@
 export interface SkillBankConfig {
   /** Cards retrieved per question (docs/method.md, "The skill bank"). */
   topK: number;
+  /**
+   * Of the top k, only cards whose cosine to the question is at least this are given (ours; −1, the default,
+   * gives the top k whatever their score, as the paper). The one setting here that is not a whole number.
+   */
+  minScore: number;
   /** Failure-queue capacity (docs/method.md, "The skill bank"). */
   queueCapacity: number;
   /** Consolidate every N steps (docs/method.md, "The skill bank")... */
@@ -28,6 +33,7 @@ export interface SkillBankConfig {
 
 export const DEFAULT_SKILL_BANK_CONFIG: Readonly<SkillBankConfig> = Object.freeze({
   topK: 3,
+  minScore: -1,
   queueCapacity: 300,
   consolidateEvery: 10,
   minPending: 20,
@@ -51,6 +57,10 @@ export const DEDUP_THRESHOLDS = Object.freeze({ e5: 0.93, lexical: 0.8 });
 export function resolveConfig(partial: Partial<SkillBankConfig> = {}): SkillBankConfig {
   const cfg = { ...DEFAULT_SKILL_BANK_CONFIG, ...Object.fromEntries(Object.entries(partial).filter(([, v]) => v !== undefined)) };
   for (const [k, v] of Object.entries(cfg)) {
+    if (k === 'minScore') {
+      if (typeof v !== 'number' || !(v >= -1 && v <= 1)) throw new Error(`skill bank config: minScore must be a cosine in [-1, 1], got ${String(v)}`);
+      continue;
+    }
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new Error(`skill bank config: ${k} must be a non-negative integer, got ${String(v)}`);
   }
   if (cfg.topK < 1) throw new Error('skill bank config: topK must be ≥ 1');

@@ -1,6 +1,6 @@
 // The skills group: the solver's skill bank (docs/method.md, "The skill bank").
 import { DEFAULT_SKILL_BANK_CONFIG } from '../../skills/config.js';
-import { bool, choice, fixedForRun, int, onOff, optionalNum, optionalStr, str } from '../setting.js';
+import { bool, choice, fixedForRun, int, num, onOff, optionalNum, optionalStr, str } from '../setting.js';
 
 const B = DEFAULT_SKILL_BANK_CONFIG;
 
@@ -26,6 +26,7 @@ export const SKILLS_SETTINGS = {
   }),
   e5Model: str('intfloat/e5-base-v2', { help: 'E5 model folder or name', resume: fixedForRun("the bank's card embeddings were made by this model") }),
   skillsTopK: int(B.topK, { help: 'k, skill cards retrieved per question' }),
+  skillsMinScore: num(B.minScore, { min: -1, max: 1, help: "of the top k, only cards whose cosine to the question is at least this are given (−1: the top k whatever their score, as the paper; docs/method.md, \"The skill bank\")" }),
   queueCapacity: int(B.queueCapacity, { help: 'failure queue capacity (records)' }),
   consolidateEvery: int(B.consolidateEvery, { help: 'consolidate every N steps ...' }),
   consolidateMinPending: int(B.minPending, { help: '... when at least this many failure records are pending ...' }),
