@@ -205,7 +205,7 @@ async function shardedSteps(n: number): Promise<StepRun> {
     { cycle: true, name: 'scripted RAG judge (fake LLM)' },
   );
   const dir = mkdtempSync(join(root, `bank-${n}-`));
-  const bank = await SkillBank.open(join(dir, 'skills.json'), { embedder: new LexicalEmbedder(), seeds: true });
+  const bank = await SkillBank.open(join(dir, 'skills.json'), { embedder: new LexicalEmbedder(), seedCards: true });
   const role = (name: Role, seed: number): TrainedRole => {
     const adapter = LoraAdapter.create(name, model.config, STEP_LORA, { seed });
     const params = Object.fromEntries(adapter.variables());
