@@ -214,6 +214,27 @@ export function refuseRenamedFlags(renamed: RenamedSettings, args: Readonly<Reco
   if (problems.length > 0) throw new Error(problems.join('; '));
 }
 
+/**
+ * Values renamed, for settings that take a name: old value → new value. On a flag or in a settings file the old
+ * value is refused naming the new one; a file the program wrote itself before the rename (a run's config.json)
+ * reads with the new value (currentValue).
+ */
+export type RenamedValues = Readonly<Record<string, string>>;
+
+/**
+ * When `value` is an old one: the rest of a sentence after the flag, `demo was renamed encyclopedia (why): use
+ * --corpus encyclopedia` (a setting's check, ./setting.ts, is worded so); else undefined.
+ */
+export function renamedValueProblem(flag: string, value: unknown, renamed: RenamedValues, why: string): string | undefined {
+  const to = typeof value === 'string' ? own(renamed, value) : undefined;
+  return to === undefined ? undefined : `${String(value)} was renamed ${to} (${why}): use --${flag} ${to}`;
+}
+
+/** `value`, or its new name when it is an old one. */
+export function currentValue<T>(value: T, renamed: RenamedValues): T {
+  return typeof value === 'string' ? ((own(renamed, value) as T | undefined) ?? value) : value;
+}
+
 /** One message per old key in the settings files among `layers`, naming the file and the new key. */
 export function renamedKeyProblems(renamed: RenamedSettings, layers: readonly SettingsLayer[], why: string): string[] {
   const problems: string[] = [];
