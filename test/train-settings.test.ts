@@ -120,6 +120,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   'evict-min-retrieved': 4,
   'max-cards': 400,
   'render-token-budget': 300,
+  'cards-in-group': 'half',
   'failure-evidence-chars': 1000,
   'distill-evidence-chars': 800,
   'distill-concurrency': 2,
