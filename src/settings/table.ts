@@ -188,8 +188,8 @@ export type SettingsLayer = { file: string; raw: unknown } | { flags: Record<str
 /**
  * Flags (and settings-file keys) that were renamed: old name (camelCase, as yargs parses it) → the new key.
  * An old name is never kept as an alias: it is refused with a message naming the new one (docs/sft.md,
- * "Renamed flags"; README.md, "Commands", for `skills init`). A command declares its old names as hidden yargs options, so that one given
- * reaches these checks instead of failing as an unknown argument.
+ * "Renamed flags"; README.md, "Commands", for `skills init`). A command declares its old names as hidden
+ * yargs options, so that one given reaches these checks instead of failing as an unknown argument.
  */
 export type RenamedSettings = Readonly<Record<string, string>>;
 
