@@ -104,7 +104,7 @@ describe('progress lines without a terminal', () => {
   it('eval prints a line per batch with the time left at the pace so far, and what the setup took', () => {
     const r = cli(['eval', '--model', 'tiny', '--data', 'encyclopedia', '--limit', '9', '--max-turns', '2', '--max-new-tokens', '12', '--max-response-tokens', '48', '--backend', 'wasm', '--threads', '1', '--out', join(root, 'eval')]);
     expect(r.status, r.stderr).toBe(0);
-    expect(r.stderr).toMatch(/^eval: 9 questions from demo; skills off; 9 to go \(the model, search and bank took .+ to set up\)$/m);
+    expect(r.stderr).toMatch(/^eval: 9 questions from encyclopedia; skills off; 9 to go \(the model, search and bank took .+ to set up\)$/m);
     expect(r.stderr).toMatch(/^eval: 8\/9 \(EM so far [\d.]+\); about .+ to go at .+ a question \(8 done in .+\)$/m);
     expect(r.stderr).toMatch(/^eval: 9\/9 \(EM so far [\d.]+\); 9 questions in .+$/m);
   }, 400_000);
