@@ -1,13 +1,13 @@
 // Evaluation throughput (docs/evaluation.md) on the wasm backend, for the tiny and the ~100M configurations:
-// questions per second of the greedy one-rollout evaluation of the embedded world's held-out questions, with
-// the skill bank off and on (lexical embedder, seed cards), BM25 search over the demo corpus. Random weights
+// questions per second of the greedy one-rollout evaluation of the embedded encyclopedia's held-out questions,
+// with the skill bank off and on (lexical embedder, seed cards), BM25 search over the encyclopedia. Random weights
 // rarely write a search or an answer, so most rollouts run to the turn limit: the rate is that of full-length
 // rollouts, which is the slow end of a real evaluation.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeTinyCheckpoint, type MakeTinyOptions } from '../src/checkpoint/make-tiny.js';
-import { demoDataset, sampleQuestions } from '../src/eval/dataset.js';
+import { encyclopediaDataset, sampleQuestions } from '../src/eval/dataset.js';
 import { evaluateSolver, type EvalSettings } from '../src/eval/runner.js';
 import { ModelPolicy } from '../src/model/policy.js';
 import { CausalLM } from '../src/model/qwen3.js';
@@ -37,8 +37,8 @@ export const suite: BenchSuite = {
     const root = mkdtempSync(join(tmpdir(), 'sesa-bench-eval-'));
     try {
       await initBackend('wasm');
-      const searcher = await buildEvalSearcher({ corpus: 'demo' }, ctx.log);
-      const all = demoDataset().questions;
+      const searcher = await buildEvalSearcher({ corpus: 'encyclopedia' }, ctx.log);
+      const all = encyclopediaDataset().questions;
       for (const c of CASES) {
         if (ctx.quick && c.key === '100m') continue;
         const dir = makeTinyCheckpoint({ ...c.make, out: join(root, c.key) }).dir;
@@ -56,7 +56,7 @@ export const suite: BenchSuite = {
             const s = (performance.now() - t) / 1000;
             const turns = records.reduce((a, r) => a + r.turns, 0) / records.length;
             rows.push({
-              case: `eval ${c.key}, skills ${mode} (${questions.length} demo questions, batch ${c.settings.batchSize}, ≤${c.settings.maxTurns} turns × ${c.settings.maxTokensPerTurn} tokens)`,
+              case: `eval ${c.key}, skills ${mode} (${questions.length} encyclopedia questions, batch ${c.settings.batchSize}, ≤${c.settings.maxTurns} turns × ${c.settings.maxTokensPerTurn} tokens)`,
               engine: 'sesa/wasm',
               metric: 'questions',
               value: questions.length / s,

@@ -257,7 +257,7 @@ for (const [name, opts] of [['demo', DEMO_WORLD], ['fresh', FRESH_WORLD]] as con
   const off = await evalWorld(policy, await world.searcher(), questions, { settings });
   const bankPath = join(work, `eval-bank-${name}.json`);
   rmSync(bankPath, { force: true });
-  const bank = await SkillBank.open(bankPath, { embedder: new LexicalEmbedder(), seeds: true, config: { renderTokenBudget: WORLD_CARD_BUDGET } });
+  const bank = await SkillBank.open(bankPath, { embedder: new LexicalEmbedder(), seedCards: true, config: { renderTokenBudget: WORLD_CARD_BUDGET } });
   const on = await evalWorld(policy, await world.searcher(), questions, { settings, bank });
   await bank.dispose();
   results[name] = { world: opts, skillsOff: off, skillsOnSeedCards: on };

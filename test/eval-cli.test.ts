@@ -1,7 +1,7 @@
 // `sesa-train eval` end to end through the CLI on a tiny random model: 20 MuSiQue questions from the shared
 // data, searched through a local Search-R1-compatible server (BM25 over the MuSiQue passages) that this test
 // starts; a run SIGKILLed mid-way and rerun ends with every question scored once and the same predictions as
-// an uninterrupted run; `--data demo`; `--score`; and the bad inputs that must fail before any question runs.
+// an uninterrupted run; `--data encyclopedia`; `--score`; and the bad inputs that must fail before any question runs.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -131,12 +131,12 @@ describe.skipIf(!QA || !CORPUS)(`eval on 20 MuSiQue questions through a local Se
   }, 300_000);
 });
 
-describe('eval on the embedded world and the bad inputs', () => {
-  it('--data demo writes the three outputs', async () => {
-    const r = await start(['eval', '--model', modelDir, '--data', 'demo', '--limit', '4', '--batch-size', '4', ...TINY, '--out', 'demo', '--json']).done;
+describe('eval on the embedded encyclopedia and the bad inputs', () => {
+  it('--data encyclopedia writes the three outputs', async () => {
+    const r = await start(['eval', '--model', modelDir, '--data', 'encyclopedia', '--limit', '4', '--batch-size', '4', ...TINY, '--out', 'encyclopedia', '--json']).done;
     expect(r.code, r.stderr).toBe(0);
-    for (const f of ['predictions.jsonl', 'results.json', 'results.md']) expect(existsSync(join(root, 'demo', f)), f).toBe(true);
-    expect(predictionLines('demo').map((l) => l.dataset)).toEqual(['demo', 'demo', 'demo', 'demo']);
+    for (const f of ['predictions.jsonl', 'results.json', 'results.md']) expect(existsSync(join(root, 'encyclopedia', f)), f).toBe(true);
+    expect(predictionLines('encyclopedia').map((l) => l.dataset)).toEqual(['encyclopedia', 'encyclopedia', 'encyclopedia', 'encyclopedia']);
     expect((JSON.parse(r.stdout) as { average: { questions: number } }).average.questions).toBe(4);
   }, 120_000);
 
@@ -165,12 +165,15 @@ describe('eval on the embedded world and the bad inputs', () => {
     await (await SkillBank.open(bankPath, { embedder: new LexicalEmbedder({ dim: 128 }) })).dispose();
 
     const cases: Array<{ args: string[]; error: RegExp; out: string }> = [
-      { out: 'e1', args: ['--data', join(data, 'no-golden.jsonl'), '--corpus', 'demo'], error: /no-golden\.jsonl: line 2: field 'golden_answers' must be a non-empty list/ },
-      { out: 'e2', args: ['--data', join(data, 'empty.jsonl'), '--corpus', 'demo'], error: /empty\.jsonl: the dataset is empty/ },
-      { out: 'e3', args: ['--data', 'demo', '--adapter', adapter], error: /other-adapter.*tensor '.*' has shape \[.*\], expected \[.*\]/ },
-      { out: 'e4', args: ['--data', 'demo', '--skills', bankPath, '--embedder', 'e5'], error: /skill bank .*bank-lexical\.json: embedder: recorded with lexical/ },
-      { out: 'e5', args: ['--data', 'demo', '--retriever-url', 'http://127.0.0.1:9/retrieve'], error: /search tool not usable \(Search-R1 retrieval server at http:\/\/127\.0\.0\.1:9\/retrieve\)/ },
-      { out: 'e6', args: ['--data', 'nq', '--data-dir', data, '--corpus', 'demo'], error: /--data nq: not found in the data folder/ },
+      { out: 'e1', args: ['--data', join(data, 'no-golden.jsonl'), '--corpus', 'encyclopedia'], error: /no-golden\.jsonl: line 2: field 'golden_answers' must be a non-empty list/ },
+      { out: 'e2', args: ['--data', join(data, 'empty.jsonl'), '--corpus', 'encyclopedia'], error: /empty\.jsonl: the dataset is empty/ },
+      { out: 'e3', args: ['--data', 'encyclopedia', '--adapter', adapter], error: /other-adapter.*tensor '.*' has shape \[.*\], expected \[.*\]/ },
+      { out: 'e4', args: ['--data', 'encyclopedia', '--skills', bankPath, '--embedder', 'e5'], error: /skill bank .*bank-lexical\.json: embedder: recorded with lexical/ },
+      { out: 'e5', args: ['--data', 'encyclopedia', '--retriever-url', 'http://127.0.0.1:9/retrieve'], error: /search tool not usable \(Search-R1 retrieval server at http:\/\/127\.0\.0\.1:9\/retrieve\)/ },
+      { out: 'e6', args: ['--data', 'nq', '--data-dir', data, '--corpus', 'encyclopedia'], error: /--data nq: not found in the data folder/ },
+      // The encyclopedia's old name (demo names only the demo world's model now) is refused naming the new one.
+      { out: 'e7', args: ['--data', 'demo'], error: /--data demo was renamed encyclopedia \(.*\): use --data encyclopedia/ },
+      { out: 'e8', args: ['--data', 'encyclopedia', '--corpus', 'demo'], error: /--corpus demo was renamed encyclopedia \(.*\): use --corpus encyclopedia/ },
     ];
     for (const c of cases) {
       const r = await start(['eval', '--model', modelDir, ...c.args, ...TINY, '--out', c.out]).done;

@@ -148,10 +148,12 @@ describe('datasets', () => {
     expect(() => resolveDatasets(['nq', 'bamboogle'], dir)).toThrow(/--data nq: not found in the data folder .*nq\.jsonl.*nq\/test\.jsonl[^]*--data bamboogle: not found/);
     expect(() => resolveDatasets(['nq'], undefined)).toThrow(/--data-dir DIR or set \$SESA_DATA/);
     expect(() => resolveDatasets(['wikiqa'], dir)).toThrow(/not a file and not a known dataset name/);
-    const demo = resolveDatasets(['demo'], undefined);
-    expect(demo[0]?.name).toBe('demo');
-    expect(demo[0]?.questions.length).toBeGreaterThan(100);
-    expect(demo[0]?.questions.every((q) => q.goldenAnswers.length > 0)).toBe(true);
+    const encyclopedia = resolveDatasets(['encyclopedia'], undefined);
+    expect(encyclopedia[0]?.name).toBe('encyclopedia');
+    expect(encyclopedia[0]?.questions.length).toBeGreaterThan(100);
+    expect(encyclopedia[0]?.questions.every((q) => q.goldenAnswers.length > 0)).toBe(true);
+    // Its old name, demo, now names only the demo world's model: refused naming the new one.
+    expect(() => resolveDatasets(['demo'], undefined)).toThrow(/^--data demo was renamed encyclopedia \(the embedded synthetic encyclopedia; .*\): use --data encyclopedia$/);
   });
 
   it('samples a seeded subset in file order; a small dataset is kept whole', () => {

@@ -122,7 +122,7 @@ describe('the refusal before loading, through the command line', () => {
     const g = cli(['generate', '--model', 'qwen3-4b', '--backend', 'wasm', '--threads', '1', '--prompt-ids', '1,2'], cache);
     expect(g.status).not.toBe(0);
     expect(g.stderr).toContain('the wasm backend holds the weights and XNNPACK');
-    const e = cli(['eval', '--model', 'qwen3-4b', '--backend', 'wasm', '--threads', '1', '--data', 'demo', '--limit', '1', '--out', join(root, 'eval-4b')], cache);
+    const e = cli(['eval', '--model', 'qwen3-4b', '--backend', 'wasm', '--threads', '1', '--data', 'encyclopedia', '--limit', '1', '--out', join(root, 'eval-4b')], cache);
     expect(e.status).not.toBe(0);
     expect(e.stderr).toContain('the wasm backend holds the weights and XNNPACK');
   });

@@ -55,7 +55,7 @@ describe("--model demo in every command that takes a model", () => {
 
   it('eval --model demo evaluates the warm start', () => {
     const out = join(root, 'eval');
-    const r = cli(['eval', '--model', 'demo', '--data', 'demo', '--limit', '1', '--max-turns', '1', '--max-new-tokens', '4', '--max-response-tokens', '64', '--backend', 'wasm', '--threads', '1', '--out', out, '--json']);
+    const r = cli(['eval', '--model', 'demo', '--data', 'encyclopedia', '--limit', '1', '--max-turns', '1', '--max-new-tokens', '4', '--max-response-tokens', '64', '--backend', 'wasm', '--threads', '1', '--out', out, '--json']);
     expect(r.status, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout.trim().split('\n').pop() as string)).toMatchObject({ complete: true });
   });
@@ -108,7 +108,7 @@ describe("an adapter's base_model_name_or_path", () => {
     const out = join(root, 'run-06b');
     const r = cli(
       [
-        'train', '--model', 'qwen3-0.6b', '--corpus', 'demo', '--steps', '1', '--seeds-per-step', '1', '--proposals-per-seed', '2', '--group-size', '2', '--max-turns', '2',
+        'train', '--model', 'qwen3-0.6b', '--corpus', 'encyclopedia', '--steps', '1', '--seeds-per-step', '1', '--proposals-per-seed', '2', '--group-size', '2', '--max-turns', '2',
         '--max-new-tokens', '12', '--max-response-tokens', '48', '--embedder', 'lexical', '--micro-batch-size', '8', '--backend', 'wasm', '--threads', '1', '--out', out, '--json',
       ],
       { HF_HUB_CACHE: cache },

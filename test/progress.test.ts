@@ -83,7 +83,7 @@ describe('progress lines without a terminal', () => {
   it('a short --model tiny run prints its eval batches and steps, each with the time left', () => {
     const r = cli([
       'train', '--model', 'tiny', '--steps', '2', '--seeds-per-step', '1', '--proposals-per-seed', '2', '--group-size', '2', '--max-turns', '2', '--max-new-tokens', '12',
-      '--max-response-tokens', '48', '--eval-every', '1', '--eval-data', 'demo', '--eval-limit', '9', '--backend', 'wasm', '--threads', '1', '--out', join(root, 'run'),
+      '--max-response-tokens', '48', '--eval-every', '1', '--eval-data', 'encyclopedia', '--eval-limit', '9', '--backend', 'wasm', '--threads', '1', '--out', join(root, 'run'),
     ]);
     expect(r.status, r.stderr).toBe(0);
     const err = r.stderr;
@@ -102,9 +102,9 @@ describe('progress lines without a terminal', () => {
   }, 400_000);
 
   it('eval prints a line per batch with the time left at the pace so far, and what the setup took', () => {
-    const r = cli(['eval', '--model', 'tiny', '--data', 'demo', '--limit', '9', '--max-turns', '2', '--max-new-tokens', '12', '--max-response-tokens', '48', '--backend', 'wasm', '--threads', '1', '--out', join(root, 'eval')]);
+    const r = cli(['eval', '--model', 'tiny', '--data', 'encyclopedia', '--limit', '9', '--max-turns', '2', '--max-new-tokens', '12', '--max-response-tokens', '48', '--backend', 'wasm', '--threads', '1', '--out', join(root, 'eval')]);
     expect(r.status, r.stderr).toBe(0);
-    expect(r.stderr).toMatch(/^eval: 9 questions from demo; skills off; 9 to go \(the model, search and bank took .+ to set up\)$/m);
+    expect(r.stderr).toMatch(/^eval: 9 questions from encyclopedia; skills off; 9 to go \(the model, search and bank took .+ to set up\)$/m);
     expect(r.stderr).toMatch(/^eval: 8\/9 \(EM so far [\d.]+\); about .+ to go at .+ a question \(8 done in .+\)$/m);
     expect(r.stderr).toMatch(/^eval: 9\/9 \(EM so far [\d.]+\); 9 questions in .+$/m);
   }, 400_000);

@@ -1,7 +1,7 @@
-// `sesa-train report` on a real (tiny, random) demo run, opened in Chromium: the run trains 2 steps with the
-// held-out eval on (rows at steps 0, 1 and 2, skills on and off), two eval folders are compared, and the page
-// loads from file:// with no console errors and every chart it lists drawn as a visible SVG. Skipped, with
-// the reason, when no Chromium can be found (.ci/run installs Debian's `chromium`).
+// `sesa-train report` on a real (tiny, random) run in the encyclopedia, opened in Chromium: the run trains 2
+// steps with the held-out eval on (rows at steps 0, 1 and 2, skills on and off), two eval folders are
+// compared, and the page loads from file:// with no console errors and every chart it lists drawn as a visible
+// SVG. Skipped, with the reason, when no Chromium can be found (.ci/run installs Debian's `chromium`).
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -50,12 +50,12 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-describe('a demo run with the held-out eval, reported and opened in Chromium', () => {
+describe('a run in the encyclopedia with the held-out eval, reported and opened in Chromium', () => {
   it('trains with eval rows at step 0, every step and the end, and prints before → after', async () => {
     const r = await cli([
-      'train', '--model', modelDir, '--corpus', 'demo', '--steps', '2', '--seeds-per-step', '1', '--proposals-per-seed', '2', '--group-size', '2',
+      'train', '--model', modelDir, '--corpus', 'encyclopedia', '--steps', '2', '--seeds-per-step', '1', '--proposals-per-seed', '2', '--group-size', '2',
       '--embedder', 'lexical', '--lr', '1e-3', '--save-every', '1', '--micro-batch-size', '8', '--seed', '4', '--out', 'run',
-      '--eval-every', '1', '--eval-data', 'demo', '--eval-limit', '3', ...SMALL,
+      '--eval-every', '1', '--eval-data', 'encyclopedia', '--eval-limit', '3', ...SMALL,
     ]);
     expect(r.code, r.stderr).toBe(0);
     const rows = readFileSync(join(root, 'run', 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -69,9 +69,9 @@ describe('a demo run with the held-out eval, reported and opened in Chromium', (
   }, 240_000);
 
   it.skipIf(skipReason !== '')(`compares eval folders and renders in Chromium with no console errors and every chart drawn${skipReason ? ` (skipped: ${skipReason})` : ''}`, async () => {
-    const base = await cli(['eval', '--model', modelDir, '--data', 'demo', '--limit', '3', ...SMALL, '--out', 'eval-base']);
+    const base = await cli(['eval', '--model', modelDir, '--data', 'encyclopedia', '--limit', '3', ...SMALL, '--out', 'eval-base']);
     expect(base.code, base.stderr).toBe(0);
-    const tuned = await cli(['eval', '--model', modelDir, '--adapter', join(root, 'run', 'checkpoints', 'step-2', 'solver'), '--skills', join(root, 'run', 'skills.json'), '--data', 'demo', '--limit', '3', ...SMALL, '--out', 'eval-sesa-on']);
+    const tuned = await cli(['eval', '--model', modelDir, '--adapter', join(root, 'run', 'checkpoints', 'step-2', 'solver'), '--skills', join(root, 'run', 'skills.json'), '--data', 'encyclopedia', '--limit', '3', ...SMALL, '--out', 'eval-sesa-on']);
     expect(tuned.code, tuned.stderr).toBe(0);
     const rep = await cli(['report', join(root, 'run'), '--eval', join(root, 'eval-base'), '--eval', join(root, 'eval-sesa-on'), '--out', join(root, 'report.html'), '--json']);
     expect(rep.code, rep.stderr).toBe(0);

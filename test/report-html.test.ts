@@ -40,7 +40,7 @@ function card(id: string, retrieved: number, helpful: number, hurt: number, desc
 function run(over: Partial<RunData> = {}): RunData {
   return {
     dir: '/runs/x',
-    config: { model: 'qwen3-0.6b', corpus: 'demo', skills: true, seed: 0 },
+    config: { model: 'qwen3-0.6b', corpus: 'encyclopedia', skills: true, seed: 0 },
     steps: [step(1), step(2), step(3)],
     evals: [
       { kind: 'eval', step: 0, skills: 'on', em: 0.1, f1: 0.2, questions: 5 },

@@ -25,7 +25,7 @@ describe('a new bank', () => {
     expect(f.version).toBe(0);
     expect(f.embedder).toEqual({ name: 'lexical', model: 'lexical-v1-d4096', dim: 4096, dedupThreshold: 0.8 });
     expect(f.cards.map((c) => c.id)).toEqual(bank.cards.map((c) => c.id));
-    const empty = await SkillBank.open(join(tempDir(), 'b.json'), { embedder: lex(), seeds: false });
+    const empty = await SkillBank.open(join(tempDir(), 'b.json'), { embedder: lex(), seedCards: false });
     expect(empty.cards.length).toBe(0);
     expect(await empty.retrieve('anything')).toEqual([]);
   });
@@ -385,7 +385,7 @@ describe('the bank file', () => {
     const jsonl = a.exportJsonl();
     expect(jsonl.trimEnd().split('\n').length).toBe(18);
     const bPath = join(tempDir(), 'b.json');
-    const b = await SkillBank.open(bPath, { embedder: lex(), seeds: false });
+    const b = await SkillBank.open(bPath, { embedder: lex(), seedCards: false });
     const { cardsFromJsonl } = await import('../src/skills/bank-file.js');
     const cards = cardsFromJsonl(jsonl, 'export.jsonl');
     expect(await b.importCards(cards)).toEqual({ added: 18, replaced: 0, version: 1 });

@@ -112,7 +112,11 @@ describe('sesa-train skills', () => {
     expect(readFileSync(join(dir, 'cards.jsonl'), 'utf8')).toBe(jsonl);
 
     const fresh = join(dir, 'fresh.json');
-    expect(await cli('skills', 'init', '--bank', fresh, '--no-seeds')).toBe(`created ${fresh}: 0 cards, embedder lexical (lexical-v1-d4096), dedup threshold 0.8\n`);
+    // --seeds was the seed cards' old name (train's --seeds FILE is answer seeds): refused naming the new one.
+    await expect(cli('skills', 'init', '--bank', fresh, '--no-seeds')).rejects.toThrow(/^--seeds was renamed --seed-cards \(the hand-written seed cards, .*\): use --no-seed-cards$/);
+    await expect(cli('skills', 'init', '--bank', fresh, '--seeds')).rejects.toThrow(/--seeds was renamed --seed-cards .*: use --seed-cards$/);
+    await expect(cli('skills', 'search', 'q', '--bank', path, '--seeds')).rejects.toThrow(/--seeds was renamed --seed-cards/);
+    expect(await cli('skills', 'init', '--bank', fresh, '--no-seed-cards')).toBe(`created ${fresh}: 0 cards, embedder lexical (lexical-v1-d4096), dedup threshold 0.8\n`);
     await expect(cli('skills', 'init', '--bank', fresh)).rejects.toThrow(/already exists/);
     expect(await cli('skills', 'import', join(dir, 'cards.jsonl'), '--bank', fresh)).toBe(`imported 19 cards from ${join(dir, 'cards.jsonl')} (19 new, 0 replaced); bank version 1\n`);
     expect(readBankFile(fresh).cards).toEqual(readBankFile(path).cards);

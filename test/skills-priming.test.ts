@@ -39,7 +39,7 @@ describe('memory priming', () => {
     expect(again.cards).toHaveLength(seeds.length + 6);
     await again.dispose();
     // Without the seed cards the priming cards stand alone; an id twice is refused.
-    const alone = await SkillBank.open(join(tempDir(), 'alone.json'), { embedder: new LexicalEmbedder(), seeds: false, primingCards: shapes });
+    const alone = await SkillBank.open(join(tempDir(), 'alone.json'), { embedder: new LexicalEmbedder(), seedCards: false, primingCards: shapes });
     expect(alone.cards.map((c) => c.id)).toEqual(shapes.map((c) => c.id));
     await alone.dispose();
     await expect(SkillBank.open(join(tempDir(), 'twice.json'), { embedder: new LexicalEmbedder(), primingCards: [shapes[0] as SkillCard, shapes[0] as SkillCard] })).rejects.toThrow(
@@ -63,11 +63,11 @@ describe('memory priming', () => {
     expect(lines.pop()).toBe(`memory priming: the seed cards and 2 cards from ${other}`);
     expect(() => loadPrimingCards(join(modelDir, 'missing.jsonl'), modelDir, log)).toThrow(`--priming-cards ${join(modelDir, 'missing.jsonl')}: no such file`);
     // The run's bank options: --no-priming reads no file and starts empty; --priming takes the folder's cards.
-    expect(primedBankOptions({ priming: false, seedCards: true }, modelDir, log)).toEqual({ seeds: false, primingCards: [] });
+    expect(primedBankOptions({ priming: false, seedCards: true }, modelDir, log)).toEqual({ seedCards: false, primingCards: [] });
     expect(primedBankOptions({ priming: true, seedCards: true }, modelDir, log).primingCards.map((c) => c.id)).toEqual(shapes.map((c) => c.id));
     // --no-seed-cards: the priming cards alone, and the log says so.
     const alone = primedBankOptions({ priming: true, seedCards: false }, modelDir, log);
-    expect(alone.seeds).toBe(false);
+    expect(alone.seedCards).toBe(false);
     expect(alone.primingCards.map((c) => c.id)).toEqual(shapes.map((c) => c.id));
     expect(lines.pop()).toBe(`memory priming: 4 cards from ${join(modelDir, MODEL_PRIMING_FILE)} (the model folder's own)`);
     const bad = join(tempDir(), 'bad.jsonl');

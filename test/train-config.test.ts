@@ -29,11 +29,11 @@ describe('resolveTrainConfig', () => {
     expect(resolveTrainConfig({ json: false, model: 'demo' }, new Set(['model'])).config).toEqual(config);
   });
 
-  it('--model tiny: the tiny random model, the demo corpus, the lexical embedder and 3 steps', () => {
+  it('--model tiny: the tiny random model, the encyclopedia, the lexical embedder and 3 steps', () => {
     const { config } = resolveTrainConfig({ json: false, model: 'tiny' }, new Set(['model']));
     expect(config).toEqual({ ...TRAIN_DEFAULTS, ...TINY_DEFAULTS });
     expect(configProblems(config)).toEqual([]);
-    expect(config).toMatchObject({ model: 'tiny', corpus: 'demo', embedder: 'lexical', steps: 3 });
+    expect(config).toMatchObject({ model: 'tiny', corpus: 'encyclopedia', embedder: 'lexical', steps: 3 });
   });
 
   it('a real model takes the defaults for a real model; a config file overrides them and flags override the file', () => {

@@ -1,6 +1,6 @@
 // The trainer end to end on a real (tiny, random) model through the CLI: steps complete and checkpoints are
-// written; a run killed with SIGKILL and resumed gives the same metrics, bank and adapters as an
-// uninterrupted run with the same seed.
+// written; a run killed with SIGKILL and resumed (its config.json with the encyclopedia's old name, demo) gives
+// the same metrics, bank and adapters as an uninterrupted run with the same seed.
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -15,7 +15,7 @@ let modelDir: string;
 
 function trainArgs(out: string): string[] {
   return [
-    CLI, 'train', '--model', modelDir, '--corpus', 'demo', '--steps', '3', '--seeds-per-step', '1', '--proposals-per-seed', '2',
+    CLI, 'train', '--model', modelDir, '--corpus', 'encyclopedia', '--steps', '3', '--seeds-per-step', '1', '--proposals-per-seed', '2',
     '--group-size', '2', '--max-turns', '2', '--max-new-tokens', '16', '--max-response-tokens', '64', '--embedder', 'lexical',
     '--lr', '1e-3', '--save-every', '1', '--micro-batch-size', '8', '--backend', 'wasm', '--seed', '4', '--out', out,
   ];
@@ -57,6 +57,12 @@ describe('sesa-train end to end (tiny random model)', () => {
     const k = await killed.done;
     expect(k.signal).toBe('SIGKILL');
 
+    // Its config.json as a version before the encyclopedia's rename wrote it (corpus "demo"): the run still
+    // resumes, in the encyclopedia (docs/evaluation.md, "Inputs").
+    const configPath = join(root, 'run-killed', 'config.json');
+    const saved = JSON.parse(readFileSync(configPath, 'utf8')) as Record<string, unknown>;
+    expect(saved.corpus).toBe('encyclopedia');
+    writeFileSync(configPath, `${JSON.stringify({ ...saved, corpus: 'demo' }, null, 2)}\n`);
     const resumed = await start([CLI, 'train', '--resume', join(root, 'run-killed')]).done;
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stderr).toMatch(/resumed from step \d/);
@@ -82,7 +88,7 @@ describe('sesa-train end to end (tiny random model)', () => {
     const corpus = join(root, 'corpus.jsonl');
     const { corpus: rows } = generateSyntheticCorpus({ seed: 5, passages: 300 });
     writeFileSync(corpus, `${rows.map((r) => JSON.stringify(r)).join('\n')}\n`);
-    const args = trainArgs('run-file').map((a) => (a === 'demo' ? corpus : a === '3' ? '1' : a));
+    const args = trainArgs('run-file').map((a) => (a === 'encyclopedia' ? corpus : a === '3' ? '1' : a));
     const r = await start([...args, '--skills', 'off']).done;
     expect(r.code, r.stderr).toBe(0);
     const [m] = metricsOf('run-file') as Array<Record<string, unknown>>;
@@ -110,10 +116,11 @@ describe('sesa-train end to end (tiny random model)', () => {
   });
 
   it('refuses bad settings with messages that name the flag', async () => {
-    const r = await start([CLI, 'train', '--model', modelDir, '--gpus', '0', '--group-size', '0', '--out', join(root, 'bad')]).done;
+    const r = await start([CLI, 'train', '--model', modelDir, '--gpus', '0', '--group-size', '0', '--corpus', 'demo', '--out', join(root, 'bad')]).done;
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/--gpus must be a positive integer, got 0/);
     expect(r.stderr).toMatch(/--group-size must be a positive integer/);
+    expect(r.stderr).toMatch(/--corpus demo was renamed encyclopedia \(the embedded synthetic encyclopedia; .*\): use --corpus encyclopedia/);
     expect(existsSync(join(root, 'bad'))).toBe(false);
   });
 });

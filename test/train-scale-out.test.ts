@@ -48,7 +48,7 @@ let modelDir: string;
 
 function trainArgs(out: string, extra: string[] = [], steps = 3): string[] {
   return [
-    CLI, 'train', '--model', modelDir, '--corpus', 'demo', '--steps', String(steps), '--seeds-per-step', '2', '--proposals-per-seed', '2',
+    CLI, 'train', '--model', modelDir, '--corpus', 'encyclopedia', '--steps', String(steps), '--seeds-per-step', '2', '--proposals-per-seed', '2',
     '--group-size', '2', '--max-turns', '2', '--max-new-tokens', '12', '--max-response-tokens', '48', '--embedder', 'lexical',
     '--lr', '1e-2', '--save-every', '1', '--micro-batch-size', '2', '--backend', 'wasm', '--seed', '6', '--out', join(root, out), ...extra,
   ];
@@ -181,10 +181,10 @@ interface StepRun {
   shardsByRank?: number[][];
 }
 
-/** 3 steps on the demo corpus: a scripted proposer writes a valid question per seed; the tiny model solves them in this process (n = 1) or on n workers. */
+/** 3 steps on the encyclopedia: a scripted proposer writes a valid question per seed; the tiny model solves them in this process (n = 1) or on n workers. */
 async function shardedSteps(n: number): Promise<StepRun> {
   const config: TrainConfig = validateConfig({
-    ...TRAIN_DEFAULTS, model: modelDir, corpus: 'demo', embedder: 'lexical', seedsPerStep: 4, proposalsPerSeed: 1, groupSize: 3, maxTurns: 2,
+    ...TRAIN_DEFAULTS, model: modelDir, corpus: 'encyclopedia', embedder: 'lexical', seedsPerStep: 4, proposalsPerSeed: 1, groupSize: 3, maxTurns: 2,
     maxNewTokens: 12, maxResponseTokens: 48, microBatchSize: 2, seed: 6, backend: 'wasm', workers: n,
   });
   const model = await CausalLM.load(modelDir);
@@ -205,7 +205,7 @@ async function shardedSteps(n: number): Promise<StepRun> {
     { cycle: true, name: 'scripted RAG judge (fake LLM)' },
   );
   const dir = mkdtempSync(join(root, `bank-${n}-`));
-  const bank = await SkillBank.open(join(dir, 'skills.json'), { embedder: new LexicalEmbedder(), seeds: true });
+  const bank = await SkillBank.open(join(dir, 'skills.json'), { embedder: new LexicalEmbedder(), seedCards: true });
   const role = (name: Role, seed: number): TrainedRole => {
     const adapter = LoraAdapter.create(name, model.config, STEP_LORA, { seed });
     const params = Object.fromEntries(adapter.variables());
@@ -315,7 +315,7 @@ describe('the step sharded over workers', () => {
 
   it("2 workers run the RAG checks and judge the answers of seeds r, r + 2, … with the trainer's judge (here the base model): the same verdicts and counted calls as in process", async () => {
     await initBackend('wasm');
-    const config: TrainConfig = validateConfig({ ...TRAIN_DEFAULTS, model: modelDir, corpus: 'demo', embedder: 'lexical', backend: 'wasm', workers: 2 });
+    const config: TrainConfig = validateConfig({ ...TRAIN_DEFAULTS, model: modelDir, corpus: 'encyclopedia', embedder: 'lexical', backend: 'wasm', workers: 2 });
     const golds = ['Joris River', 'the Joris'];
     const q = 'Which river runs past the old mill of Grimane, south of the capital?';
     // Exact, semantic (the base model's reply is read, and counted when it is no verdict) and no answer.

@@ -63,7 +63,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   temperature: 0.7,
   'solver-temperature': 0.5,
   'enable-thinking': true,
-  corpus: 'demo',
+  corpus: 'encyclopedia',
   'retriever-url': 'http://127.0.0.1:8000/retrieve',
   seeds: 'seeds.jsonl',
   'passages-per-query': 5,
@@ -120,6 +120,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   'evict-min-retrieved': 4,
   'max-cards': 400,
   'render-token-budget': 300,
+  'cards-in-group': 'half',
   'failure-evidence-chars': 1000,
   'distill-evidence-chars': 800,
   'distill-concurrency': 2,
@@ -139,7 +140,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   'stop-after-failed-steps': 4,
   'world-seed': 3,
   'eval-every': 5,
-  'eval-data': 'demo',
+  'eval-data': 'encyclopedia',
   'eval-limit': 40,
   'eval-batch-size': 16,
   'api-key-env': 'MY_KEY',
@@ -191,6 +192,24 @@ describe('the settings table', () => {
     expect(bad({ dualClip: 0.5 })).toEqual(['--dual-clip must be 0 (off) or > 1, got 0.5']);
     expect(bad({ questionMinChars: 50, questionMaxChars: 40 })).toEqual(['--question-min-chars (50) must be ≤ --question-max-chars (40)']);
     expect(bad({ loraTargets: ['q_proj', 'x_proj'] as TrainConfig['loraTargets'] })).toEqual(["--lora-targets has unknown 'x_proj' (known: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj)"]);
+  });
+
+  it("the encyclopedia's old name, demo, is refused as --corpus or --eval-data naming the new one; a saved config.json with it still reads", () => {
+    const bad = (over: Partial<TrainConfig>): string[] => configProblems({ ...TRAIN_DEFAULTS, ...over });
+    expect(bad({ corpus: 'demo' })).toEqual([
+      "--corpus demo was renamed encyclopedia (the embedded synthetic encyclopedia; 'demo' names only the demo world's model, --model demo): use --corpus encyclopedia",
+    ]);
+    expect(bad({ evalData: 'demo' })).toEqual([
+      "--eval-data demo was renamed encyclopedia (the embedded synthetic encyclopedia; 'demo' names only the demo world's model, --model demo): use --eval-data encyclopedia",
+    ]);
+    const file = join(root, 'old-demo.yaml');
+    writeFileSync(file, 'corpus: demo\n');
+    expect(configProblems(resolveTrainConfig({ json: false, config: file, model: 'qwen3-4b' }, new Set(['config', 'model'])).config)).toEqual([expect.stringMatching(/^--corpus demo was renamed encyclopedia .*: use --corpus encyclopedia$/)]);
+    // A run written before the rename: its config.json says demo, and it resumes in the encyclopedia.
+    const old = { ...TRAIN_DEFAULTS, corpus: 'demo', evalData: 'demo', evalEvery: 2 };
+    const read = validateConfig(parseSavedConfig(JSON.parse(JSON.stringify(old)), 'run/config.json'));
+    expect([read.corpus, read.evalData]).toEqual(['encyclopedia', 'encyclopedia']);
+    expect(parseSavedConfig({ corpus: 'c.jsonl', evalData: 'nq' }, 'run/config.json')).toMatchObject({ corpus: 'c.jsonl', evalData: 'nq' });
   });
 
   it('--solver-lr, --proposer-lr and --solver-temperature reach only their role; unset, both roles take --lr and --temperature', () => {

@@ -462,7 +462,7 @@ describe('world held-out eval', () => {
     expect(prompts.some((p) => p.includes('[decomposition]') || p.includes('Strategies from past'))).toBe(false);
     const dir = mkdtempSync(join(tmpdir(), 'world-eval-'));
     try {
-      const bank = await SkillBank.open(join(dir, 'bank.json'), { embedder: new LexicalEmbedder(), seeds: true, config: { renderTokenBudget: 120 } });
+      const bank = await SkillBank.open(join(dir, 'bank.json'), { embedder: new LexicalEmbedder(), seedCards: true, config: { renderTokenBudget: 120 } });
       prompts.length = 0;
       const on = await evalWorld(policy, await world.searcher(), questions, { settings, bank });
       await bank.dispose();

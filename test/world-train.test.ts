@@ -56,6 +56,6 @@ describe('training in a world', () => {
   });
 
   it('refuses --eval-data world without --corpus world', async () => {
-    await expect(train({ ...config('run-bad', 0), corpus: 'demo' }, { log: () => undefined })).rejects.toThrow(/--eval-data world needs --corpus world/);
+    await expect(train({ ...config('run-bad', 0), corpus: 'encyclopedia' }, { log: () => undefined })).rejects.toThrow(/--eval-data world needs --corpus world/);
   });
 });

@@ -10,7 +10,7 @@ import type { AnswerSeed } from './roles.js';
 /** One held-out question (the FlashRAG record, as src/eval/ reads and scores it). */
 export interface EvalQuestion {
   id: string;
-  /** The dataset's name (a benchmark name, `demo`, a world's `world-<seed>`, or the file's base name). */
+  /** The dataset's name (a benchmark name, `encyclopedia`, a world's `world-<seed>`, or the file's base name). */
   dataset: string;
   question: string;
   goldenAnswers: string[];

@@ -7,6 +7,7 @@ import { proposerMessages, solverMessages } from './prompts.js';
 import { type Rollout, type RolloutConfig } from './rollout.js';
 import { localRunner, type RolloutRunner } from './runner.js';
 
+/** An answer seed: what the proposer is asked to write a question for (the answer and the hops to reach it). */
 export interface AnswerSeed {
   answer: string;
   hops: number;

@@ -11,7 +11,7 @@ import { defaultDataDir, type EvalQuestion, resolveDatasets, sampleQuestions } f
 import type { EvalSet, EvalSettings } from '../eval/runner.js';
 import { buildEvalSearcher } from '../eval/setup.js';
 import { TINY_DEFAULT_NAME } from '../checkpoint/tiny-default.js';
-import { parseSavedConfig, TINY_DEFAULTS, TRAIN_DEFAULTS, type TrainConfig } from '../settings/train.js';
+import { ENCYCLOPEDIA, parseSavedConfig, TINY_DEFAULTS, TRAIN_DEFAULTS, type TrainConfig } from '../settings/train.js';
 import { WORLD_DEFAULTS } from '../world/defaults.js';
 import { RunFolder } from '../selfplay/run-folder.js';
 import { DEMO_MODEL_NAME, isWorldEvalData, worldEvalSets } from '../world/setup.js';
@@ -101,7 +101,7 @@ export function planEval(args: EvalPlanArgs): EvalPlan {
   const skills = args.skills ?? (checkpointDir !== undefined && base.skills ? join(checkpointDir, 'skills.json') : 'off');
   const bankPath = skills === 'off' ? undefined : resolve(skills);
   const data = args.data ?? (runConfig?.evalData !== undefined ? [runConfig.evalData] : undefined);
-  if (data === undefined || data.length === 0) throw new Error(`--data is required${runConfig ? ` (the run ${args.run} has no --eval-data to take it from)` : ''}: FlashRAG JSONL files, benchmark names, demo, world or eval-worlds`);
+  if (data === undefined || data.length === 0) throw new Error(`--data is required${runConfig ? ` (the run ${args.run} has no --eval-data to take it from)` : ''}: FlashRAG JSONL files, benchmark names, encyclopedia, world or eval-worlds`);
   const settings: EvalSettings = {
     maxTurns: args.maxTurns ?? base.maxTurns,
     maxTokensPerTurn: args.maxNewTokens ?? base.maxNewTokens,
@@ -129,7 +129,7 @@ export function planEval(args: EvalPlanArgs): EvalPlan {
 
 /**
  * The question sets of a plan: each world data name (`world`, `eval-worlds`) gives sets searched in their own
- * worlds' corpora; every other name (files, benchmark names, demo) shares one search tool (--corpus or
+ * worlds' corpora; every other name (files, benchmark names, encyclopedia) shares one search tool (--corpus or
  * --retriever-url), built only when one is needed. `limit` samples each dataset (per world for worlds, the
  * first `limit`, as the trainer's eval takes them).
  */
@@ -141,7 +141,7 @@ export async function evalSetsOf(plan: EvalPlan, args: Pick<EvalPlanArgs, 'dataD
   // Files are read (and every line checked) before any world or index is built.
   const datasets = fileSpecs.length > 0 ? resolveDatasets(fileSpecs, defaultDataDir(args.dataDir)) : [];
   if (datasets.length > 0) {
-    const corpus = args.corpus ?? (args.retrieverUrl === undefined && datasets.every((d) => d.name === 'demo') ? 'demo' : undefined);
+    const corpus = args.corpus ?? (args.retrieverUrl === undefined && datasets.every((d) => d.name === ENCYCLOPEDIA) ? ENCYCLOPEDIA : undefined);
     const searcher = await buildEvalSearcher({ ...(corpus !== undefined ? { corpus } : {}), ...(args.retrieverUrl !== undefined ? { retrieverUrl: args.retrieverUrl } : {}) }, log);
     for (const d of datasets) {
       const questions: EvalQuestion[] = sampleQuestions(d.questions, plan.limit, args.sampleSeed);

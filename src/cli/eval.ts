@@ -20,7 +20,7 @@ import { TINY_DEFAULT_NAME } from '../checkpoint/tiny-default.js';
 import { loadTokenizer } from '../model/tokenizer.js';
 import { readBankFile } from '../skills/bank-file.js';
 import { type SkillBank } from '../skills/bank.js';
-import { TRAIN_DEFAULTS } from '../settings/train.js';
+import { ENCYCLOPEDIA, TRAIN_DEFAULTS } from '../settings/train.js';
 import { WORLD_DEFAULTS } from '../world/defaults.js';
 import { redactUrl } from '../util/redact.js';
 import { DEMO_MODEL_NAME, isWorldEvalData } from '../world/setup.js';
@@ -64,7 +64,7 @@ async function runEval(args: EvalArgs): Promise<void> {
   const judgeArgs = endpointArgs('judge', args);
   // What the solver searched besides the worlds' own corpora: predictions over another corpus or server are other predictions.
   const fileData = plan.data.filter((d) => !isWorldEvalData(d));
-  const corpus = args.corpus ?? (args.retrieverUrl === undefined && fileData.length > 0 && fileData.every((d) => d === 'demo') ? 'demo' : undefined);
+  const corpus = args.corpus ?? (args.retrieverUrl === undefined && fileData.length > 0 && fileData.every((d) => d === ENCYCLOPEDIA) ? ENCYCLOPEDIA : undefined);
   const identity = {
     model: plan.model,
     adapter: plan.adapter ?? null,
@@ -81,7 +81,7 @@ async function runEval(args: EvalArgs): Promise<void> {
     skillsMinScore: plan.skillsMinScore,
     enableThinking: plan.enableThinking,
     judge: judgeArgs.url !== undefined ? redactUrl(judgeArgs.url) : null,
-    corpus: corpus === undefined || corpus === 'demo' ? (corpus ?? null) : resolve(corpus),
+    corpus: corpus === undefined || corpus === ENCYCLOPEDIA ? (corpus ?? null) : resolve(corpus),
     retrieverUrl: args.retrieverUrl !== undefined ? redactUrl(args.retrieverUrl) : null,
   };
   const folder = EvalFolder.open(plan.out, identity, (m) => log(`warning: ${m}`));
@@ -168,11 +168,11 @@ export const command: CommandModule<object, EvalArgs> = {
       .option('data', {
         type: 'string',
         array: true,
-        describe: "FlashRAG JSONL files, benchmark names (nq triviaqa popqa hotpotqa 2wikimultihopqa musique bamboogle), demo, world (the held-out questions of world --world-seed) or eval-worlds (the evaluation worlds'; docs/world.md); with --run, the run's --eval-data",
+        describe: "FlashRAG JSONL files, benchmark names (nq triviaqa popqa hotpotqa 2wikimultihopqa musique bamboogle), encyclopedia (the embedded encyclopedia's held-out questions), world (the held-out questions of world --world-seed) or eval-worlds (the evaluation worlds'; docs/world.md); with --run, the run's --eval-data",
       })
       .option('world-seed', { type: 'number', describe: 'with --data world: the world (default 0, the demo world; with --run, the run\'s)' })
       .option('data-dir', { type: 'string', describe: 'folder holding the benchmark files (default $SESA_DATA)' })
-      .option('corpus', { type: 'string', describe: "JSONL corpus for a local BM25 index, or 'demo' (default for --data demo); world data search their own worlds" })
+      .option('corpus', { type: 'string', describe: "JSONL corpus for a local BM25 index, or 'encyclopedia' (the embedded encyclopedia; default for --data encyclopedia); world data search their own worlds" })
       .option('retriever-url', { type: 'string', describe: 'Search-R1-compatible retrieval server' })
       .option('limit', { type: 'number', describe: 'questions per dataset, a seeded sample (the paper: 500); per world the first N' })
       .option('sample-seed', { type: 'number', default: 0, describe: 'seed of the --limit sample' })

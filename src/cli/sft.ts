@@ -2,8 +2,8 @@
 // LoRA, resumable, with a progress bar and the loss curve in the run folder.
 import { SingleBar } from 'cli-progress';
 import type { Argv, CommandModule } from 'yargs';
-import { flagName, flagsGiven, readSettingsFile, type SettingsLayer, yargsOptionsOf } from '../settings/table.js';
-import { renamedSetting, resolveSftConfig, SFT_RENAMED, SFT_SETTINGS, type SftConfig } from '../sft/config.js';
+import { flagName, flagsGiven, readSettingsFile, refuseRenamedFlags, type SettingsLayer, yargsOptionsOf } from '../settings/table.js';
+import { resolveSftConfig, SFT_RENAMED, SFT_RENAMED_WHY, SFT_SETTINGS, type SftConfig } from '../sft/config.js';
 import { runSft, type SftSummary } from '../sft/trainer.js';
 
 interface SftArgs {
@@ -34,8 +34,7 @@ export function sftConfigFromArgs(args: SftArgs): SftConfig {
 }
 
 function refuseRenamed(args: SftArgs): void {
-  const used = Object.keys(SFT_RENAMED).filter((k) => args[k] !== undefined);
-  if (used.length > 0) throw new Error(used.map((k) => `--${k} was renamed --${flagName(renamedSetting(k) as string)} (the name train uses): use --${flagName(renamedSetting(k) as string)}`).join('; '));
+  refuseRenamedFlags(SFT_RENAMED, args, SFT_RENAMED_WHY);
 }
 
 function summaryText(s: SftSummary): string {

@@ -14,6 +14,7 @@ import { DEFAULT_SKILL_BANK_CONFIG } from '../skills/config.js';
 import { E5Embedder } from '../skills/e5.js';
 import type { Embedder } from '../skills/embedder.js';
 import { LexicalEmbedder } from '../skills/lexical.js';
+import { refuseRenamedFlags, type RenamedSettings } from '../settings/table.js';
 import { type CommonArgs, emit, withCommonOptions } from './common.js';
 import { readTextFile } from '../util/text-file.js';
 
@@ -35,8 +36,15 @@ export interface SkillsArgs {
   source?: 'seed' | 'mined' | 'distilled';
   out?: string;
   replace: boolean;
-  seeds: boolean;
+  seedCards: boolean;
 }
+
+/**
+ * Flags renamed: `--seeds` meant the seed cards, while train's `--seeds FILE` is an answer-seeds file; the seed
+ * cards are `--seed-cards` here as in train. The old name is refused naming the new one.
+ */
+export const SKILLS_RENAMED: RenamedSettings = { seeds: 'seedCards' };
+const SKILLS_RENAMED_WHY = "the hand-written seed cards, as train's --seed-cards; train's --seeds FILE is answer seeds";
 
 // Typed loosely so it fits main.ts's `CommandModule` list; the handler recovers the parsed shape.
 export const command: CommandModule = {
@@ -56,8 +64,11 @@ export const command: CommandModule = {
       .option('source', { choices: ['seed', 'mined', 'distilled'] as const, describe: 'list only cards of this source' })
       .option('out', { type: 'string', describe: 'export: write JSONL here instead of stdout' })
       .option('replace', { type: 'boolean', default: false, describe: 'import: overwrite cards with the same id' })
-      .option('seeds', { type: 'boolean', default: true, describe: 'init: start from the seed cards (--no-seeds for an empty bank)' })
+      .option('seed-cards', { type: 'boolean', default: true, describe: 'init: start from the hand-written seed cards (--no-seed-cards for an empty bank)' })
+      // The old name, hidden, so that using it is refused with the new name rather than taken as unknown.
+      .option('seeds', { type: 'boolean', hidden: true })
       .check((a) => {
+        refuseRenamedFlags(SKILLS_RENAMED, a, SKILLS_RENAMED_WHY);
         if ((a.action === 'show' || a.action === 'search' || a.action === 'import') && (a.arg === undefined || a.arg === '')) {
           throw new Error(`skills ${a.action} needs ${a.action === 'show' ? 'a card id' : a.action === 'search' ? 'a question' : 'a JSONL file'}`);
         }
@@ -174,7 +185,7 @@ async function openBank(a: SkillsArgs, create: boolean, lock = true): Promise<Sk
     if (!model) throw new Error('the e5 embedder needs --e5-model FOLDER_OR_NAME');
     embedder = await E5Embedder.load({ model, allowRemote: a.allowDownload });
   }
-  return SkillBank.open(a.bank, { embedder, create, seeds: a.seeds, reembed: a.reembed, lock, onStaleLock: (m) => process.stderr.write(`warning: ${m}\n`) });
+  return SkillBank.open(a.bank, { embedder, create, seedCards: a.seedCards, reembed: a.reembed, lock, onStaleLock: (m) => process.stderr.write(`warning: ${m}\n`) });
 }
 
 function sortCards(cards: SkillCard[], by: SkillsArgs['sort']): SkillCard[] {

@@ -1,5 +1,5 @@
 // The task environments that are a search tool and nothing more (src/agent/environment.ts): a Search-R1
-// retrieval server, the embedded synthetic encyclopedia (`--corpus demo`) and a local corpus file. None defines
+// retrieval server, the embedded synthetic encyclopedia (`--corpus encyclopedia`) and a local corpus file. None defines
 // a held-out set of its own (`--eval-data` names a file or a benchmark for them) or plays a role without an LLM.
 import type { TaskEnvironment } from '../agent/environment.js';
 import { generateSyntheticCorpus, goldenAnswers } from '../corpus/synthetic/index.js';
@@ -9,9 +9,7 @@ import { SearchR1Client } from '../search/searchr1-client.js';
 import type { TrainConfig } from '../settings/train.js';
 import { redactUrl } from '../util/redact.js';
 import { seedsFromPassages } from '../agent/seeds.js';
-
-/** The encyclopedia is fixed (seed 0) whatever the run seed, so every demo-corpus run searches the same one. */
-const ENCYCLOPEDIA_SEED = 0;
+import { ENCYCLOPEDIA_SEED } from '../eval/dataset.js';
 
 function noHeldOut(what: string): Pick<TaskEnvironment, 'heldOutNames' | 'heldOut'> {
   return {
@@ -37,7 +35,7 @@ export function retrieverEnvironment(config: TrainConfig, log: (line: string) =>
   };
 }
 
-/** `--corpus demo`: BM25 over the embedded synthetic encyclopedia (2,400 passages), with its answer seeds. */
+/** `--corpus encyclopedia`: BM25 over the embedded synthetic encyclopedia (2,400 passages), with its answer seeds. */
 export async function encyclopediaEnvironment(log: (line: string) => void): Promise<TaskEnvironment> {
   const synth = generateSyntheticCorpus({ seed: ENCYCLOPEDIA_SEED });
   const passages = synth.corpus.map((row) => ({ id: row.id, ...parseContents(row.contents) }));
@@ -49,7 +47,7 @@ export async function encyclopediaEnvironment(log: (line: string) => void): Prom
   });
   return {
     description: `BM25 over the embedded synthetic encyclopedia (${passages.length} passages, ${seeds.length} answer seeds)`,
-    searcher: await Bm25Index.fromPassages(passages, { warn: log }, 'demo corpus'),
+    searcher: await Bm25Index.fromPassages(passages, { warn: log }, 'the embedded encyclopedia'),
     seeds,
     ...noHeldOut('the embedded encyclopedia'),
   };

@@ -1,9 +1,11 @@
 // Evaluation questions (docs/evaluation.md): FlashRAG JSONL files (`{"id","question","golden_answers"}`), the
-// benchmark names resolved in a data folder, and `demo`, the held-out questions of the embedded synthetic
-// world. Every line is checked before any question runs; a problem names the file, the line and the field.
+// benchmark names resolved in a data folder, and `encyclopedia`, the held-out questions of the embedded
+// synthetic encyclopedia. Every line is checked before any question runs; a problem names the file, the line and the field.
 import { statSync } from 'node:fs';
 import { basename, extname, join } from 'node:path';
 import { generateSyntheticCorpus } from '../corpus/synthetic/index.js';
+import { ENCYCLOPEDIA, RENAMED_DATA, RENAMED_DATA_WHY } from '../settings/train/search.js';
+import { renamedValueProblem } from '../settings/table.js';
 import { Rng } from '../util/rng.js';
 import { echo } from '../util/text-file.js';
 import { readTextFile, TextFileError } from '../util/text-file.js';
@@ -14,7 +16,7 @@ export type { EvalQuestion };
 
 export interface EvalDataset {
   name: string;
-  /** The file it came from, or `demo`. */
+  /** The file it came from, or `encyclopedia`. */
   source: string;
   questions: EvalQuestion[];
 }
@@ -22,10 +24,12 @@ export interface EvalDataset {
 /** The paper's seven benchmarks (docs/evaluation.md), as FlashRAG names them. */
 export const BENCHMARK_NAMES = ['nq', 'triviaqa', 'popqa', 'hotpotqa', '2wikimultihopqa', 'musique', 'bamboogle'] as const;
 
-/** The embedded world the trainer's `--corpus demo` searches is generated with this seed. */
-export const DEMO_WORLD_SEED = 0;
-
-export const DEMO_DATASET = 'demo';
+/**
+ * The embedded encyclopedia (`--corpus encyclopedia`, its held-out questions `--data encyclopedia`) is generated
+ * with this seed whatever the run's seed, so every run and eval on it searches the same one. (Not the demo
+ * world, src/world/world.ts: that one has 300 passages.)
+ */
+export const ENCYCLOPEDIA_SEED = 0;
 
 export class DatasetError extends Error {
   constructor(
@@ -95,22 +99,24 @@ export function readDatasetFile(file: string, dataset = basename(file, extname(f
   return { name: dataset, source: file, questions: parseDatasetText(text, file, dataset) };
 }
 
-/** The embedded world's held-out questions (all of them; the world is fixed by DEMO_WORLD_SEED). */
-export function demoDataset(): EvalDataset {
-  const world = generateSyntheticCorpus({ seed: DEMO_WORLD_SEED });
+/** The embedded encyclopedia's held-out questions (all of them; it is fixed by ENCYCLOPEDIA_SEED). */
+export function encyclopediaDataset(): EvalDataset {
+  const world = generateSyntheticCorpus({ seed: ENCYCLOPEDIA_SEED });
   return {
-    name: DEMO_DATASET,
-    source: DEMO_DATASET,
-    questions: world.heldOut.map((q) => ({ id: q.id, dataset: DEMO_DATASET, question: q.question, goldenAnswers: [...q.golden_answers] })),
+    name: ENCYCLOPEDIA,
+    source: ENCYCLOPEDIA,
+    questions: world.heldOut.map((q) => ({ id: q.id, dataset: ENCYCLOPEDIA, question: q.question, goldenAnswers: [...q.golden_answers] })),
   };
 }
 
 /**
- * One `--data` value: `demo`, a JSONL file, or a benchmark name looked up in `dataDir`. A name that cannot be
- * found is an error listing every place that was tried.
+ * One `--data` value: `encyclopedia`, a JSONL file, or a benchmark name looked up in `dataDir`. A name that
+ * cannot be found is an error listing every place that was tried; the encyclopedia's old name is refused.
  */
 export function resolveDataset(spec: string, dataDir: string | undefined): EvalDataset {
-  if (spec === DEMO_DATASET) return demoDataset();
+  const renamed = renamedValueProblem('data', spec, RENAMED_DATA, RENAMED_DATA_WHY);
+  if (renamed !== undefined) throw new Error(`--data ${renamed}`);
+  if (spec === ENCYCLOPEDIA) return encyclopediaDataset();
   if (isFile(spec)) return readDatasetFile(spec);
   const name = spec.toLowerCase();
   if ((BENCHMARK_NAMES as readonly string[]).includes(name)) {
@@ -121,7 +127,7 @@ export function resolveDataset(spec: string, dataDir: string | undefined): EvalD
     return readDatasetFile(found, name);
   }
   if (extname(spec) !== '' || spec.includes('/')) throw new Error(`--data ${spec}: file not found`);
-  throw new Error(`--data ${spec}: not a file and not a known dataset name (known: ${[...BENCHMARK_NAMES, DEMO_DATASET].join(', ')})`);
+  throw new Error(`--data ${spec}: not a file and not a known dataset name (known: ${[...BENCHMARK_NAMES, ENCYCLOPEDIA].join(', ')})`);
 }
 
 /**
@@ -129,7 +135,7 @@ export function resolveDataset(spec: string, dataDir: string | undefined): EvalD
  * evaluation never stops at its fourth dataset for a missing file.
  */
 export function resolveDatasets(specs: readonly string[], dataDir: string | undefined): EvalDataset[] {
-  if (specs.length === 0) throw new Error('--data: give at least one dataset (a JSONL file, a benchmark name, or demo)');
+  if (specs.length === 0) throw new Error('--data: give at least one dataset (a JSONL file, a benchmark name, or encyclopedia)');
   const missing: string[] = [];
   const out: EvalDataset[] = [];
   for (const spec of specs) {

@@ -21,7 +21,7 @@ export interface HeldOutRow {
   seconds: number;
 }
 
-/** The held-out questions for a run: `--eval-data` (a file, a benchmark name in $SESA_DATA, or demo), sampled. */
+/** The held-out questions for a run: `--eval-data` (a file, a benchmark name in $SESA_DATA, or encyclopedia), sampled. */
 export function heldOutQuestions(data: string, limit: number, dataDir: string | undefined): EvalQuestion[] {
   return sampleQuestions(resolveDataset(data, dataDir).questions, limit, 0);
 }

@@ -11,10 +11,12 @@ import { SkillBank } from '../skills/bank.js';
 import { E5Embedder } from '../skills/e5.js';
 import type { Embedder } from '../skills/embedder.js';
 import { LexicalEmbedder } from '../skills/lexical.js';
-import { DEMO_DATASET, DEMO_WORLD_SEED } from './dataset.js';
+import { ENCYCLOPEDIA, RENAMED_DATA, RENAMED_DATA_WHY } from '../settings/train/search.js';
+import { renamedValueProblem } from '../settings/table.js';
+import { ENCYCLOPEDIA_SEED } from './dataset.js';
 
 export interface SearchSpec {
-  /** A JSONL corpus for a local BM25 index, or `demo` for the embedded world. */
+  /** A JSONL corpus for a local BM25 index, or `encyclopedia` for the embedded encyclopedia. */
   corpus?: string;
   /** A Search-R1-compatible retrieval server (replaces the local index). */
   retrieverUrl?: string;
@@ -23,19 +25,21 @@ export interface SearchSpec {
 /** The search tool, after one probe query has come back (an unreachable server fails here, naming its URL). */
 export async function buildEvalSearcher(spec: SearchSpec, log: (line: string) => void = () => {}): Promise<Searcher> {
   let searcher: Searcher;
+  const renamed = renamedValueProblem('corpus', spec.corpus, RENAMED_DATA, RENAMED_DATA_WHY);
+  if (renamed !== undefined) throw new Error(`--corpus ${renamed}`);
   if (spec.retrieverUrl !== undefined) {
     searcher = new SearchR1Client({ url: spec.retrieverUrl, attempts: 2, backoffMs: 200, timeoutMs: 30_000 });
-  } else if (spec.corpus === DEMO_DATASET) {
-    const world = generateSyntheticCorpus({ seed: DEMO_WORLD_SEED });
+  } else if (spec.corpus === ENCYCLOPEDIA) {
+    const world = generateSyntheticCorpus({ seed: ENCYCLOPEDIA_SEED });
     searcher = await Bm25Index.fromPassages(
       world.corpus.map((row) => ({ id: row.id, ...parseContents(row.contents) })),
       { warn: log },
-      'demo corpus',
+      'the embedded encyclopedia',
     );
   } else if (spec.corpus !== undefined) {
     searcher = await Bm25Index.open(spec.corpus, { warn: log });
   } else {
-    throw new Error('eval needs a search tool: --corpus FILE.jsonl (or demo) or --retriever-url URL');
+    throw new Error('eval needs a search tool: --corpus FILE.jsonl (or encyclopedia) or --retriever-url URL');
   }
   try {
     await searcher.search(['probe'], 1);

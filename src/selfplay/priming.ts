@@ -12,11 +12,11 @@ import { readTextFile } from '../util/text-file.js';
 export const MODEL_PRIMING_FILE = 'priming-cards.jsonl';
 
 /**
- * What a new bank of a run is primed with (SkillBank.open's `seeds` and `primingCards`): the seed cards and
+ * What a new bank of a run is primed with (SkillBank.open's `seedCards` and `primingCards`): the seed cards and
  * the extra priming cards with --priming (the default), nothing with --no-priming.
  */
-export function primedBankOptions(config: { priming: boolean; seedCards: boolean; primingCards?: string | undefined }, modelDir: string, log: (line: string) => void): { seeds: boolean; primingCards: SkillCard[] } {
-  return { seeds: config.priming && config.seedCards, primingCards: config.priming ? loadPrimingCards(config.primingCards, modelDir, log, config.seedCards) : [] };
+export function primedBankOptions(config: { priming: boolean; seedCards: boolean; primingCards?: string | undefined }, modelDir: string, log: (line: string) => void): { seedCards: boolean; primingCards: SkillCard[] } {
+  return { seedCards: config.priming && config.seedCards, primingCards: config.priming ? loadPrimingCards(config.primingCards, modelDir, log, config.seedCards) : [] };
 }
 
 /**

@@ -187,9 +187,9 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   let ragShort = 0;
   const flat = proposed.flatMap((group, seedIndex) => group.map((rollout) => ({ rollout, seedIndex })));
   for (const { rollout, seedIndex } of flat) {
-    const seed = seeds[seedIndex] as AnswerSeed;
-    const check = checkQuestion(rollout, seed.answer, seed.aliases ?? [], settings.rules);
-    proposals.push({ seedIndex, answer: seed.answer, hops: seed.hops, ...(check.question !== undefined ? { question: check.question } : {}), ...(check.invalid ? { invalid: check.invalid } : {}), reward: 0 });
+    const answerSeed = seeds[seedIndex] as AnswerSeed;
+    const check = checkQuestion(rollout, answerSeed.answer, answerSeed.aliases ?? [], settings.rules);
+    proposals.push({ seedIndex, answer: answerSeed.answer, hops: answerSeed.hops, ...(check.question !== undefined ? { question: check.question } : {}), ...(check.invalid ? { invalid: check.invalid } : {}), reward: 0 });
   }
   // The RAG checks' distractor blocks are drawn here, in global-index order, from the step's random stream;
   // the reader and the judge run where `judging` says (this process, or the seed's worker).

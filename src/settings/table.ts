@@ -186,6 +186,69 @@ export function settingProblems(table: SettingTable, values: Record<string, unkn
 export type SettingsLayer = { file: string; raw: unknown } | { flags: Record<string, unknown> };
 
 /**
+ * Flags (and settings-file keys) that were renamed: old name (camelCase, as yargs parses it) → the new key.
+ * An old name is never kept as an alias: it is refused with a message naming the new one (docs/sft.md,
+ * "Renamed flags"; README.md, "Commands", for `skills init`). A command declares its old names as hidden
+ * yargs options, so that one given reaches these checks instead of failing as an unknown argument.
+ */
+export type RenamedSettings = Readonly<Record<string, string>>;
+
+/** The new key of an old flag or file key (kebab- or camelCase, with or without `--` and `no-`), or undefined. */
+export function renamedTo(renamed: RenamedSettings, name: string): string | undefined {
+  return own(renamed, keyOf(name.replace(/^--/, '').replace(/^no-/, '')));
+}
+
+/**
+ * One message per old flag among yargs' parsed arguments, naming the new flag and `why` it was renamed:
+ * `--schedule was renamed --lr-schedule (the name train uses): use --lr-schedule` (`use --no-…` for `--no-…`).
+ */
+export function renamedFlagProblems(renamed: RenamedSettings, args: Readonly<Record<string, unknown>>, why: string): string[] {
+  return Object.entries(renamed)
+    .filter(([old]) => args[old] !== undefined)
+    .map(([old, to]) => `--${flagName(old)} was renamed --${flagName(to)} (${why}): use --${args[old] === false ? 'no-' : ''}${flagName(to)}`);
+}
+
+/** Throws one error naming every old flag given (renamedFlagProblems); nothing when none was. */
+export function refuseRenamedFlags(renamed: RenamedSettings, args: Readonly<Record<string, unknown>>, why: string): void {
+  const problems = renamedFlagProblems(renamed, args, why);
+  if (problems.length > 0) throw new Error(problems.join('; '));
+}
+
+/**
+ * Values renamed, for settings that take a name: old value → new value. On a flag or in a settings file the old
+ * value is refused naming the new one; a file the program wrote itself before the rename (a run's config.json)
+ * reads with the new value (currentValue).
+ */
+export type RenamedValues = Readonly<Record<string, string>>;
+
+/**
+ * When `value` is an old one: the rest of a sentence after the flag, `demo was renamed encyclopedia (why): use
+ * --corpus encyclopedia` (a setting's check, ./setting.ts, is worded so); else undefined.
+ */
+export function renamedValueProblem(flag: string, value: unknown, renamed: RenamedValues, why: string): string | undefined {
+  const to = typeof value === 'string' ? own(renamed, value) : undefined;
+  return to === undefined ? undefined : `${String(value)} was renamed ${to} (${why}): use --${flag} ${to}`;
+}
+
+/** `value`, or its new name when it is an old one. */
+export function currentValue<T>(value: T, renamed: RenamedValues): T {
+  return typeof value === 'string' ? ((own(renamed, value) as T | undefined) ?? value) : value;
+}
+
+/** One message per old key in the settings files among `layers`, naming the file and the new key. */
+export function renamedKeyProblems(renamed: RenamedSettings, layers: readonly SettingsLayer[], why: string): string[] {
+  const problems: string[] = [];
+  for (const layer of layers) {
+    if (!('file' in layer) || typeof layer.raw !== 'object' || layer.raw === null) continue;
+    for (const k of Object.keys(layer.raw)) {
+      const to = renamedTo(renamed, k);
+      if (to) problems.push(`${layer.file}: setting '${k}' was renamed '${flagName(to)}' (${why}): use '${flagName(to)}'`);
+    }
+  }
+  return problems;
+}
+
+/**
  * Defaults ← each layer in order; then every value's type and check, and the cross-setting `rules`.
  * Throws one error listing every problem, each naming its file or flag.
  */

@@ -17,13 +17,13 @@ import { LORA_SETTINGS } from './train/lora.js';
 import { PROPOSER_SETTINGS } from './train/proposer.js';
 import { ROLLOUT_SETTINGS } from './train/rollout.js';
 import { RECIPES, type RecipeName, RUN_SETTINGS, workerCount } from './train/run.js';
-import { SEARCH_SETTINGS } from './train/search.js';
+import { ENCYCLOPEDIA, RENAMED_DATA, RENAMED_DATA_WHY, SEARCH_SETTINGS } from './train/search.js';
 import type { AnySetting, ConfigOf } from './setting.js';
 import { SKILLS_SETTINGS } from './train/skills.js';
 import { isRedactedUrl, redactUrl } from '../util/redact.js';
-import { defaultsOf, tinyDefaultsOf, flagName, flagValueOf, keyOf, settingProblems, settingsFromObject, showValue, yargsOptionOf } from './table.js';
+import { currentValue, defaultsOf, tinyDefaultsOf, flagName, flagValueOf, keyOf, settingProblems, settingsFromObject, showValue, yargsOptionOf } from './table.js';
 
-export { flagName, keyOf, RECIPES, type RecipeName, showValue, workerCount };
+export { ENCYCLOPEDIA, flagName, keyOf, RECIPES, type RecipeName, RENAMED_DATA, RENAMED_DATA_WHY, showValue, workerCount };
 
 /** The groups in the order --help and docs/options.md show them. */
 export const SETTING_GROUPS = {
@@ -123,8 +123,8 @@ const CROSS_CHECKS: CrossCheck[] = [
       : `--enable-thinking makes the in-process judge think before it answers: --judge-max-tokens (${c.judgeMaxTokens}) and --rag-max-tokens (${c.ragMaxTokens}) must be ≥ ${THINKING_JUDGE_MIN_TOKENS} to leave room for the verdict`,
   (c) => (c.judgeModel === undefined || c.judgeUrl !== undefined ? undefined : '--judge-model names a model at --judge-url, which is not set'),
   (c) => (c.distillerModel === undefined || c.distillerUrl !== undefined ? undefined : '--distiller-model names a model at --distiller-url, which is not set'),
-  (c) => (c.retrieverUrl === undefined || c.corpus === 'demo' ? undefined : `--retriever-url replaces the local index, so --corpus ${c.corpus} would be unused: give one of them`),
-  (c) => (c.evalEvery === 0 || (c.evalData !== undefined && c.evalData !== '') ? undefined : '--eval-every needs --eval-data (a FlashRAG JSONL file, a benchmark name or demo)'),
+  (c) => (c.retrieverUrl === undefined || c.corpus === ENCYCLOPEDIA ? undefined : `--retriever-url replaces the local index, so --corpus ${c.corpus} would be unused: give one of them`),
+  (c) => (c.evalEvery === 0 || (c.evalData !== undefined && c.evalData !== '') ? undefined : '--eval-every needs --eval-data (a FlashRAG JSONL file, a benchmark name or encyclopedia)'),
   (c) =>
     (c.evalData !== 'world' && c.evalData !== 'eval-worlds') || (c.corpus === 'world' && c.retrieverUrl === undefined)
       ? undefined
@@ -252,9 +252,13 @@ export function resumeChanges(saved: TrainConfig, requested: Partial<TrainConfig
   return { changes, refused };
 }
 
-/** A config.json read back: a missing setting takes its default (a run written before it existed). */
+/**
+ * A config.json read back: a missing setting takes its default (a run written before it existed), and a
+ * renamed value its new name (a run written with `corpus: demo` or `evalData: demo` plays in the encyclopedia).
+ */
 export function parseSavedConfig(raw: unknown, file: string): TrainConfig {
-  return { ...TRAIN_DEFAULTS, ...parseConfigObject(raw, file) };
+  const saved = { ...TRAIN_DEFAULTS, ...parseConfigObject(raw, file) };
+  return { ...saved, corpus: currentValue(saved.corpus, RENAMED_DATA), ...(saved.evalData !== undefined ? { evalData: currentValue(saved.evalData, RENAMED_DATA) } : {}) };
 }
 
 /** The keys of the endpoint-URL settings (see `url` in ./setting.ts). */

@@ -9,7 +9,7 @@
 // is used (./trainer.ts). A rule that ties two settings together goes into sftProblems.
 import { PROJECTIONS } from '../model/qwen3.js';
 import { bool, choice, type ConfigOf, fixedOnResumeExcept, int, list, num, optionalStr, requiredChoice, requiredStr } from '../settings/setting.js';
-import { defaultsOf, flagName, resolveSettings, type SettingsLayer } from '../settings/table.js';
+import { defaultsOf, renamedKeyProblems, resolveSettings, type SettingsLayer } from '../settings/table.js';
 import { BACKEND_CHOICES } from '../tensor/backend.js';
 import { LOSS_ON } from './transcript.js';
 
@@ -68,10 +68,8 @@ export const SFT_DEFAULTS: Omit<SftConfig, 'model' | 'data' | 'out' | 'mode'> = 
  */
 export const SFT_RENAMED: Readonly<Record<string, keyof SftConfig>> = { schedule: 'lrSchedule', thinking: 'enableThinking' };
 
-/** The new key of an old flag or file key (kebab- or camelCase, with or without --no-), or undefined. */
-export function renamedSetting(name: string): keyof SftConfig | undefined {
-  return SFT_RENAMED[name.replace(/^--/, '').replace(/^no-/, '')];
-}
+/** Why they were renamed, as the refusal says it. */
+export const SFT_RENAMED_WHY = 'the name train uses';
 
 /** Rules that tie settings together, each naming the flags. */
 export function sftProblems(c: SftConfig): string[] {
@@ -83,14 +81,7 @@ export function sftProblems(c: SftConfig): string[] {
  * A file that uses an old name is refused naming the new one. Throws one error listing every problem.
  */
 export function resolveSftConfig(layers: readonly SettingsLayer[]): SftConfig {
-  const problems: string[] = [];
-  for (const layer of layers) {
-    if (!('file' in layer) || typeof layer.raw !== 'object' || layer.raw === null) continue;
-    for (const k of Object.keys(layer.raw)) {
-      const to = renamedSetting(k);
-      if (to) problems.push(`${layer.file}: setting '${k}' was renamed '${flagName(to)}' (the name train uses): use '${flagName(to)}'`);
-    }
-  }
+  const problems = renamedKeyProblems(SFT_RENAMED, layers, SFT_RENAMED_WHY);
   if (problems.length > 0) throw new Error(`invalid settings:\n  - ${problems.join('\n  - ')}`);
   return resolveSettings(SFT_SETTINGS, layers, sftProblems);
 }

@@ -57,9 +57,10 @@ export interface CommitReport {
 export interface OpenOptions {
   embedder: Embedder;
   config?: Partial<SkillBankConfig>;
-  /** Create the file (with the seed cards unless `seeds` is false) when it does not exist. Default true. */
+  /** Create the file (with the seed cards unless `seedCards` is false) when it does not exist. Default true. */
   create?: boolean;
-  seeds?: boolean;
+  /** A new bank starts with the project's hand-written seed cards (./seeds.ts). Default true. */
+  seedCards?: boolean;
   /**
    * More priming cards for a new bank, after the seed cards (memory priming; e.g. a model folder's
    * priming-cards.jsonl). Marked `seed`, so never evicted. Ignored when the bank file exists.
@@ -83,9 +84,9 @@ export interface OpenOptions {
 
 
 /** The cards a new bank starts with: the seed cards, then the extra priming cards as `seed` cards with fresh stats; an id twice is an error. */
-function primingSet(seeds: readonly SkillCard[], extra: readonly SkillCard[]): SkillCard[] {
-  const out = [...seeds];
-  const ids = new Set(seeds.map((c) => c.id));
+function primingSet(handWritten: readonly SkillCard[], extra: readonly SkillCard[]): SkillCard[] {
+  const out = [...handWritten];
+  const ids = new Set(handWritten.map((c) => c.id));
   for (const c of extra) {
     if (ids.has(c.id)) throw new Error(`memory priming: card id ${c.id} appears twice`);
     ids.add(c.id);
@@ -182,7 +183,7 @@ export class SkillBank {
         lastCommitStep: 0,
         lastConsolidationStep: null,
         counters: zeroCounters(),
-        cards: primingSet(opts.seeds === false ? [] : seedCards(), opts.primingCards ?? []),
+        cards: primingSet(opts.seedCards === false ? [] : seedCards(), opts.primingCards ?? []),
         queue: [],
       };
     }

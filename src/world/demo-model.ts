@@ -74,7 +74,7 @@ export async function transcriptCards(
   rng: Rng,
 ): Promise<{ cardsFor: (question: string, rng: Rng) => Promise<string | undefined>; dispose: () => Promise<void> }> {
   rmSync(bankPath, { force: true });
-  const bank = await SkillBank.open(bankPath, { embedder: new LexicalEmbedder(), seeds: true, config: { renderTokenBudget: WORLD_CARD_BUDGET } });
+  const bank = await SkillBank.open(bankPath, { embedder: new LexicalEmbedder(), seedCards: true, config: { renderTokenBudget: WORLD_CARD_BUDGET } });
   await bank.importCards(worldShapeCards(worlds, shapeCards, rng));
   return {
     cardsFor: async (question, r) => {

@@ -18,7 +18,11 @@ export interface WorldOptions {
   passages: number;
 }
 
-/** The world `npx sesa-train` plays in (seed 0, the generator's smallest size). */
+/**
+ * The demo world: the one `npx sesa-train` (`--model demo`, the demo world's warm-start model) plays in; seed
+ * 0, the generator's smallest size. Not the encyclopedia of `--corpus encyclopedia` (ENCYCLOPEDIA_SEED,
+ * src/eval/dataset.ts), which is generated at seed 0 too but with 2,400 passages.
+ */
 export const DEMO_WORLD: WorldOptions = { seed: 0, passages: 300 };
 /** A world no warm-start transcript and no self-play step ever saw: the check that search was learned. */
 export const FRESH_WORLD: WorldOptions = { seed: 7919, passages: 300 };

@@ -19,7 +19,7 @@ export function tinyModel(root: string): string {
 /** A small, fast training run's flags (2 steps, checkpoint every step). */
 export function trainArgs(model: string, out: string, steps = 2): string[] {
   return [
-    CLI, 'train', '--model', model, '--corpus', 'demo', '--steps', String(steps), '--seeds-per-step', '1', '--proposals-per-seed', '2',
+    CLI, 'train', '--model', model, '--corpus', 'encyclopedia', '--steps', String(steps), '--seeds-per-step', '1', '--proposals-per-seed', '2',
     '--group-size', '2', '--max-turns', '2', '--max-new-tokens', '16', '--max-response-tokens', '64', '--embedder', 'lexical',
     '--lr', '1e-3', '--save-every', '1', '--micro-batch-size', '8', '--backend', 'wasm', '--seed', '4', '--out', out,
   ];

@@ -20,7 +20,7 @@ describe('empty retrieval', () => {
     const model = tinyModel(root);
     const corpus = join(root, 'empty.jsonl');
     writeFileSync(corpus, Array.from({ length: 20 }, (_, i) => JSON.stringify({ id: `p${i}`, title: `Place ${i}`, text: '' })).join('\n') + '\n');
-    const r = await run(root, trainArgs(model, join(root, 'run'), 1).map((a) => (a === 'demo' ? corpus : a)));
+    const r = await run(root, trainArgs(model, join(root, 'run'), 1).map((a) => (a === 'encyclopedia' ? corpus : a)));
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toContain(`warning: ${corpus}: every passage has empty text; searches will find titles at most`);
   });

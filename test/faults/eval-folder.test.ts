@@ -23,7 +23,7 @@ afterAll(async () => {
 });
 
 const evalArgs = (out: string, extra: string[] = []): string[] => [
-  CLI, 'eval', '--model', model, '--data', 'demo', '--max-turns', '2', '--max-new-tokens', '12', '--max-response-tokens', '48', '--backend', 'wasm', '--threads', '1', '--out', out, ...extra,
+  CLI, 'eval', '--model', model, '--data', 'encyclopedia', '--max-turns', '2', '--max-new-tokens', '12', '--max-response-tokens', '48', '--backend', 'wasm', '--threads', '1', '--out', out, ...extra,
 ];
 
 describe('two evals into one --out', () => {
@@ -52,18 +52,18 @@ describe('the search backend is part of a folder\'s identity', () => {
     const firstRun = await run(root, evalArgs(out, ['--limit', '2']));
     expect(firstRun.code, firstRun.stderr).toBe(0);
     const settings = JSON.parse(readFileSync(join(out, 'settings.json'), 'utf8'));
-    expect(settings).toMatchObject({ corpus: 'demo', retrieverUrl: null });
+    expect(settings).toMatchObject({ corpus: 'encyclopedia', retrieverUrl: null });
 
     const corpus = join(root, 'other-corpus.jsonl');
     writeFileSync(corpus, '{"id": "1", "contents": "\\"Other\\"\\nAnother passage about something else."}\n');
     const other = await run(root, evalArgs(out, ['--limit', '2', '--corpus', corpus]));
     expect(other.code).not.toBe(0);
-    expect(other.stderr).toContain(`${out} holds an evaluation with other settings (corpus: "demo" there, ${JSON.stringify(corpus)} now)`);
+    expect(other.stderr).toContain(`${out} holds an evaluation with other settings (corpus: "encyclopedia" there, ${JSON.stringify(corpus)} now)`);
     expect(other.stderr).not.toMatch(/already scored/);
 
     const remote = await run(root, evalArgs(out, ['--limit', '2', '--retriever-url', `${server.url}/retrieve?token=tk-secret-31337`]));
     expect(remote.code).not.toBe(0);
-    expect(remote.stderr).toMatch(/holds an evaluation with other settings \((corpus: "demo" there, null now|retrieverUrl: null there, ".*token=REDACTED" now)\)/);
+    expect(remote.stderr).toMatch(/holds an evaluation with other settings \((corpus: "encyclopedia" there, null now|retrieverUrl: null there, ".*token=REDACTED" now)\)/);
     expect(remote.stderr).not.toContain('tk-secret-31337');
   }, 300_000);
 });

@@ -66,7 +66,7 @@ describe('the CLI', () => {
 
   it('a start that fails leaves nothing behind (the error is on the console): the same command fails the same way again', async () => {
     const out = join(root, 'failed-start');
-    const args = trainArgs(model, out, 1).map((a) => (a === 'demo' ? join(root, 'no-such-corpus.jsonl') : a));
+    const args = trainArgs(model, out, 1).map((a) => (a === 'encyclopedia' ? join(root, 'no-such-corpus.jsonl') : a));
     const first = await run(root, args);
     expect(first.code).not.toBe(0);
     expect(first.stderr).toMatch(/no-such-corpus\.jsonl/);

@@ -6,7 +6,7 @@ import { capitalize, fill, wordings } from '../questions.js';
 import { pick, shuffle } from '../vocab.js';
 import type { Ent, WorldBuilder } from './graph.js';
 import type { Passage } from './passages.js';
-import type { AnswerSeed, HeldOutQuestion, StartRef, SynthEntity, SynthFact } from './types.js';
+import type { HeldOutQuestion, StartRef, SynthAnswerSeed, SynthEntity, SynthFact } from './types.js';
 
 /** The strings a correct answer may take: the name, its alias, and the bare root of generic names. */
 export function goldenAnswers(e: SynthEntity): string[] {
@@ -112,11 +112,11 @@ export function makeHeldOut(w: WorldBuilder, perHop: number, idFor: (p: Passage)
   return out;
 }
 
-export function makeSeeds(w: WorldBuilder, heldOut: HeldOutQuestion[]): AnswerSeed[] {
+export function makeSeeds(w: WorldBuilder, heldOut: HeldOutQuestion[]): SynthAnswerSeed[] {
   const taken = new Set(heldOut.flatMap((q) => q.golden_answers.map(normalize)));
   const seen = new Set<string>();
   const count = [0, 0, 0];
-  const seeds: AnswerSeed[] = [];
+  const seeds: SynthAnswerSeed[] = [];
   for (const e of shuffle(w.rng, [...w.ents])) {
     const key = normalize(e.name);
     if (seen.has(key) || goldenAnswers(e).some((g) => taken.has(normalize(g)))) continue;

@@ -26,7 +26,7 @@ import type { SynthEntity, SynthFact, SyntheticCorpus, SyntheticCorpusOptions } 
 export { RELATIONS, type Relation } from '../questions.js';
 export { goldenAnswers } from './heldout-seeds.js';
 export type {
-  AnswerSeed, CorpusRow, EntityKind, HeldOutQuestion, StartRef, SynthEntity, SynthFact, SyntheticCorpus,
+  CorpusRow, EntityKind, HeldOutQuestion, StartRef, SynthAnswerSeed, SynthEntity, SynthFact, SyntheticCorpus,
   SyntheticCorpusOptions, SyntheticCorpusStats,
 } from './types.js';
 

@@ -39,7 +39,12 @@ export interface CorpusRow {
   contents: string;
 }
 
-export interface AnswerSeed {
+/**
+ * An answer the generator picked for the proposer: an entity (its id and kind) and the hop count of a chain
+ * that reaches it. The trainer's answer seed (src/agent/roles.ts, AnswerSeed) is made from it, with the
+ * entity's other names as aliases.
+ */
+export interface SynthAnswerSeed {
   answer: string;
   hops: 1 | 2 | 3;
   entityId: string;
@@ -84,7 +89,7 @@ export interface SyntheticCorpusStats {
 
 export interface SyntheticCorpus {
   corpus: CorpusRow[];
-  seeds: AnswerSeed[];
+  seeds: SynthAnswerSeed[];
   heldOut: HeldOutQuestion[];
   stats: SyntheticCorpusStats;
   /** The fact graph behind the text, for checks and debugging. */

@@ -2,10 +2,26 @@
 // (docs/method.md, "Search" and "Validating questions").
 import { DEFAULT_SEARCHR1_OPTIONS } from '../../search/searchr1-client.js';
 import { fixedForRun, int, num, optionalStr, optionalUrl, str } from '../setting.js';
+import { renamedValueProblem, type RenamedValues } from '../table.js';
+
+/**
+ * `--corpus encyclopedia`: the embedded synthetic encyclopedia (2,400 passages, generated at seed 0, with its
+ * answer seeds); `--eval-data encyclopedia` and eval's `--data encyclopedia`: its held-out questions.
+ */
+export const ENCYCLOPEDIA = 'encyclopedia';
+
+/**
+ * The encyclopedia was called `demo`, which also named the demo world's model (`--model demo`) and nothing of
+ * that world. As a --corpus, --eval-data or eval --data value the old name is refused naming the new one; a
+ * run's config.json written before reads with the new one (parseSavedConfig; docs/evaluation.md).
+ */
+export const RENAMED_DATA: RenamedValues = { demo: ENCYCLOPEDIA };
+export const RENAMED_DATA_WHY = "the embedded synthetic encyclopedia; 'demo' names only the demo world's model, --model demo";
 
 export const SEARCH_SETTINGS = {
-  corpus: str('demo', {
-    help: "JSONL corpus ({id,contents} or {id,title,text}), 'demo' for the embedded synthetic encyclopedia, or 'world' for a generated world (see --world-seed, docs/world.md)",
+  corpus: str(ENCYCLOPEDIA, {
+    help: "JSONL corpus ({id,contents} or {id,title,text}), 'encyclopedia' for the embedded synthetic encyclopedia (2,400 passages), or 'world' for a generated world (see --world-seed, docs/world.md)",
+    check: (v) => renamedValueProblem('corpus', v, RENAMED_DATA, RENAMED_DATA_WHY),
     resume: fixedForRun('the answer seeds and questions of the run come from its corpus'),
   }),
   worldSeed: int(0, {

@@ -1,6 +1,7 @@
-// Writes the embedded synthetic corpus (corpus.jsonl, seeds.jsonl, heldout.jsonl, stats.json) to a folder,
-// for inspection or for `--corpus FILE --seeds FILE`:
-//   npx tsx scripts/make-demo-corpus.ts OUT_DIR [--seed N] [--passages N]
+// Writes the embedded synthetic encyclopedia (`--corpus encyclopedia`: corpus.jsonl, seeds.jsonl, heldout.jsonl,
+// stats.json) to a folder, for inspection or for `--corpus FILE --seeds FILE`; another --seed or --passages
+// writes another encyclopedia of the same generator:
+//   npx tsx scripts/make-encyclopedia.ts OUT_DIR [--seed N] [--passages N]
 import { parseArgs } from 'node:util';
 import { writeSyntheticCorpus } from '../src/corpus/synthetic/index.js';
 
@@ -15,7 +16,7 @@ const out = positionals[0];
 const seed = Number(values.seed);
 const passages = Number(values.passages);
 if (!out || !Number.isInteger(seed) || !Number.isInteger(passages)) {
-  process.stderr.write('usage: tsx scripts/make-demo-corpus.ts OUT_DIR [--seed N] [--passages N]  (integers)\n');
+  process.stderr.write('usage: tsx scripts/make-encyclopedia.ts OUT_DIR [--seed N] [--passages N]  (integers)\n');
   process.exit(2);
 }
 try {
