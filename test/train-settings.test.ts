@@ -121,6 +121,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   'max-cards': 400,
   'render-token-budget': 300,
   'cards-in-group': 'half',
+  'skills-min-score': 0.1,
   'failure-evidence-chars': 1000,
   'distill-evidence-chars': 800,
   'distill-concurrency': 2,
