@@ -16,11 +16,14 @@ function tsFiles(dir: string): string[] {
   });
 }
 
-/** Project-relative targets of a file's relative imports (static and dynamic). */
+/** The relative specifiers of a source text's imports (static and dynamic), in single, double or back quotes. */
+function relativeSpecifiers(text: string): string[] {
+  return [...text.matchAll(/(?:from|import)\s*\(?\s*(['"`])(\.[^'"`]+)\1/g)].map((m) => m[2] as string);
+}
+
+/** Project-relative targets of a file's relative imports. */
 function importsOf(file: string): string[] {
-  const text = readFileSync(file, 'utf8');
-  const specs = [...text.matchAll(/(?:from|import)\s*\(?\s*'(\.[^']+)'/g)].map((m) => m[1] as string);
-  return specs.map((s) => relative(ROOT, resolve(dirname(file), s)));
+  return relativeSpecifiers(readFileSync(file, 'utf8')).map((s) => relative(ROOT, resolve(dirname(file), s)));
 }
 
 const violations = (files: string[], forbidden: (target: string) => boolean): string[] =>
@@ -64,8 +67,11 @@ function upwardImports(from: string, targets: readonly string[]): string[] {
 
 describe('dependency direction', () => {
   it('every folder of the code has a layer, and every import goes to its own folder or a lower layer', () => {
-    const srcFolders = readdirSync(join(ROOT, 'src')).filter((n) => statSync(join(ROOT, 'src', n)).isDirectory());
+    const srcEntries = readdirSync(join(ROOT, 'src'));
+    const srcFolders = srcEntries.filter((n) => statSync(join(ROOT, 'src', n)).isDirectory());
     for (const f of srcFolders) expect(folderOf(`src/${f}/x.ts`), `src/${f} has no layer`).toBeDefined();
+    // A file directly in src/ would belong to no folder, and its imports would go unchecked.
+    expect(srcEntries.filter((n) => !srcFolders.includes(n)), 'files directly in src/').toEqual([]);
     const files = LAYERS.flat().flatMap((key) => tsFiles(join(ROOT, key)));
     expect(files.length).toBeGreaterThan(200);
     expect(files.flatMap((f) => upwardImports(relative(ROOT, f), importsOf(f)))).toEqual([]);
@@ -74,6 +80,17 @@ describe('dependency direction', () => {
   it('the trainer, the eval and doctor take a task environment and never import the world', () => {
     const files = ['selfplay', 'eval', 'doctor'].flatMap((d) => tsFiles(join(ROOT, 'src', d)));
     expect(violations(files, (t) => t.startsWith('src/world/'))).toEqual([]);
+  });
+
+  it('the detector reads every quote style of an import', () => {
+    const probe = join(ROOT, 'src', 'util', 'atomic.ts');
+    const text = readFileSync(probe, 'utf8');
+    expect(importsOf(probe).length).toBe([...text.matchAll(/^import .* from '\./gm)].length);
+    for (const q of ["'", '"', '`']) {
+      expect(relativeSpecifiers(`import { a } from ${q}./x.js${q};\nconst m = await import(${q}../y.js${q});`)).toEqual(['./x.js', '../y.js']);
+    }
+    // A package import is not a project import.
+    expect(relativeSpecifiers(`import { b } from 'vitest';`)).toEqual([]);
   });
 
   it('kernels/ imports only src/tensor/ of the project, and src/tensor/ imports only itself and src/util/', () => {
