@@ -19,6 +19,7 @@
 import { tf } from '../tensor/backend.js';
 import { linearFrozen, matMulTrainable } from '../tensor/ops.js';
 import { recomputed } from '../tensor/recompute.js';
+import { fusedInference, rmsNormKernel, ropeKernel } from '../tensor/fused-kernels.js';
 import { SafetensorsCheckpoint } from '../formats/safetensors.js';
 import { type ModelConfig, expectedTensors, loadModelConfig } from './config.js';
 import { activeBackendName, backendRefusal, memoryNeedOfConfig } from './memory-need.js';
@@ -116,9 +117,26 @@ function planarMatMuls(a: tf.Tensor3D, b: tf.Tensor3D, transposeB: boolean): tf.
   return tf.stack(outs) as tf.Tensor3D;
 }
 
+/**
+ * x [a, b, c, d] → [a, c, b, d]. When b or c is 1 (one decoded token, one head) the order of the elements
+ * does not change, so a reshape (no kernel, no copy) gives the transpose's exact result.
+ */
+function swapAxes12(x: tf.Tensor4D): tf.Tensor4D {
+  const [a, b, c, d] = x.shape;
+  if (b === 1 || c === 1) return tf.reshape(x, [a, c, b, d]);
+  return tf.transpose(x, [0, 2, 1, 3]);
+}
+
 export class CausalLM {
   private readonly invFreq: Float64Array;
   private lmHeadT: tf.Tensor2D | undefined;
+  /**
+   * The RMSNorm epsilon and the attention scale 1/√d_head as tensors made once: a JS number given to an op
+   * becomes a fresh scalar tensor on every call (an upload and a dispose, dearer than the op itself on a tiny
+   * model), with the same float32 value.
+   */
+  private readonly eps: tf.Scalar;
+  private readonly attentionScale: tf.Scalar;
 
   private constructor(
     readonly config: ModelConfig,
@@ -132,6 +150,8 @@ export class CausalLM {
     private readonly trainableWeights: Map<string, tf.Variable> = new Map(),
   ) {
     this.invFreq = inverseFrequencies(config);
+    this.eps = tf.keep(tf.scalar(config.rmsNormEps));
+    this.attentionScale = tf.keep(tf.scalar(1 / Math.sqrt(config.headDim)));
   }
 
   /** Whether the base weights are trainable variables (`load(dir, { trainable: true })`). */
@@ -205,8 +225,10 @@ export class CausalLM {
   }
 
   private rmsNorm(x: tf.Tensor, weight: tf.Tensor1D): tf.Tensor {
+    // Untaped on wasm, one kernel with the chain's float32 arithmetic (src/tensor/fused-kernels.ts).
+    if (fusedInference()) return rmsNormKernel(x, weight, this.config.rmsNormEps);
     const variance = tf.mean(tf.square(x), -1, true);
-    return tf.mul(tf.mul(x, tf.rsqrt(tf.add(variance, this.config.rmsNormEps))), weight);
+    return tf.mul(tf.mul(x, tf.rsqrt(tf.add(variance, this.eps))), weight);
   }
 
   /** x·W (+b) (+ LoRA delta). x: [N, in]. */
@@ -222,6 +244,7 @@ export class CausalLM {
 
   /** Rotate-half RoPE on x [B, T, heads, hd] with cos/sin [B, T, 1, hd/2]. */
   private rope(x: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D): tf.Tensor4D {
+    if (fusedInference()) return ropeKernel(x, cos, sin);
     const [x1, x2] = tf.split(x, 2, -1) as [tf.Tensor4D, tf.Tensor4D];
     return tf.concat([tf.sub(tf.mul(x1, cos), tf.mul(x2, sin)), tf.add(tf.mul(x2, cos), tf.mul(x1, sin))], -1);
   }
@@ -250,8 +273,8 @@ export class CausalLM {
     k = this.rope(k, rot.cos, rot.sin);
 
     // Heads first; keys and values join the cache ([B, KV, S, hd]).
-    let keys = tf.transpose(k, [0, 2, 1, 3]) as tf.Tensor4D;
-    let values = tf.transpose(v, [0, 2, 1, 3]) as tf.Tensor4D;
+    let keys = swapAxes12(k);
+    let values = swapAxes12(v);
     if (opts.cache) [keys, values] = opts.cache.append(layer, keys, values);
     const S = keys.shape[2];
 
@@ -271,17 +294,17 @@ export class CausalLM {
           const maskBlock = n === T ? mask : tf.slice(mask, [0, 0, t0, 0], [B, 1, n, S]);
           // Grouped-query attention without copying keys: the `groups` query heads of one kv head are stacked
           // along the query axis, so one batched matMul per kv head serves them all (head h uses kv head h / groups).
-          const qGrouped = tf.reshape(tf.transpose(qBlock, [0, 2, 1, 3]), [B * KV, groups * n, hd]) as tf.Tensor3D;
+          const qGrouped = tf.reshape(swapAxes12(qBlock), [B * KV, groups * n, hd]) as tf.Tensor3D;
           // Without a cache (training, scoring), and with one when a kv head serves many query rows (a prefill,
           // a tool observation appended to the cache), the keys are transposed once and every kv head runs plain
           // 2-D matMuls, XNNPACK's fast path (the batched, transposed form ran at ~1.3 GFLOP/s in a ~100M
           // prefill); decoding a few tokens keeps the batched form (per-head ops would cost more than they save).
           const planar = !opts.cache || groups * n >= PLANAR_MIN_ROWS;
-          const scores = tf.mul(planar ? planarMatMuls(qGrouped, keysFlat as tf.Tensor3D, true) : tf.matMul(qGrouped, keysFlat, false, true), 1 / Math.sqrt(hd));
+          const scores = tf.mul(planar ? planarMatMuls(qGrouped, keysFlat as tf.Tensor3D, true) : tf.matMul(qGrouped, keysFlat, false, true), this.attentionScale);
           const probs = tf.softmax(tf.add(tf.reshape(scores, [B, H, n, S]), maskBlock));
           const probsGrouped = tf.reshape(probs, [B * KV, groups * n, S]) as tf.Tensor3D;
           const context = planar ? planarMatMuls(probsGrouped, valuesFlat as tf.Tensor3D, false) : tf.matMul(probsGrouped, valuesFlat);
-          return tf.transpose(tf.reshape(context, [B, H, n, hd]), [0, 2, 1, 3]);
+          return swapAxes12(tf.reshape(context, [B, H, n, hd]) as tf.Tensor4D);
         }),
       );
     }
@@ -422,7 +445,7 @@ export class CausalLM {
   }
 
   dispose(): void {
-    const all: tf.Tensor[] = [this.embed, this.finalNorm, ...(this.lmHead ? [this.lmHead] : []), ...(this.lmHeadT ? [this.lmHeadT] : [])];
+    const all: tf.Tensor[] = [this.eps, this.attentionScale, this.embed, this.finalNorm, ...(this.lmHead ? [this.lmHead] : []), ...(this.lmHeadT ? [this.lmHeadT] : [])];
     for (const w of this.layers) {
       all.push(w.inputNorm, w.postNorm, ...Object.values(w.proj), ...Object.values(w.bias));
       if (w.qNorm) all.push(w.qNorm);
