@@ -100,21 +100,35 @@ function attentionBias(keyMask: number[][], pastLength: number, T: number, S: nu
 
 /**
  * a[i] · b[i] (b[i]ᵀ when `transposeB`) for every i of the leading axis, as separate 2-D matMuls: batched and
- * transposed matMuls take XNNPACK's slow path (a few GFLOP/s), plain 2-D ones the fast one. The gradients go
- * through explicit transposes too (`matMulTrainable`).
+ * transposed matMuls take XNNPACK's slow path (a few GFLOP/s), plain 2-D ones the fast one.
+ *
+ * Its own gradient, with the same per-plane matMuls autodiff of the per-plane form ran (explicit transposes,
+ * as `matMulTrainable`): ∂a[i] = dy[i] · b[i]ᵀ, ∂b[i] = a[i]ᵀ · dy[i] (transposed back when `transposeB`),
+ * stacked. Autodiff of slices and a stack padded each plane's gradient to the whole tensor and summed the n
+ * padded copies (n PadV2 and n − 1 Add kernels of the full size per call, ~4% of a world step's update).
  */
 function planarMatMuls(a: tf.Tensor3D, b: tf.Tensor3D, transposeB: boolean): tf.Tensor3D {
-  const n = a.shape[0];
-  const right = transposeB ? (tf.transpose(b, [0, 2, 1]) as tf.Tensor3D) : b;
-  // One slice per index rather than one unstack: an unstack whose outputs do not all receive a gradient
-  // hands its gradient a null (tfjs's Unpack gradient then fails in stack); separate slices never do.
-  const planes = (x: tf.Tensor3D): tf.Tensor2D[] =>
-    Array.from({ length: n }, (_, i) => tf.reshape(tf.slice(x, [i, 0, 0], [1, x.shape[1], x.shape[2]]), [x.shape[1], x.shape[2]]) as tf.Tensor2D);
-  const as = planes(a);
-  const bs = planes(right);
-  const outs: tf.Tensor2D[] = [];
-  for (let i = 0; i < n; i++) outs.push(matMulTrainable(as[i] as tf.Tensor2D, bs[i] as tf.Tensor2D));
-  return tf.stack(outs) as tf.Tensor3D;
+  const f = tf.customGrad((...inputs: Array<tf.Tensor | tf.GradSaveFunc>) => {
+    const [aIn, bIn, save] = inputs as [tf.Tensor3D, tf.Tensor3D, tf.GradSaveFunc];
+    save([aIn, bIn]);
+    const right = transposeB ? (tf.transpose(bIn, [0, 2, 1]) as tf.Tensor3D) : bIn;
+    const as = tf.unstack(aIn) as tf.Tensor2D[];
+    const bs = tf.unstack(right) as tf.Tensor2D[];
+    return {
+      value: tf.stack(as.map((ai, i) => tf.matMul(ai, bs[i] as tf.Tensor2D))) as tf.Tensor3D,
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+        const [sa, sb] = saved as [tf.Tensor3D, tf.Tensor3D];
+        const dys = tf.unstack(dy) as tf.Tensor2D[];
+        const aPlanes = tf.unstack(sa) as tf.Tensor2D[];
+        // The planes of b as the forward multiplied them (bᵀ when transposeB) and their transposes.
+        const bPlanes = tf.unstack(sb) as tf.Tensor2D[];
+        const da = dys.map((g, i) => tf.matMul(g, transposeB ? (bPlanes[i] as tf.Tensor2D) : tf.transpose(bPlanes[i] as tf.Tensor2D)));
+        const dRight = tf.stack(dys.map((g, i) => tf.matMul(tf.transpose(aPlanes[i] as tf.Tensor2D), g))) as tf.Tensor3D;
+        return [tf.stack(da), transposeB ? tf.transpose(dRight, [0, 2, 1]) : dRight];
+      },
+    };
+  });
+  return f(a, b) as tf.Tensor3D;
 }
 
 /**
