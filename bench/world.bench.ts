@@ -27,9 +27,9 @@ import { trainingWorldSeeds } from '../src/world/world.js';
 import { median } from './run.js';
 import type { BenchContext, BenchRow, BenchSuite } from './types.js';
 
-/** Evaluation questions per evaluation world in each eval of a step run (the default run evaluates 57). */
+/** Evaluation questions per evaluation world in each eval of a step run (the default run evaluates 57); quick: 2. */
 const EVAL_QUESTIONS_PER_WORLD = 4;
-/** Runs of each tree: alternating, so that a drift in the machine's load hits both. */
+/** Runs of each tree: alternating, so that a drift in the machine's load hits both; quick: 1. */
 const REPETITIONS = 2;
 
 /** What bench/world-step-child.ts prints. */
@@ -41,9 +41,13 @@ interface StepRun {
   digest: Record<string, string>;
 }
 
+function evalQuestions(ctx: BenchContext): number {
+  return ctx.quick ? 2 : EVAL_QUESTIONS_PER_WORLD;
+}
+
 function runStep(root: string, ctx: BenchContext, out: string): StepRun {
   const child = join(repoRoot(), 'bench', 'world-step-child.ts');
-  const args = ['--import', 'tsx', child, '--root', root, '--out', out, '--steps', '1', '--seeds-per-step', ctx.quick ? '2' : '4', '--threads', String(ctx.threads), '--eval-limit', String(EVAL_QUESTIONS_PER_WORLD)];
+  const args = ['--import', 'tsx', child, '--root', root, '--out', out, '--steps', '1', '--seeds-per-step', '4', '--threads', String(ctx.threads), '--eval-limit', String(evalQuestions(ctx))];
   const r = spawnSync(process.execPath, args, { cwd: repoRoot(), encoding: 'utf8', maxBuffer: 64 * 2 ** 20 });
   const line = r.stdout.split('\n').find((l) => l.startsWith('WORLD-STEP-RESULT '));
   if (r.status !== 0 || !line) throw new Error(`world step of ${root} failed (exit ${r.status}): ${r.stderr.slice(-2000)}`);
@@ -120,7 +124,7 @@ export const suite: BenchSuite = {
       }
       const first = (runs.get('this') ?? [])[0] as StepRun;
       const step = first.steps[0];
-      const caseName = `default world step (${step?.proposals ?? 0} proposals, ${step?.valid ?? 0} valid; eval ${EVAL_QUESTIONS_PER_WORLD}/world, skills on+off, steps 0 and 1), ${ctx.threads} thread${ctx.threads === 1 ? '' : 's'}`;
+      const caseName = `default world step (${step?.proposals ?? 0} proposals, ${step?.valid ?? 0} valid; eval ${evalQuestions(ctx)}/world, skills on+off, steps 0 and 1), ${ctx.threads} thread${ctx.threads === 1 ? '' : 's'}`;
       const medians = new Map<string, Record<string, number>>();
       for (const tree of trees) {
         const per = (runs.get(tree.label) ?? []).map(phaseSeconds);
