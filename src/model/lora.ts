@@ -157,6 +157,13 @@ export class LoraAdapter implements ProjectionAdapter {
     return tf.mul(matMulTrainable(matMulTrainable(input, pair.a), pair.b), this.scaleTensor ?? this.scale);
   }
 
+  /** The delta's product (x·A)·B and the scale α/r, where no dropout applies (see ProjectionAdapter.scaledDelta). */
+  scaledDelta(layer: number, projection: ProjectionName, x: tf.Tensor2D): { product: tf.Tensor2D; scale: tf.Scalar } | undefined {
+    const pair = this.pairs.get(moduleName(layer, projection));
+    if (!pair || !this.scaleTensor || (this.training && this.config.dropout > 0)) return undefined;
+    return { product: matMulTrainable(matMulTrainable(x, pair.a), pair.b), scale: this.scaleTensor };
+  }
+
   /** The variables the deltas of `layer` read (A then B per projection): what a recomputed layer differentiates. */
   layerParameters(layer: number): tf.Variable[] {
     const out: tf.Variable[] = [];

@@ -19,7 +19,7 @@
 import { tf } from '../tensor/backend.js';
 import { linearFrozen, matMulTrainable } from '../tensor/ops.js';
 import { recomputed } from '../tensor/recompute.js';
-import { fusedInference, rmsNormKernel, ropeKernel } from '../tensor/fused-kernels.js';
+import { addScaledKernel, fusedInference, rmsNormKernel, ropeKernel } from '../tensor/fused-kernels.js';
 import { SafetensorsCheckpoint } from '../formats/safetensors.js';
 import { type ModelConfig, expectedTensors, loadModelConfig } from './config.js';
 import { activeBackendName, backendRefusal, memoryNeedOfConfig } from './memory-need.js';
@@ -37,6 +37,11 @@ export type ProjectionName = (typeof PROJECTIONS)[number];
 /** What the forward needs from a LoRA adapter: the low-rank delta of one projection, or none. */
 export interface ProjectionAdapter {
   delta(layer: number, projection: ProjectionName, x: tf.Tensor2D): tf.Tensor2D | undefined;
+  /**
+   * The delta as its unscaled low-rank product and its scale (delta = product · scale), so that an untaped
+   * forward adds it in one kernel; undefined where `delta` would differ from that (or gives none).
+   */
+  scaledDelta?(layer: number, projection: ProjectionName, x: tf.Tensor2D): { product: tf.Tensor2D; scale: tf.Scalar } | undefined;
   /** The trainable tensors the deltas of `layer` read (needed to recompute a layer in the backward). */
   layerParameters?(layer: number): tf.Tensor[];
   /** The adapter's random stream (dropout), saved and restored to recompute a layer identically. */
@@ -251,6 +256,9 @@ export class CausalLM {
     let y: tf.Tensor2D = this.trainable ? matMulTrainable(x, w.proj[name]) : linearFrozen(x, w.proj[name]);
     const b = w.bias[name as keyof LayerWeights['bias']];
     if (b) y = tf.add(y, b);
+    // Untaped on wasm, the scale and the add of the delta in one kernel (src/tensor/fused-kernels.ts).
+    const parts = opts.adapter?.scaledDelta && fusedInference() ? opts.adapter.scaledDelta(layer, name, x) : undefined;
+    if (parts) return addScaledKernel(y, parts.product, parts.scale);
     const delta = opts.adapter?.delta(layer, name, x);
     if (delta) y = tf.add(y, delta);
     return y;

@@ -1,5 +1,6 @@
-// One-kernel forms of two op chains the decoder runs per layer, for inference (no gradient tape), on the wasm
-// backend: RMSNorm (6 kernels as ops) and rotate-half RoPE (8 kernels as ops). The tiny models
+// One-kernel forms of three op chains the decoder runs per layer, for inference (no gradient tape), on the wasm
+// backend: RMSNorm (6 kernels as ops), rotate-half RoPE (8 kernels as ops) and a LoRA delta's scale-and-add
+// (2 kernels per adapted projection, 7 projections a layer). The tiny models
 // decode at a few hundred kernels per token, and each kernel costs tens of microseconds of dispatch, far more
 // than its arithmetic: fewer kernels is the lever (docs/method.md, "The tensor stack").
 //
@@ -11,12 +12,15 @@
 //             by its length in float32, and rsqrt(v) = 1 / sqrtf(v) in float32 (tfjs-backend-wasm's Mean and
 //             Rsqrt kernels; checked against them on a million values).
 //   RoPE      [x1·cos − x2·sin, x2·cos + x1·sin] over the two halves of the head dimension.
+//   LoRA      y + (p · s): the projection's output plus the low-rank product times the adapter's scale.
 // The chains stay the path under a gradient tape (their gradients come from tfjs), and on other backends (the
 // cpu backend's Mean sums in float64, so there the chain is not this kernel's arithmetic).
 import { tf } from './backend.js';
+import { recordingGradients } from './ops.js';
 
 export const RMS_NORM = 'SesaRmsNorm';
 export const ROPE = 'SesaRope';
+export const ADD_SCALED = 'SesaAddScaled';
 
 interface WasmBackendLike {
   makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
@@ -70,6 +74,11 @@ function ropeRows(x: Float32Array, cos: Float32Array, sin: Float32Array, heads: 
   }
 }
 
+/** out = y + (p · s) element by element (s one float32 value). */
+function addScaled(y: Float32Array, p: Float32Array, s: number, out: Float32Array): void {
+  for (let i = 0; i < out.length; i++) out[i] = f32((y[i] as number) + f32((p[i] as number) * s));
+}
+
 let registered = false;
 
 function register(): void {
@@ -94,6 +103,14 @@ function register(): void {
       return typedKernel(backend, [x, cos, sin], [...x.shape], ([xs, cs, ss], out) => ropeRows(xs as Float32Array, cs as Float32Array, ss as Float32Array, heads, hd, out));
     },
   });
+  tf.registerKernel({
+    kernelName: ADD_SCALED,
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend }) => {
+      const { y, p, s } = inputs as { y: tf.TensorInfo; p: tf.TensorInfo; s: tf.TensorInfo };
+      return typedKernel(backend, [y, p, s], [...y.shape], ([ys, ps, ss], out) => addScaled(ys as Float32Array, ps as Float32Array, (ss as Float32Array)[0] as number, out));
+    },
+  });
 }
 
 /**
@@ -102,7 +119,7 @@ function register(): void {
  */
 export function fusedInference(): boolean {
   if (tf.getBackend() !== 'wasm') return false;
-  return !(tf.engine() as unknown as { isTapeOn(): boolean }).isTapeOn();
+  return !recordingGradients();
 }
 
 /** RMSNorm of x over its last axis, weight [d]: the op chain's float32 result in one kernel (see the file header). */
@@ -115,4 +132,10 @@ export function rmsNormKernel<T extends tf.Tensor>(x: T, weight: tf.Tensor1D, ep
 export function ropeKernel(x: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D): tf.Tensor4D {
   register();
   return tf.engine().runKernel(ROPE, { x, cos, sin }, {}) as tf.Tensor4D;
+}
+
+/** y + p · s (y and p of one shape, s a float32 scalar tensor), in one kernel (see the file header). */
+export function addScaledKernel<T extends tf.Tensor>(y: T, p: T, s: tf.Scalar): T {
+  register();
+  return tf.engine().runKernel(ADD_SCALED, { y, p, s }, {}) as T;
 }
