@@ -1,65 +1,151 @@
 // Costs in the embedded world (docs/world.md), on the wasm backend:
 // - SFT throughput (all tokens through forward and backward per second) of the world's model spec
 //   (DEMO_MODEL_SPEC, random init, world tokenizer) on expert transcripts of a training world;
-// - one SESA step in the demo world, split by phase, from the shipped warm start (models/demo) when it exists,
-//   else from the random-init model of the same spec (then every proposal is invalid: the note says which).
+// - the default world step (`npx sesa-train`'s settings: the shipped warm start, seed 0, 4 seeds × 8 proposals,
+//   G = 4, 4 solver epochs) split by phase: propose, validate, solve, judge, each role's GRPO update, and the
+//   held-out eval (skills on and off, at step 0 and after the step, on a few questions of each evaluation
+//   world). Each run is a process of its own (bench/world-step-child.ts).
+//
+// Side by side: with SESA_BENCH_BASE=<folder> (a git worktree of an older commit, e.g.
+// `git worktree add ../base <commit>`), the same runs of that tree alternate with this tree's (base, this;
+// this, base; ...), so that both see the same machine state, and each phase gets its speed-up as a ratio
+// (base seconds / this tree's, medians over the repetitions). Both trees must compute the same bits: the
+// digests of the metrics (timings left out), the eval predictions and the adapters are compared, and a row
+// says whether they are identical. The machine's other load moves the seconds, never the ratios' meaning:
+// read the ratios, and run it again when they disagree.
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { SFT_DEFAULTS } from '../src/sft/config.js';
 import { runSft } from '../src/sft/trainer.js';
-import { TRAIN_DEFAULTS } from '../src/settings/train.js';
-import { WORLD_DEFAULTS } from '../src/world/defaults.js';
-import { train } from '../src/selfplay/trainer.js';
 import { repoRoot } from '../src/util/shared-data.js';
 import { DEMO_MODEL_SPEC, initDemoModel, trainWorldTokenizer } from '../src/world/demo-model.js';
 import { DEFAULT_EXPERT_RATES } from '../src/world/experts.js';
 import { buildTranscripts, DEFAULT_TRANSCRIPT_OPTIONS, writeTranscripts } from '../src/world/transcripts.js';
 import { trainingWorldSeeds } from '../src/world/world.js';
+import { median } from './run.js';
 import type { BenchContext, BenchRow, BenchSuite } from './types.js';
+
+/** Evaluation questions per evaluation world in each eval of a step run (the default run evaluates 57); quick: 2. */
+const EVAL_QUESTIONS_PER_WORLD = 4;
+/** Runs of each tree: alternating, so that a drift in the machine's load hits both; quick: 1. */
+const REPETITIONS = 2;
+
+/** What bench/world-step-child.ts prints. */
+interface StepRun {
+  root: string;
+  steps: Array<{ step: number; proposals: number; valid: number; solverSequences: number; proposerSequences: number; seconds: Record<string, number> }>;
+  updateSeconds: Record<string, number>;
+  evals: Array<{ step: number; skills: string; questions: number; seconds: number }>;
+  digest: Record<string, string>;
+}
+
+function evalQuestions(ctx: BenchContext): number {
+  return ctx.quick ? 2 : EVAL_QUESTIONS_PER_WORLD;
+}
+
+function runStep(root: string, ctx: BenchContext, out: string): StepRun {
+  const child = join(repoRoot(), 'bench', 'world-step-child.ts');
+  const args = ['--import', 'tsx', child, '--root', root, '--out', out, '--steps', '1', '--seeds-per-step', '4', '--threads', String(ctx.threads), '--eval-limit', String(evalQuestions(ctx))];
+  const r = spawnSync(process.execPath, args, { cwd: repoRoot(), encoding: 'utf8', maxBuffer: 64 * 2 ** 20 });
+  const line = r.stdout.split('\n').find((l) => l.startsWith('WORLD-STEP-RESULT '));
+  if (r.status !== 0 || !line) throw new Error(`world step of ${root} failed (exit ${r.status}): ${r.stderr.slice(-2000)}`);
+  return JSON.parse(line.slice('WORLD-STEP-RESULT '.length)) as StepRun;
+}
+
+/** The seconds of each phase of a run, the update split by role and the eval by skills mode. */
+function phaseSeconds(run: StepRun): Record<string, number> {
+  const s = run.steps[0]?.seconds ?? {};
+  const evalOf = (skills: string): number => run.evals.filter((e) => e.skills === skills).reduce((a, e) => a + e.seconds, 0);
+  return {
+    propose: s.propose ?? 0,
+    validate: s.validate ?? 0,
+    solve: s.solve ?? 0,
+    judge: s.judge ?? 0,
+    'update (solver)': run.updateSeconds.solver ?? 0,
+    'update (proposer)': run.updateSeconds.proposer ?? 0,
+    'step total': s.total ?? 0,
+    'eval, skills on': evalOf('on'),
+    'eval, skills off': evalOf('off'),
+  };
+}
+
+async function sftRow(ctx: BenchContext, root: string): Promise<BenchRow> {
+  const set = await buildTranscripts({ ...DEFAULT_TRANSCRIPT_OPTIONS, worldSeeds: trainingWorldSeeds(1), solverPerWorld: 48, proposerPerWorld: 16, rates: DEFAULT_EXPERT_RATES });
+  const data = join(root, 'transcripts.jsonl');
+  writeTranscripts(data, set.transcripts);
+  const bpe = trainWorldTokenizer(set.transcripts, DEMO_MODEL_SPEC.vocabSize);
+  const init = initDemoModel(join(root, 'init'), DEMO_MODEL_SPEC, bpe, 0).dir;
+  const steps = ctx.quick ? 2 : 6;
+  let tokens = 0;
+  let seconds = 0;
+  await runSft(
+    { ...SFT_DEFAULTS, model: init, data, out: join(root, 'sft'), mode: 'full', maxSteps: steps, batchSize: 8, microBatchSize: 4, lr: 1e-3, saveEvery: 1000, backend: 'wasm' },
+    {
+      log: () => undefined,
+      onStep: (r) => {
+        // The first step pays for warm-up (kernels, caches): leave it out.
+        if (r.step === 1) return;
+        tokens += r.tokens;
+        seconds += r.seconds;
+      },
+    },
+  );
+  return { case: `sft --full world spec (${DEMO_MODEL_SPEC.hidden}d ${DEMO_MODEL_SPEC.layers}L V${DEMO_MODEL_SPEC.vocabSize}), batch 8`, engine: 'sesa/wasm', metric: 'trained', value: tokens / Math.max(1e-9, seconds), unit: 'tok/s', notes: `${steps - 1} steps after the first` };
+}
 
 export const suite: BenchSuite = {
   name: 'world',
   async run(ctx: BenchContext): Promise<BenchRow[]> {
     const rows: BenchRow[] = [];
-    const root = mkdtempSync(join(tmpdir(), 'bench-world-'));
+    const tmp = mkdtempSync(join(tmpdir(), 'bench-world-'));
     try {
-      const set = await buildTranscripts({ ...DEFAULT_TRANSCRIPT_OPTIONS, worldSeeds: trainingWorldSeeds(1), solverPerWorld: 48, proposerPerWorld: 16, rates: DEFAULT_EXPERT_RATES });
-      const data = join(root, 'transcripts.jsonl');
-      writeTranscripts(data, set.transcripts);
-      const bpe = trainWorldTokenizer(set.transcripts, DEMO_MODEL_SPEC.vocabSize);
-      const init = initDemoModel(join(root, 'init'), DEMO_MODEL_SPEC, bpe, 0).dir;
-      const steps = ctx.quick ? 2 : 6;
-      let tokens = 0;
-      let seconds = 0;
-      await runSft(
-        { ...SFT_DEFAULTS, model: init, data, out: join(root, 'sft'), mode: 'full', maxSteps: steps, batchSize: 8, microBatchSize: 4, lr: 1e-3, saveEvery: 1000, backend: 'wasm' },
-        {
-          log: () => undefined,
-          onStep: (r) => {
-            // The first step pays for warm-up (kernels, caches): leave it out.
-            if (r.step === 1) return;
-            tokens += r.tokens;
-            seconds += r.seconds;
-          },
-        },
-      );
-      rows.push({ case: `sft --full world spec (${(DEMO_MODEL_SPEC.hidden)}d ${DEMO_MODEL_SPEC.layers}L V${DEMO_MODEL_SPEC.vocabSize}), batch 8`, engine: 'sesa/wasm', metric: 'trained', value: tokens / Math.max(1e-9, seconds), unit: 'tok/s', notes: `${steps - 1} steps after the first` });
+      rows.push(await sftRow(ctx, tmp));
 
-      const shipped = join(repoRoot(), 'models', 'demo');
-      const model = existsSync(join(shipped, 'model.safetensors')) ? 'demo' : init;
-      const summary = await train(
-        { ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, model, steps: 1, evalEvery: 0, evalData: undefined, seedsPerStep: ctx.quick ? 2 : 4, out: join(root, 'run'), backend: 'wasm' },
-        { log: () => undefined },
-      );
-      const m = summary.metrics[0];
-      if (m) {
-        for (const [phase, s] of Object.entries(m.seconds)) {
-          rows.push({ case: `SESA step in the demo world, ${m.proposals} proposals, ${m.validQuestions} valid`, engine: 'sesa/wasm', metric: phase, value: s, unit: 's', notes: model === 'demo' ? 'shipped warm start' : 'random-init model: every proposal invalid' });
+      const here = repoRoot();
+      if (!existsSync(join(here, 'models', 'demo', 'model.safetensors'))) {
+        ctx.log('no shipped warm start (models/demo): the world step is not measured');
+        return rows;
+      }
+      const base = process.env.SESA_BENCH_BASE ? resolve(process.env.SESA_BENCH_BASE) : undefined;
+      if (base !== undefined && !existsSync(join(base, 'src', 'selfplay', 'trainer.ts'))) throw new Error(`SESA_BENCH_BASE=${base} is not a source tree of this project`);
+      const trees = base !== undefined ? [{ label: 'base', root: base }, { label: 'this', root: here }] : [{ label: 'this', root: here }];
+      const runs = new Map<string, StepRun[]>(trees.map((t) => [t.label, []]));
+      const reps = ctx.quick ? 1 : REPETITIONS;
+      for (let rep = 0; rep < reps; rep++) {
+        const order = rep % 2 === 0 ? trees : [...trees].reverse();
+        for (const tree of order) {
+          ctx.log(`world step ${rep + 1}/${reps}: ${tree.label} (${tree.root})`);
+          const out = join(tmp, `${tree.label}-${rep}`);
+          runs.get(tree.label)?.push(runStep(tree.root, ctx, out));
+          rmSync(out, { recursive: true, force: true });
         }
       }
+      const first = (runs.get('this') ?? [])[0] as StepRun;
+      const step = first.steps[0];
+      const caseName = `default world step (${step?.proposals ?? 0} proposals, ${step?.valid ?? 0} valid; eval ${evalQuestions(ctx)}/world, skills on+off, steps 0 and 1), ${ctx.threads} thread${ctx.threads === 1 ? '' : 's'}`;
+      const medians = new Map<string, Record<string, number>>();
+      for (const tree of trees) {
+        const per = (runs.get(tree.label) ?? []).map(phaseSeconds);
+        const keys = Object.keys(per[0] ?? {});
+        medians.set(tree.label, Object.fromEntries(keys.map((k) => [k, median(per.map((p) => p[k] ?? 0))])));
+      }
+      const mine = medians.get('this') ?? {};
+      const theirs = medians.get('base');
+      for (const phase of Object.keys(mine)) {
+        for (const tree of trees) rows.push({ case: caseName, engine: `sesa/wasm ${tree.label}`, metric: phase, value: medians.get(tree.label)?.[phase] ?? 0, unit: 's', notes: `median of ${reps} run${reps === 1 ? '' : 's'}` });
+        if (theirs) {
+          const now = mine[phase] ?? 0;
+          rows.push({ case: caseName, engine: 'speed-up', metric: phase, value: now > 0 ? (theirs[phase] ?? 0) / now : 0, unit: '× (base / this)', notes: 'base seconds over this tree\'s, medians, runs interleaved' });
+        }
+      }
+      if (base !== undefined) {
+        const digests = [...runs.values()].flat().map((r) => JSON.stringify(r.digest));
+        rows.push({ case: caseName, engine: 'base vs this', metric: 'bit-identical results', value: new Set(digests).size === 1 ? 1 : 0, unit: '1 = yes', notes: 'digests of metrics (timings left out), eval predictions and adapter bytes of every run' });
+      }
     } finally {
-      rmSync(root, { recursive: true, force: true });
+      rmSync(tmp, { recursive: true, force: true });
     }
     return rows;
   },

@@ -150,16 +150,14 @@ export class KVCache {
 
   /** Keeps only the given rows (indices into the current batch, in the new order; repeats allowed). */
   keepRows(rows: readonly number[]): void {
-    const index = tf.tensor1d(Int32Array.from(rows), 'int32');
     const pick = (t: tf.Tensor4D | undefined): tf.Tensor4D | undefined => {
       if (!t) return undefined;
-      const kept = tf.keep(tf.gather(t, index) as tf.Tensor4D);
+      const kept = this.gatherRows(t, rows);
       t.dispose();
       return kept;
     };
     this.keys = this.keys.map(pick);
     this.values = this.values.map(pick);
-    index.dispose();
     this.keyMask = rows.map((r) => [...(this.keyMask[r] as number[])]);
     this.nextPosition = rows.map((r) => this.nextPosition[r] as number);
   }
@@ -167,13 +165,29 @@ export class KVCache {
   /** A new cache holding copies of the given rows (this one is unchanged). */
   copyRows(rows: readonly number[]): KVCache {
     const out = new KVCache(this.shape, rows.length);
-    const index = tf.tensor1d(Int32Array.from(rows), 'int32');
-    out.keys = this.keys.map((t) => (t ? (tf.keep(tf.gather(t, index)) as tf.Tensor4D) : undefined));
-    out.values = this.values.map((t) => (t ? (tf.keep(tf.gather(t, index)) as tf.Tensor4D) : undefined));
-    index.dispose();
+    out.keys = this.keys.map((t) => (t ? this.gatherRows(t, rows) : undefined));
+    out.values = this.values.map((t) => (t ? this.gatherRows(t, rows) : undefined));
     out.keyMask = rows.map((r) => [...(this.keyMask[r] as number[])]);
     out.nextPosition = rows.map((r) => this.nextPosition[r] as number);
     out.cap = this.cap;
+    return out;
+  }
+
+  /**
+   * A kept buffer [rows.length, KV, capacity, hd] with the given rows of `t`. In place, each row is one
+   * contiguous block of KV·capacity·hd floats, copied with one typed-array copy (the bytes tf.gather would
+   * write, without its per-element indexing: gathers were ~45% of the rollout time of a world step). `t` is
+   * not disposed.
+   */
+  private gatherRows(t: tf.Tensor4D, rows: readonly number[]): tf.Tensor4D {
+    if (!this.inPlace) return tf.tidy(() => tf.keep(tf.gather(t, tf.tensor1d(Int32Array.from(rows), 'int32')) as tf.Tensor4D));
+    const [, KV, cap, hd] = t.shape;
+    const block = KV * cap * hd;
+    const out = tf.keep(tf.zeros([rows.length, KV, cap, hd]) as tf.Tensor4D);
+    // Views are taken after the allocation: a growing wasm heap detaches earlier ones.
+    const dst = hostFloat32(out);
+    const src = hostFloat32(t);
+    rows.forEach((r, j) => dst.set(src.subarray(r * block, (r + 1) * block), j * block));
     return out;
   }
 

@@ -74,6 +74,8 @@ export class LoraAdapter implements ProjectionAdapter {
   /** Dropout on the adapter path is active only while training. */
   training = false;
   private dropoutSeed = 0;
+  /** α/r as a tensor made once (a number given to tf.mul is uploaded as a fresh scalar on every call). */
+  private scaleTensor: tf.Scalar | undefined;
 
   private constructor(
     readonly name: string,
@@ -81,7 +83,9 @@ export class LoraAdapter implements ProjectionAdapter {
     readonly modelConfig: ModelConfig,
     /** Keyed by `moduleName(layer, projection)`. */
     readonly pairs: Map<string, LoraPair>,
-  ) {}
+  ) {
+    this.scaleTensor = tf.keep(tf.scalar(config.alpha / config.r));
+  }
 
   get scale(): number {
     return this.config.alpha / this.config.r;
@@ -150,7 +154,14 @@ export class LoraAdapter implements ProjectionAdapter {
     if (!pair) return undefined;
     let input = x;
     if (this.training && this.config.dropout > 0) input = tf.dropout(x, this.config.dropout, undefined, this.dropoutSeed++) as tf.Tensor2D;
-    return tf.mul(matMulTrainable(matMulTrainable(input, pair.a), pair.b), this.scale);
+    return tf.mul(matMulTrainable(matMulTrainable(input, pair.a), pair.b), this.scaleTensor ?? this.scale);
+  }
+
+  /** The delta's product (x·A)·B and the scale α/r, where no dropout applies (see ProjectionAdapter.scaledDelta). */
+  scaledDelta(layer: number, projection: ProjectionName, x: tf.Tensor2D): { product: tf.Tensor2D; scale: tf.Scalar } | undefined {
+    const pair = this.pairs.get(moduleName(layer, projection));
+    if (!pair || !this.scaleTensor || (this.training && this.config.dropout > 0)) return undefined;
+    return { product: matMulTrainable(matMulTrainable(x, pair.a), pair.b), scale: this.scaleTensor };
   }
 
   /** The variables the deltas of `layer` read (A then B per projection): what a recomputed layer differentiates. */
@@ -202,6 +213,8 @@ export class LoraAdapter implements ProjectionAdapter {
   }
 
   dispose(): void {
+    this.scaleTensor?.dispose();
+    this.scaleTensor = undefined;
     for (const p of this.pairs.values()) {
       p.a.dispose();
       p.b.dispose();

@@ -19,6 +19,7 @@
 import { tf } from '../tensor/backend.js';
 import { linearFrozen, matMulTrainable } from '../tensor/ops.js';
 import { recomputed } from '../tensor/recompute.js';
+import { addScaledKernel, fusedInference, rmsNormKernel, ropeKernel } from '../tensor/fused-kernels.js';
 import { SafetensorsCheckpoint } from '../formats/safetensors.js';
 import { type ModelConfig, expectedTensors, loadModelConfig } from './config.js';
 import { activeBackendName, backendRefusal, memoryNeedOfConfig } from './memory-need.js';
@@ -36,6 +37,11 @@ export type ProjectionName = (typeof PROJECTIONS)[number];
 /** What the forward needs from a LoRA adapter: the low-rank delta of one projection, or none. */
 export interface ProjectionAdapter {
   delta(layer: number, projection: ProjectionName, x: tf.Tensor2D): tf.Tensor2D | undefined;
+  /**
+   * The delta as its unscaled low-rank product and its scale (delta = product · scale), so that an untaped
+   * forward adds it in one kernel; undefined where `delta` would differ from that (or gives none).
+   */
+  scaledDelta?(layer: number, projection: ProjectionName, x: tf.Tensor2D): { product: tf.Tensor2D; scale: tf.Scalar } | undefined;
   /** The trainable tensors the deltas of `layer` read (needed to recompute a layer in the backward). */
   layerParameters?(layer: number): tf.Tensor[];
   /** The adapter's random stream (dropout), saved and restored to recompute a layer identically. */
@@ -99,26 +105,57 @@ function attentionBias(keyMask: number[][], pastLength: number, T: number, S: nu
 
 /**
  * a[i] · b[i] (b[i]ᵀ when `transposeB`) for every i of the leading axis, as separate 2-D matMuls: batched and
- * transposed matMuls take XNNPACK's slow path (a few GFLOP/s), plain 2-D ones the fast one. The gradients go
- * through explicit transposes too (`matMulTrainable`).
+ * transposed matMuls take XNNPACK's slow path (a few GFLOP/s), plain 2-D ones the fast one.
+ *
+ * Its own gradient, with the same per-plane matMuls autodiff of the per-plane form ran (explicit transposes,
+ * as `matMulTrainable`): ∂a[i] = dy[i] · b[i]ᵀ, ∂b[i] = a[i]ᵀ · dy[i] (transposed back when `transposeB`),
+ * stacked. Autodiff of slices and a stack padded each plane's gradient to the whole tensor and summed the n
+ * padded copies (n PadV2 and n − 1 Add kernels of the full size per call, ~4% of a world step's update).
  */
 function planarMatMuls(a: tf.Tensor3D, b: tf.Tensor3D, transposeB: boolean): tf.Tensor3D {
-  const n = a.shape[0];
-  const right = transposeB ? (tf.transpose(b, [0, 2, 1]) as tf.Tensor3D) : b;
-  // One slice per index rather than one unstack: an unstack whose outputs do not all receive a gradient
-  // hands its gradient a null (tfjs's Unpack gradient then fails in stack); separate slices never do.
-  const planes = (x: tf.Tensor3D): tf.Tensor2D[] =>
-    Array.from({ length: n }, (_, i) => tf.reshape(tf.slice(x, [i, 0, 0], [1, x.shape[1], x.shape[2]]), [x.shape[1], x.shape[2]]) as tf.Tensor2D);
-  const as = planes(a);
-  const bs = planes(right);
-  const outs: tf.Tensor2D[] = [];
-  for (let i = 0; i < n; i++) outs.push(matMulTrainable(as[i] as tf.Tensor2D, bs[i] as tf.Tensor2D));
-  return tf.stack(outs) as tf.Tensor3D;
+  const f = tf.customGrad((...inputs: Array<tf.Tensor | tf.GradSaveFunc>) => {
+    const [aIn, bIn, save] = inputs as [tf.Tensor3D, tf.Tensor3D, tf.GradSaveFunc];
+    save([aIn, bIn]);
+    const right = transposeB ? (tf.transpose(bIn, [0, 2, 1]) as tf.Tensor3D) : bIn;
+    const as = tf.unstack(aIn) as tf.Tensor2D[];
+    const bs = tf.unstack(right) as tf.Tensor2D[];
+    return {
+      value: tf.stack(as.map((ai, i) => tf.matMul(ai, bs[i] as tf.Tensor2D))) as tf.Tensor3D,
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+        const [sa, sb] = saved as [tf.Tensor3D, tf.Tensor3D];
+        const dys = tf.unstack(dy) as tf.Tensor2D[];
+        const aPlanes = tf.unstack(sa) as tf.Tensor2D[];
+        // The planes of b as the forward multiplied them (bᵀ when transposeB) and their transposes.
+        const bPlanes = tf.unstack(sb) as tf.Tensor2D[];
+        const da = dys.map((g, i) => tf.matMul(g, transposeB ? (bPlanes[i] as tf.Tensor2D) : tf.transpose(bPlanes[i] as tf.Tensor2D)));
+        const dRight = tf.stack(dys.map((g, i) => tf.matMul(tf.transpose(aPlanes[i] as tf.Tensor2D), g))) as tf.Tensor3D;
+        return [tf.stack(da), transposeB ? tf.transpose(dRight, [0, 2, 1]) : dRight];
+      },
+    };
+  });
+  return f(a, b) as tf.Tensor3D;
+}
+
+/**
+ * x [a, b, c, d] → [a, c, b, d]. When b or c is 1 (one decoded token, one head) the order of the elements
+ * does not change, so a reshape (no kernel, no copy) gives the transpose's exact result.
+ */
+function swapAxes12(x: tf.Tensor4D): tf.Tensor4D {
+  const [a, b, c, d] = x.shape;
+  if (b === 1 || c === 1) return tf.reshape(x, [a, c, b, d]);
+  return tf.transpose(x, [0, 2, 1, 3]);
 }
 
 export class CausalLM {
   private readonly invFreq: Float64Array;
   private lmHeadT: tf.Tensor2D | undefined;
+  /**
+   * The RMSNorm epsilon and the attention scale 1/√d_head as tensors made once: a JS number given to an op
+   * becomes a fresh scalar tensor on every call (an upload and a dispose, dearer than the op itself on a tiny
+   * model), with the same float32 value.
+   */
+  private readonly eps: tf.Scalar;
+  private readonly attentionScale: tf.Scalar;
 
   private constructor(
     readonly config: ModelConfig,
@@ -132,6 +169,8 @@ export class CausalLM {
     private readonly trainableWeights: Map<string, tf.Variable> = new Map(),
   ) {
     this.invFreq = inverseFrequencies(config);
+    this.eps = tf.keep(tf.scalar(config.rmsNormEps));
+    this.attentionScale = tf.keep(tf.scalar(1 / Math.sqrt(config.headDim)));
   }
 
   /** Whether the base weights are trainable variables (`load(dir, { trainable: true })`). */
@@ -205,8 +244,10 @@ export class CausalLM {
   }
 
   private rmsNorm(x: tf.Tensor, weight: tf.Tensor1D): tf.Tensor {
+    // Untaped on wasm, one kernel with the chain's float32 arithmetic (src/tensor/fused-kernels.ts).
+    if (fusedInference()) return rmsNormKernel(x, weight, this.config.rmsNormEps);
     const variance = tf.mean(tf.square(x), -1, true);
-    return tf.mul(tf.mul(x, tf.rsqrt(tf.add(variance, this.config.rmsNormEps))), weight);
+    return tf.mul(tf.mul(x, tf.rsqrt(tf.add(variance, this.eps))), weight);
   }
 
   /** x·W (+b) (+ LoRA delta). x: [N, in]. */
@@ -215,6 +256,9 @@ export class CausalLM {
     let y: tf.Tensor2D = this.trainable ? matMulTrainable(x, w.proj[name]) : linearFrozen(x, w.proj[name]);
     const b = w.bias[name as keyof LayerWeights['bias']];
     if (b) y = tf.add(y, b);
+    // Untaped on wasm, the scale and the add of the delta in one kernel (src/tensor/fused-kernels.ts).
+    const parts = opts.adapter?.scaledDelta && fusedInference() ? opts.adapter.scaledDelta(layer, name, x) : undefined;
+    if (parts) return addScaledKernel(y, parts.product, parts.scale);
     const delta = opts.adapter?.delta(layer, name, x);
     if (delta) y = tf.add(y, delta);
     return y;
@@ -222,6 +266,7 @@ export class CausalLM {
 
   /** Rotate-half RoPE on x [B, T, heads, hd] with cos/sin [B, T, 1, hd/2]. */
   private rope(x: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D): tf.Tensor4D {
+    if (fusedInference()) return ropeKernel(x, cos, sin);
     const [x1, x2] = tf.split(x, 2, -1) as [tf.Tensor4D, tf.Tensor4D];
     return tf.concat([tf.sub(tf.mul(x1, cos), tf.mul(x2, sin)), tf.add(tf.mul(x2, cos), tf.mul(x1, sin))], -1);
   }
@@ -250,8 +295,8 @@ export class CausalLM {
     k = this.rope(k, rot.cos, rot.sin);
 
     // Heads first; keys and values join the cache ([B, KV, S, hd]).
-    let keys = tf.transpose(k, [0, 2, 1, 3]) as tf.Tensor4D;
-    let values = tf.transpose(v, [0, 2, 1, 3]) as tf.Tensor4D;
+    let keys = swapAxes12(k);
+    let values = swapAxes12(v);
     if (opts.cache) [keys, values] = opts.cache.append(layer, keys, values);
     const S = keys.shape[2];
 
@@ -271,17 +316,17 @@ export class CausalLM {
           const maskBlock = n === T ? mask : tf.slice(mask, [0, 0, t0, 0], [B, 1, n, S]);
           // Grouped-query attention without copying keys: the `groups` query heads of one kv head are stacked
           // along the query axis, so one batched matMul per kv head serves them all (head h uses kv head h / groups).
-          const qGrouped = tf.reshape(tf.transpose(qBlock, [0, 2, 1, 3]), [B * KV, groups * n, hd]) as tf.Tensor3D;
+          const qGrouped = tf.reshape(swapAxes12(qBlock), [B * KV, groups * n, hd]) as tf.Tensor3D;
           // Without a cache (training, scoring), and with one when a kv head serves many query rows (a prefill,
           // a tool observation appended to the cache), the keys are transposed once and every kv head runs plain
           // 2-D matMuls, XNNPACK's fast path (the batched, transposed form ran at ~1.3 GFLOP/s in a ~100M
           // prefill); decoding a few tokens keeps the batched form (per-head ops would cost more than they save).
           const planar = !opts.cache || groups * n >= PLANAR_MIN_ROWS;
-          const scores = tf.mul(planar ? planarMatMuls(qGrouped, keysFlat as tf.Tensor3D, true) : tf.matMul(qGrouped, keysFlat, false, true), 1 / Math.sqrt(hd));
+          const scores = tf.mul(planar ? planarMatMuls(qGrouped, keysFlat as tf.Tensor3D, true) : tf.matMul(qGrouped, keysFlat, false, true), this.attentionScale);
           const probs = tf.softmax(tf.add(tf.reshape(scores, [B, H, n, S]), maskBlock));
           const probsGrouped = tf.reshape(probs, [B * KV, groups * n, S]) as tf.Tensor3D;
           const context = planar ? planarMatMuls(probsGrouped, valuesFlat as tf.Tensor3D, false) : tf.matMul(probsGrouped, valuesFlat);
-          return tf.transpose(tf.reshape(context, [B, H, n, hd]), [0, 2, 1, 3]);
+          return swapAxes12(tf.reshape(context, [B, H, n, hd]) as tf.Tensor4D);
         }),
       );
     }
@@ -422,7 +467,7 @@ export class CausalLM {
   }
 
   dispose(): void {
-    const all: tf.Tensor[] = [this.embed, this.finalNorm, ...(this.lmHead ? [this.lmHead] : []), ...(this.lmHeadT ? [this.lmHeadT] : [])];
+    const all: tf.Tensor[] = [this.eps, this.attentionScale, this.embed, this.finalNorm, ...(this.lmHead ? [this.lmHead] : []), ...(this.lmHeadT ? [this.lmHeadT] : [])];
     for (const w of this.layers) {
       all.push(w.inputNorm, w.postNorm, ...Object.values(w.proj), ...Object.values(w.bias));
       if (w.qNorm) all.push(w.qNorm);
