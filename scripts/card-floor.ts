@@ -4,7 +4,9 @@
 // that neither self-play nor mining used; per floor the mean over runs and the paired bootstrap interval of its
 // difference from SESA-Off and from no floor. The evaluation worlds are refused: a floor chosen here is then
 // evaluated there once (scripts/world-experiment.ts --eval-floor S).
-//   npx tsx scripts/card-floor.ts --runs runs/abl/s0/sesa-seed0,runs/abl/s1/sesa-seed1 [--floors 0.05,0.1,0.15] [--worlds 7,8,9] [--threads 1] [--out runs/card-floor]
+// --bank FILE gives every run that bank instead of its own (e.g. a new primed bank: the trained solver with the
+// priming cards alone, without the cards its run distilled).
+//   npx tsx scripts/card-floor.ts --runs runs/abl/s0/sesa-seed0,runs/abl/s1/sesa-seed1 [--floors 0.05,0.1,0.15] [--worlds 7,8,9] [--bank FILE] [--threads 1] [--out runs/card-floor]
 import { cpSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -29,6 +31,7 @@ const { values } = parseArgs({
     runs: { type: 'string' },
     floors: { type: 'string', default: '0.05,0.1,0.15' },
     worlds: { type: 'string', default: '7,8,9' },
+    bank: { type: 'string' },
     threads: { type: 'string', default: '1' },
     out: { type: 'string', default: 'runs/card-floor' },
   },
@@ -76,7 +79,7 @@ for (const run of runs) {
       if (floor !== undefined) {
         // A copy: the checkpoint's bank is never opened for writing.
         const copy = join(out, 'bank.json');
-        cpSync(join(ckpt, 'skills.json'), copy);
+        cpSync(values.bank ?? join(ckpt, 'skills.json'), copy);
         bank = await SkillBank.open(copy, { embedder: new LexicalEmbedder(), create: false, config: { renderTokenBudget: config.renderTokenBudget, topK: config.skillsTopK, minScore: floor } });
       }
       const { records } = await evaluateSets({ policy, ...(bank ? { bank } : {}) }, sets, settings);
@@ -107,7 +110,7 @@ for (const f of floors) {
   const vsNone = f === -1 ? undefined : pairedBootstrap(on.map((b, i) => ({ a: noFloor[i] as number[], b })), { seed: 1 });
   lines.push(`| SESA-On, floor ${f === -1 ? 'none' : f} | ${on.map(pct).join(', ')} | ${gainText(vsOff)} | ${vsNone ? gainText(vsNone) : '—'} |`);
 }
-lines.push('', `Runs: ${runs.join(', ')}. Command: \`npx tsx scripts/card-floor.ts ${process.argv.slice(2).join(' ')}\``);
+lines.push('', `Runs: ${runs.join(', ')}${values.bank ? `, each with the bank ${values.bank}` : ', each with its own final bank'}. Command: \`npx tsx scripts/card-floor.ts ${process.argv.slice(2).join(' ')}\``);
 const table = `${lines.join('\n')}\n`;
 writeFileAtomic(join(out, 'table.md'), table);
 writeJsonAtomic(join(out, 'results.json'), { runs, worlds, floors, em: Object.fromEntries(em) });
