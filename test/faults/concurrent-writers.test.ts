@@ -26,7 +26,7 @@ function cardsFile(name: string, ids: string[]): string {
 
 async function initBank(name: string): Promise<string> {
   const bank = join(root, `${name}.json`);
-  const r = await run(root, [CLI, 'skills', 'init', '--bank', bank, '--no-seeds']);
+  const r = await run(root, [CLI, 'skills', 'init', '--bank', bank, '--no-seed-cards']);
   expect(r.code, r.stderr).toBe(0);
   return bank;
 }
