@@ -231,8 +231,12 @@ export class SkillBank {
     const cards = this.data.cards;
     const index = this.index();
     const qv = await this.embedder.embed(questions, 'query');
+    // No floor (−1, the default) keeps the top k exactly as they are, whatever their scores.
     const floor = this.config.minScore;
-    return qv.map((q) => topKScored(cards, index.scores(q), k).filter((r) => r.score >= floor));
+    return qv.map((q) => {
+      const top = topKScored(cards, index.scores(q), k);
+      return floor > -1 ? top.filter((r) => r.score >= floor) : top;
+    });
   }
 
   /** The compact solver-prompt block for retrieved cards (docs/method.md, "The skill bank"). */
