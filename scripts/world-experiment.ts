@@ -277,7 +277,7 @@ if (values.merge === undefined && !values['no-base'] && !scored('base', 0)) {
     await (await SkillBank.open(bankPath, { embedder: new LexicalEmbedder(), ...primedBankOptions(config, modelDir, log), config: { renderTokenBudget: WORLD.renderTokenBudget } })).dispose();
     rows.push(...(await evaluate('base-On', 0, undefined, bankPath)));
   }
-  writeJsonAtomic(join(out, 'results.json'), { command: commandLine(), steps, seeds, variants: variantNames, seconds: earlierSeconds + (Date.now() - started) / 1000, rows } satisfies Results);
+  saveProgress();
 }
 for (const seed of values.merge !== undefined ? [] : seeds) {
   for (const name of variantNames) {
@@ -311,8 +311,13 @@ for (const seed of values.merge !== undefined ? [] : seeds) {
       rows.push(...(await evaluate(m.mode, seed, join(ckpt, 'solver'), m.skills === 'on' ? join(ckpt, 'skills.json') : undefined, ['eval', 'in-world'], m.minScore ?? WORLD.skillsMinScore)));
     }
     // Written after every run, so a killed experiment keeps what it finished.
-    writeJsonAtomic(join(out, 'results.json'), { command: commandLine(), steps, seeds, variants: variantNames, seconds: earlierSeconds + (Date.now() - started) / 1000, rows } satisfies Results);
+    saveProgress();
   }
+}
+
+/** The rows scored so far, written after every run so that the same command continues a killed experiment. */
+function saveProgress(): void {
+  writeJsonAtomic(join(out, 'results.json'), { command: commandLine(), steps, seeds, variants: variantNames, seconds: earlierSeconds + (Date.now() - started) / 1000, rows } satisfies Results);
 }
 
 function commandLine(): string {

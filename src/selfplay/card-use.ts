@@ -49,6 +49,10 @@ export interface CardUseGroup {
   rewards: readonly number[];
 }
 
+function emptySplit(): NonNullable<CardUse['split']> {
+  return { groups: 0, with: { rollouts: 0, reward: 0, centered: 0 }, without: { rollouts: 0, reward: 0, centered: 0 } };
+}
+
 export function emptyCardUse(): CardUse {
   return { prompts: 0, promptsWithLearned: 0, byCategory: {} };
 }
@@ -69,7 +73,7 @@ export function cardUse(groups: readonly CardUseGroup[], cards: readonly SkillCa
     const mean = g.rewards.reduce((a, b) => a + b, 0) / Math.max(1, g.rewards.length);
     const withCards = g.withCards ?? g.rollouts.length;
     if (withCards < g.rollouts.length) {
-      const split = (into.split ??= { groups: 0, with: { rollouts: 0, reward: 0, centered: 0 }, without: { rollouts: 0, reward: 0, centered: 0 } });
+      const split = (into.split ??= emptySplit());
       split.groups++;
       g.rewards.forEach((reward, i) => {
         const side = i < withCards ? split.with : split.without;
@@ -108,7 +112,7 @@ export function addCardUse(total: CardUse, step: CardUse): CardUse {
     for (const k of Object.keys(c) as Array<keyof CardUseCounts>) t[k] += c[k];
   }
   if (step.split) {
-    const t = (total.split ??= { groups: 0, with: { rollouts: 0, reward: 0, centered: 0 }, without: { rollouts: 0, reward: 0, centered: 0 } });
+    const t = (total.split ??= emptySplit());
     t.groups += step.split.groups;
     for (const side of ['with', 'without'] as const) for (const k of ['rollouts', 'reward', 'centered'] as const) t[side][k] += step.split[side][k];
   }
