@@ -9,7 +9,8 @@ import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
 import { LoraAdapter } from '../src/model/lora.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { disposeGrads } from '../src/rl/accumulate.js';
-import { grpoGradients, microBatches, type TrainingSequence } from '../src/rl/grpo-update.js';
+import { grpoGradients, type TrainingSequence } from '../src/rl/grpo-update.js';
+import { microBatches } from '../src/rl/sequence-layout.js';
 import { microBatchBytes } from '../src/rl/memory-budget.js';
 import { initBackend, tf } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
@@ -106,7 +107,8 @@ describe('memory-budgeted micro-batches', () => {
   it('packs sequences in order while each pass stays within the budget and the size cap', () => {
     const seqs = sequences(9, 1);
     const bytes = (b: number, t: number): number => b * t * 1000;
-    const groups = microBatches(seqs, 4, 40_000, bytes);
+    const tokens = (s: TrainingSequence): number => s.promptIds.length + s.responseIds.length;
+    const groups = microBatches(seqs, 4, 40_000, bytes, tokens);
     expect(groups.flat()).toEqual(seqs);
     for (const g of groups) {
       expect(g.length).toBeLessThanOrEqual(4);
@@ -114,8 +116,8 @@ describe('memory-budgeted micro-batches', () => {
       if (g.length > 1) expect(bytes(g.length, t)).toBeLessThanOrEqual(40_000);
     }
     // Without a budget only the size cap applies; a tiny budget runs one sequence per pass.
-    expect(microBatches(seqs, 4, undefined, bytes).map((g) => g.length)).toEqual([4, 4, 1]);
-    expect(microBatches(seqs, 4, 1, bytes).every((g) => g.length === 1)).toBe(true);
+    expect(microBatches(seqs, 4, undefined, bytes, tokens).map((g) => g.length)).toEqual([4, 4, 1]);
+    expect(microBatches(seqs, 4, 1, bytes, tokens).every((g) => g.length === 1)).toBe(true);
   });
 
   it('recomputation shrinks the estimate for a deep model', async () => {

@@ -155,6 +155,37 @@ describe('GRPO update', () => {
     adapter.dispose();
   });
 
+  it('identical sequences share one forward: loss, metrics, gradients and reference log-probs equal running each apart', async () => {
+    const { adapter, params } = newAdapter();
+    const rng = new Rng(4);
+    const base = await sequences(adapter, 9, 4);
+    // Copies of two sequences with their own advantages and old log-probs (one copy clipped off-policy), in an
+    // order that the sort by length must undo.
+    const offPolicy = (s: TrainingSequence): TrainingSequence => ({ ...s, oldLogprobs: s.oldLogprobs.map((v) => v + (rng.next() - 0.5) * 0.8) });
+    const b0 = base[0] as TrainingSequence;
+    const b2 = base[2] as TrainingSequence;
+    const seqs = [b0, base[1] as TrainingSequence, { ...b0, advantage: -0.4 }, b2, offPolicy({ ...b2, advantage: 1.3 }), base[3] as TrainingSequence, { ...b0, advantage: 0.9 }];
+    const cfg = { klCoef: 0.05, dualClip: 3, microBatchSize: 2 };
+    const apart = await grpoGradients(model, adapter, params, seqs, { ...cfg, shareIdentical: false });
+    const shared = await grpoGradients(model, adapter, params, seqs, cfg);
+    // 7 sequences, 4 distinct forwards: 4 passes of 2 apart, 2 shared.
+    expect([apart.microBatches, shared.microBatches]).toEqual([4, 2]);
+    expect(shared.clipFrac).toBeGreaterThan(0);
+    for (const k of ['loss', 'pgLoss', 'kl', 'clipFrac', 'entropy', 'trainedTokens'] as const) expect(Math.abs(shared[k] - apart[k])).toBeLessThanOrEqual(1e-6);
+    for (const [k, t] of Object.entries(apart.grads)) {
+      const a = await t.data();
+      const b = await (shared.grads[k] as tf.Tensor).data();
+      expect(Math.max(...Array.from(a, (v, i) => Math.abs(v - (b[i] as number))))).toBeLessThanOrEqual(1e-6);
+    }
+    // Reference log-probs come back per sequence, in the caller's order, for the copies as for the originals.
+    expect(shared.refLogprobs?.map((r) => r.length)).toEqual(seqs.map((s) => s.responseIds.length));
+    shared.refLogprobs?.forEach((r, i) => r.forEach((v, j) => expect(Math.abs(v - ((apart.refLogprobs?.[i] as number[])[j] as number))).toBeLessThanOrEqual(1e-6)));
+    expect(shared.refLogprobs?.[6]).toEqual(shared.refLogprobs?.[0]);
+    disposeGrads(apart.grads);
+    disposeGrads(shared.grads);
+    adapter.dispose();
+  });
+
   it('reference log-probs carried from an earlier pass give the same loss and gradients without the reference forward', async () => {
     const { adapter, params } = newAdapter();
     const seqs = await sequences(adapter, 5, 4);

@@ -28,6 +28,8 @@ import { KVCache } from './kv-cache.js';
 
 /** Query rows per kv head from which attention over a KV cache runs per-head 2-D matMuls (see `attention`). */
 const PLANAR_MIN_ROWS = 32;
+/** Most query rows per attention block without a cache (see `attention`: later keys are skipped per block). */
+const CAUSAL_BLOCK_ROWS = 128;
 /** Most attention scores (floats) formed at once: 2^24 = 64 MiB. Longer query spans are processed in blocks. */
 const SCORE_BUDGET = 2 ** 24;
 
@@ -107,9 +109,8 @@ function attentionBias(keyMask: number[][], pastLength: number, T: number, S: nu
  * a[i] · b[i] (b[i]ᵀ when `transposeB`) for every i of the leading axis, as separate 2-D matMuls: batched and
  * transposed matMuls take XNNPACK's slow path (a few GFLOP/s), plain 2-D ones the fast one.
  *
- * Its own gradient, with the same per-plane matMuls autodiff of the per-plane form ran (explicit transposes,
- * as `matMulTrainable`): ∂a[i] = dy[i] · b[i]ᵀ, ∂b[i] = a[i]ᵀ · dy[i] (transposed back when `transposeB`),
- * stacked. Autodiff of slices and a stack padded each plane's gradient to the whole tensor and summed the n
+ * Its own gradient, per-plane matMuls with explicit transposes (as `matMulTrainable`): ∂a[i] = dy[i] · b[i]ᵀ,
+ * ∂b[i] = a[i]ᵀ · dy[i] (dy[i]ᵀ · a[i] when `transposeB`), stacked. Autodiff of slices and a stack padded each plane's gradient to the whole tensor and summed the n
  * padded copies (n PadV2 and n − 1 Add kernels of the full size per call, ~4% of a world step's update).
  */
 function planarMatMuls(a: tf.Tensor3D, b: tf.Tensor3D, transposeB: boolean): tf.Tensor3D {
@@ -128,8 +129,10 @@ function planarMatMuls(a: tf.Tensor3D, b: tf.Tensor3D, transposeB: boolean): tf.
         // The planes of b as the forward multiplied them (bᵀ when transposeB) and their transposes.
         const bPlanes = tf.unstack(sb) as tf.Tensor2D[];
         const da = dys.map((g, i) => tf.matMul(g, transposeB ? (bPlanes[i] as tf.Tensor2D) : tf.transpose(bPlanes[i] as tf.Tensor2D)));
-        const dRight = tf.stack(dys.map((g, i) => tf.matMul(tf.transpose(aPlanes[i] as tf.Tensor2D), g))) as tf.Tensor3D;
-        return [tf.stack(da), transposeB ? tf.transpose(dRight, [0, 2, 1]) : dRight];
+        // ∂b[i] directly in b's layout: dy[i]ᵀ · a[i] when transposeB (an [S, n]·[n, hd] matMul runs ~3× faster on
+        // XNNPACK than the [hd, n]·[n, S] one of a[i]ᵀ · dy[i] and needs no transpose back), else a[i]ᵀ · dy[i].
+        const db = dys.map((g, i) => (transposeB ? tf.matMul(tf.transpose(g), aPlanes[i] as tf.Tensor2D) : tf.matMul(tf.transpose(aPlanes[i] as tf.Tensor2D), g)));
+        return [tf.stack(da), tf.stack(db)];
       },
     };
   });
@@ -301,8 +304,11 @@ export class CausalLM {
     const S = keys.shape[2];
 
     // Queries in blocks, so the [B, H, rows, S] score tensor stays within SCORE_BUDGET floats however long
-    // the context (a multi-turn prefill of thousands of tokens would otherwise need gigabytes).
-    const rows = Math.max(1, Math.min(T, Math.floor((opts.attentionScoreBudget ?? SCORE_BUDGET) / (B * H * S))));
+    // the context (a multi-turn prefill of thousands of tokens would otherwise need gigabytes). Without a cache
+    // (training, scoring: S = T) the blocks are at most CAUSAL_BLOCK_ROWS queries and each attends only to the
+    // keys up to its last query: the later keys are masked for all of its rows, so about half of the scores are
+    // never formed (their softmax weights were exact zeros).
+    const rows = Math.max(1, Math.min(T, opts.cache ? T : CAUSAL_BLOCK_ROWS, Math.floor((opts.attentionScoreBudget ?? SCORE_BUDGET) / (B * H * S))));
     const keysFlat = tf.reshape(keys, [B * KV, S, hd]);
     const valuesFlat = tf.reshape(values, [B * KV, S, hd]);
     const blocks: tf.Tensor[] = [];
@@ -312,8 +318,11 @@ export class CausalLM {
       // backward needs on its own).
       blocks.push(
         tf.tidy(() => {
+          const keyEnd = opts.cache ? S : t0 + n;
           const qBlock = n === T ? q : tf.slice(q, [0, t0, 0, 0], [B, n, H, hd]);
-          const maskBlock = n === T ? mask : tf.slice(mask, [0, 0, t0, 0], [B, 1, n, S]);
+          const maskBlock = n === T ? mask : tf.slice(mask, [0, 0, t0, 0], [B, 1, n, keyEnd]);
+          const keysBlock = keyEnd === S ? keysFlat : tf.slice(keysFlat, [0, 0, 0], [B * KV, keyEnd, hd]);
+          const valuesBlock = keyEnd === S ? valuesFlat : tf.slice(valuesFlat, [0, 0, 0], [B * KV, keyEnd, hd]);
           // Grouped-query attention without copying keys: the `groups` query heads of one kv head are stacked
           // along the query axis, so one batched matMul per kv head serves them all (head h uses kv head h / groups).
           const qGrouped = tf.reshape(swapAxes12(qBlock), [B * KV, groups * n, hd]) as tf.Tensor3D;
@@ -322,10 +331,10 @@ export class CausalLM {
           // 2-D matMuls, XNNPACK's fast path (the batched, transposed form ran at ~1.3 GFLOP/s in a ~100M
           // prefill); decoding a few tokens keeps the batched form (per-head ops would cost more than they save).
           const planar = !opts.cache || groups * n >= PLANAR_MIN_ROWS;
-          const scores = tf.mul(planar ? planarMatMuls(qGrouped, keysFlat as tf.Tensor3D, true) : tf.matMul(qGrouped, keysFlat, false, true), this.attentionScale);
-          const probs = tf.softmax(tf.add(tf.reshape(scores, [B, H, n, S]), maskBlock));
-          const probsGrouped = tf.reshape(probs, [B * KV, groups * n, S]) as tf.Tensor3D;
-          const context = planar ? planarMatMuls(probsGrouped, valuesFlat as tf.Tensor3D, false) : tf.matMul(probsGrouped, valuesFlat);
+          const scores = tf.mul(planar ? planarMatMuls(qGrouped, keysBlock as tf.Tensor3D, true) : tf.matMul(qGrouped, keysBlock, false, true), this.attentionScale);
+          const probs = tf.softmax(tf.add(tf.reshape(scores, [B, H, n, keyEnd]), maskBlock));
+          const probsGrouped = tf.reshape(probs, [B * KV, groups * n, keyEnd]) as tf.Tensor3D;
+          const context = planar ? planarMatMuls(probsGrouped, valuesBlock as tf.Tensor3D, false) : tf.matMul(probsGrouped, valuesBlock);
           return swapAxes12(tf.reshape(context, [B, H, n, hd]) as tf.Tensor4D);
         }),
       );

@@ -15,31 +15,10 @@ import { disposeGrads, GradientAccumulator } from './accumulate.js';
 import { type GrpoLossConfig, grpoLoss, type LossNormalizer } from './grpo-loss.js';
 import { yieldToEventLoop } from '../util/yield.js';
 import { microBatchBytes } from './memory-budget.js';
+import { forwardRows, layoutMicroBatch, type MicroBatchLayout, microBatches, type TrainingSequence } from './sequence-layout.js';
 import type { AdamW } from './optimizer.js';
 
-/** One sampled sequence, as GRPO trains on it. */
-export interface TrainingSequence {
-  promptIds: number[];
-  /** Generated and tool-output tokens after the prompt. */
-  responseIds: number[];
-  /** 1 where the token is trained (generated), 0 where it is context only (tool output). */
-  responseMask: number[];
-  /** log π_old of each response token at sampling time (ignored where the mask is 0). */
-  oldLogprobs: number[];
-  /** The sequence's advantage (broadcast to its tokens). */
-  advantage: number;
-  /**
-   * The temperature T whose softmax(logits / T) gave `oldLogprobs` (1 for greedy or untempered sampling).
-   * The update divides the logits by the same T, so the first on-policy ratio is exactly 1.
-   */
-  samplingTemperature: number;
-  /**
-   * log π_ref of each response token (adapters off, at the sampling temperature), when an earlier update over
-   * the same sequence computed it (`GrpoGradients.refLogprobs`): the base weights do not change, so the KL term
-   * needs no second reference forward. A pass skips its reference forward when all its sequences carry it.
-   */
-  refLogprobs?: number[];
-}
+export type { TrainingSequence } from './sequence-layout.js';
 
 export interface GrpoUpdateConfig extends GrpoLossConfig {
   /** Most sequences per forward/backward pass; gradients are accumulated over the passes. */
@@ -51,8 +30,13 @@ export interface GrpoUpdateConfig extends GrpoLossConfig {
    * microBatchSize elsewhere.
    */
   memoryBudgetBytes?: number;
-  /** Recompute each layer in the backward instead of keeping its activations (default true). */
+  /** Recompute each layer in the backward instead of keeping its activations (default: `recomputesLayers`). */
   recomputeLayers?: boolean;
+  /**
+   * Identical sequences share one forward (src/rl/sequence-layout.ts; default true, and always false with
+   * adapter dropout, where each copy draws its own mask). False runs every sequence apart (for checks).
+   */
+  shareIdentical?: boolean;
   /** Rows of logits formed at once in the fused log-prob kernel. */
   logitsChunkSize?: number;
   padTokenId?: number;
@@ -81,78 +65,13 @@ export interface GrpoUpdateMetrics {
   seconds: number;
 }
 
-/** The padded layout of one micro-batch: left-padded ids and, per response slot, where its prediction is. */
-interface MicroBatchLayout {
-  ids: number[][];
-  attention: number[][];
-  /** [B × R] flat row indices into the [B·T, d] hidden states (the position before each response token). */
-  hiddenRows: Int32Array;
-  targets: Int32Array;
-  mask: Float32Array;
-  oldLogprobs: Float32Array;
-  /** log π_ref per slot (0 where the mask is 0) when every sequence carried it, else undefined. */
-  refLogprobs: Float32Array | undefined;
-  advantages: Float32Array;
-  /** [B × R] 1 / T of each slot's sequence (the logits are divided by its sampling temperature). */
-  invTemperature: Float32Array;
-  B: number;
-  R: number;
-}
-
-export function layoutMicroBatch(seqs: readonly TrainingSequence[], padId: number): MicroBatchLayout {
-  const B = seqs.length;
-  const full = seqs.map((s) => [...s.promptIds, ...s.responseIds]);
-  const T = Math.max(...full.map((r) => r.length));
-  const R = Math.max(1, ...seqs.map((s) => s.responseIds.length));
-  const ids: number[][] = [];
-  const attention: number[][] = [];
-  const hiddenRows = new Int32Array(B * R);
-  const targets = new Int32Array(B * R);
-  const mask = new Float32Array(B * R);
-  const oldLogprobs = new Float32Array(B * R);
-  const refLogprobs = seqs.every((s) => s.refLogprobs !== undefined) ? new Float32Array(B * R) : undefined;
-  const advantages = new Float32Array(B);
-  const invTemperature = new Float32Array(B * R);
-  seqs.forEach((s, b) => {
-    if (s.promptIds.length === 0) throw new Error('GRPO: a sequence has an empty prompt');
-    if (!(s.samplingTemperature > 0) || !Number.isFinite(s.samplingTemperature)) {
-      throw new Error(`GRPO: sequence ${b} has sampling temperature ${String(s.samplingTemperature)}; it must be a positive number (1 for greedy sampling)`);
-    }
-    invTemperature.fill(1 / s.samplingTemperature, b * R, (b + 1) * R);
-    if (s.responseMask.length !== s.responseIds.length || s.oldLogprobs.length !== s.responseIds.length) {
-      throw new Error(`GRPO: sequence ${b} has ${s.responseIds.length} response tokens but ${s.responseMask.length} mask values and ${s.oldLogprobs.length} log-probs`);
-    }
-    if (s.refLogprobs !== undefined && s.refLogprobs.length !== s.responseIds.length) {
-      throw new Error(`GRPO: sequence ${b} has ${s.responseIds.length} response tokens but ${s.refLogprobs.length} reference log-probs`);
-    }
-    const row = full[b] as number[];
-    const pad = T - row.length;
-    ids.push([...new Array<number>(pad).fill(padId), ...row]);
-    attention.push([...new Array<number>(pad).fill(0), ...row.map(() => 1)]);
-    advantages[b] = s.advantage;
-    for (let j = 0; j < R; j++) {
-      const cell = b * R + j;
-      if (j < s.responseIds.length) {
-        // Response token j sits at pad + P + j and is predicted by the hidden state one position earlier.
-        hiddenRows[cell] = b * T + pad + s.promptIds.length + j - 1;
-        targets[cell] = s.responseIds[j] as number;
-        mask[cell] = s.responseMask[j] as number;
-        oldLogprobs[cell] = (s.responseMask[j] as number) > 0 ? (s.oldLogprobs[j] as number) : 0;
-        if (refLogprobs) refLogprobs[cell] = (s.responseMask[j] as number) > 0 ? ((s.refLogprobs as number[])[j] as number) : 0;
-      } else {
-        hiddenRows[cell] = b * T; // any valid row; masked out
-      }
-    }
-  });
-  return { ids, attention, hiddenRows, targets, mask, oldLogprobs, refLogprobs, advantages, invTemperature, B, R };
-}
-
 /**
- * log π of every response slot [B, R] under `adapter` (or the base when undefined), on the tape if recording,
- * and the entropy of each slot's distribution [B, R] (a constant for metrics). Both are of softmax(logits / T):
- * logits / T = (h / T)·W, so each selected hidden state is scaled by its sequence's 1 / T before the head.
+ * log π of every response slot of the pass's forward rows [U, R] under `adapter` (or the base when undefined),
+ * on the tape if recording, and the entropy of each slot's distribution [U, R] (a constant for metrics). Both
+ * are of softmax(logits / T): logits / T = (h / T)·W, so each selected hidden state is scaled by its sequence's
+ * 1 / T before the head.
  */
-function responseLogProbs(
+function rowLogProbs(
   model: CausalLM,
   layout: MicroBatchLayout,
   adapter: LoraAdapter | undefined,
@@ -168,41 +87,34 @@ function responseLogProbs(
     // The backward multiplies by Wᵀ: a persistent one, so that nothing is transposed or repacked per chunk.
     weightT: model.outputHeadTransposed,
   });
-  const entropyGrid = tf.reshape(entropy, [layout.B, layout.R]) as tf.Tensor2D;
+  const entropyGrid = tf.reshape(entropy, [layout.U, layout.R]) as tf.Tensor2D;
   entropy.dispose(); // the kernel keeps it outside any tidy scope; the reshaped view holds the data now
-  return { logProbs: tf.reshape(logProbs, [layout.B, layout.R]) as tf.Tensor2D, entropy: entropyGrid };
+  return { logProbs: tf.reshape(logProbs, [layout.U, layout.R]) as tf.Tensor2D, entropy: entropyGrid };
+}
+
+/** Rows [U, R] → copies [B, R] (each copy reads its forward row; sequence-layout.ts, step 1). */
+function perCopy(layout: MicroBatchLayout, rows: tf.Tensor2D): tf.Tensor2D {
+  return layout.copyRows ? (tf.gather(rows, tf.tensor1d(layout.copyRows, 'int32')) as tf.Tensor2D) : rows;
 }
 
 /** The default pass budget on wasm: what is left of the 4 GiB heap for activations beside a ~1B-parameter model. */
 export const WASM_PASS_BUDGET_BYTES = 1.5 * 2 ** 30;
 
+/** Bytes one pass may use: as configured, WASM_PASS_BUDGET_BYTES on wasm, else no limit (undefined). */
+export function passBudget(cfg: Pick<GrpoUpdateConfig, 'memoryBudgetBytes'>): number | undefined {
+  return cfg.memoryBudgetBytes ?? (tf.getBackend() === 'wasm' ? WASM_PASS_BUDGET_BYTES : undefined);
+}
+
 /**
- * Cuts the sequences, in order, into micro-batches of at most `maxSize` whose estimated pass bytes stay within
- * `budget` (a sequence that alone exceeds it runs alone).
+ * Whether an update whose longest sequence has `longestTokens` tokens recomputes layers in the backward: as
+ * configured; else, with a pass budget (wasm), only when that sequence alone would not fit it with every
+ * activation kept (recomputing costs about one more forward; smaller passes cost little: docs/method.md, "The
+ * update's passes"); without one (a GPU backend, whose free memory is not known here), always.
  */
-export function microBatches(
-  seqs: readonly TrainingSequence[],
-  maxSize: number,
-  budget: number | undefined,
-  bytesOf: (batch: number, tokens: number) => number,
-): TrainingSequence[][] {
-  const out: TrainingSequence[][] = [];
-  let current: TrainingSequence[] = [];
-  let longest = 0;
-  for (const s of seqs) {
-    const len = s.promptIds.length + s.responseIds.length;
-    const wouldBe = Math.max(longest, len);
-    const fits = current.length < maxSize && (budget === undefined || bytesOf(current.length + 1, wouldBe) <= budget);
-    if (current.length > 0 && !fits) {
-      out.push(current);
-      current = [];
-      longest = 0;
-    }
-    current.push(s);
-    longest = Math.max(longest, len);
-  }
-  if (current.length > 0) out.push(current);
-  return out;
+export function recomputesLayers(model: CausalLM, loraRank: number, longestTokens: number, cfg: Pick<GrpoUpdateConfig, 'memoryBudgetBytes' | 'recomputeLayers'>): boolean {
+  if (cfg.recomputeLayers !== undefined) return cfg.recomputeLayers;
+  const budget = passBudget(cfg);
+  return budget === undefined || microBatchBytes(model.config, 1, longestTokens, loraRank, false) > budget;
 }
 
 export function wholeBatchNormalizer(seqs: readonly TrainingSequence[]): LossNormalizer {
@@ -246,10 +158,11 @@ export async function grpoGradients(
   if (seqs.length === 0) throw new Error('GRPO: no sequences to train on');
   if (!Number.isInteger(cfg.microBatchSize) || cfg.microBatchSize < 1) throw new Error(`GRPO: micro-batch size must be a positive integer, got ${cfg.microBatchSize}`);
   const padId = cfg.padTokenId ?? 0;
-  const recompute = cfg.recomputeLayers ?? true;
-  const budget = cfg.memoryBudgetBytes ?? (tf.getBackend() === 'wasm' ? WASM_PASS_BUDGET_BYTES : undefined);
-  const groups = microBatches(seqs, cfg.microBatchSize, budget, (b, t) => microBatchBytes(model.config, b, t, adapter.config.r, recompute));
-  const layouts = groups.map((group) => layoutMicroBatch(group, padId));
+  const budget = passBudget(cfg);
+  const recompute = recomputesLayers(model, adapter.config.r, Math.max(...seqs.map((q) => q.promptIds.length + q.responseIds.length)), cfg);
+  const rows = forwardRows(seqs, (cfg.shareIdentical ?? true) && adapter.config.dropout === 0);
+  const passes = microBatches(rows, cfg.microBatchSize, budget, (b, t) => microBatchBytes(model.config, b, t, adapter.config.r, recompute), (r) => r.seq.promptIds.length + r.seq.responseIds.length);
+  const layouts = passes.map((pass) => layoutMicroBatch(pass, seqs, padId));
   const normalizer = cfg.normalizer ?? wholeBatchNormalizer(seqs);
   const klCoef = cfg.klCoef ?? 0.01;
   const maxLen = cfg.maxLen ?? Math.max(...layouts.map((l) => l.R));
@@ -264,11 +177,12 @@ export async function grpoGradients(
       }
       // Each pass is synchronous tensor work: let signal handlers (Ctrl-C) in before each.
       await yieldToEventLoop();
-      const { logProbs, entropy } = tf.tidy(() => responseLogProbs(model, layout, undefined, cfg.logitsChunkSize));
+      const { logProbs, entropy } = tf.tidy(() => rowLogProbs(model, layout, undefined, cfg.logitsChunkSize));
       const values = (await logProbs.data()) as Float32Array;
       tf.dispose([logProbs, entropy]);
-      // Masked slots keep 0, as carried values do: the loss multiplies them by the mask either way.
-      refLogprobs.push(values.map((v, cell) => ((layout.mask[cell] as number) > 0 ? v : 0)));
+      // Per copy; masked slots keep 0, as carried values do: the loss multiplies them by the mask either way.
+      const { R, copyRows } = layout;
+      refLogprobs.push(layout.mask.map((m, cell) => (m > 0 ? (values[(copyRows ? (copyRows[Math.floor(cell / R)] as number) : Math.floor(cell / R)) * R + (cell % R)] as number) : 0)));
     }
   }
 
@@ -280,7 +194,9 @@ export async function grpoGradients(
         await yieldToEventLoop();
         acc.add(() => {
           const layout = layouts[i] as MicroBatchLayout;
-          const { logProbs, entropy } = responseLogProbs(model, layout, adapter, cfg.logitsChunkSize, recompute);
+          const rowsOut = rowLogProbs(model, layout, adapter, cfg.logitsChunkSize, recompute);
+          const logProbs = perCopy(layout, rowsOut.logProbs);
+          const entropy = perCopy(layout, rowsOut.entropy);
           const { B, R } = layout;
           const { loss, metrics } = grpoLoss(
             {
@@ -313,7 +229,7 @@ export async function grpoGradients(
       processedTokens: layouts.reduce((a, l) => a + l.ids.length * (l.ids[0] as number[]).length, 0),
       microBatches: layouts.length,
       ...(klCoef !== 0
-        ? { refLogprobs: groups.flatMap((group, i) => group.map((s, b) => Array.from((refLogprobs[i] as Float32Array).subarray(b * (layouts[i] as MicroBatchLayout).R, b * (layouts[i] as MicroBatchLayout).R + s.responseIds.length)))) }
+        ? { refLogprobs: inSequenceOrder(seqs, layouts, refLogprobs) }
         : {}),
     };
   } finally {
@@ -326,11 +242,23 @@ export async function grpoGradients(
  * undefined), one array per sequence; positions with mask 0 hold the value too. For checks and diagnostics.
  */
 export async function updateLogProbs(model: CausalLM, adapter: LoraAdapter | undefined, seqs: readonly TrainingSequence[], cfg: Pick<GrpoUpdateConfig, 'padTokenId' | 'logitsChunkSize'> = {}): Promise<number[][]> {
-  const layout = layoutMicroBatch(seqs, cfg.padTokenId ?? 0);
-  const { logProbs, entropy } = tf.tidy(() => responseLogProbs(model, layout, adapter, cfg.logitsChunkSize));
+  const layout = layoutMicroBatch(forwardRows(seqs, false), seqs, cfg.padTokenId ?? 0);
+  const { logProbs, entropy } = tf.tidy(() => rowLogProbs(model, layout, adapter, cfg.logitsChunkSize));
   const values = (await logProbs.data()) as Float32Array;
   tf.dispose([logProbs, entropy]);
-  return seqs.map((s, b) => Array.from(values.subarray(b * layout.R, b * layout.R + s.responseIds.length)));
+  return inSequenceOrder(seqs, [layout], [values]);
+}
+
+/** Per-copy values [B × R] of each pass → one array per sequence of `seqs` (its response length), in their order. */
+function inSequenceOrder(seqs: readonly TrainingSequence[], layouts: readonly MicroBatchLayout[], values: readonly Float32Array[]): number[][] {
+  const out = new Array<number[]>(seqs.length);
+  layouts.forEach((layout, i) =>
+    layout.members.forEach((member, c) => {
+      const length = (seqs[member] as TrainingSequence).responseIds.length;
+      out[member] = Array.from((values[i] as Float32Array).subarray(c * layout.R, c * layout.R + length));
+    }),
+  );
+  return out;
 }
 
 /** One optimizer step of GRPO: gradients (above), then AdamW with clipping and the lr schedule. */

@@ -3,7 +3,7 @@
 import { type GroupAdvantageOptions, groupAdvantages } from '../../kernels/group-advantage.js';
 import type { LoraAdapter } from '../model/lora.js';
 import type { CausalLM } from '../model/qwen3.js';
-import { type GrpoUpdateConfig, type GrpoUpdateMetrics, grpoUpdate, type TrainingSequence, WASM_PASS_BUDGET_BYTES } from '../rl/grpo-update.js';
+import { type GrpoUpdateConfig, type GrpoUpdateMetrics, grpoUpdate, recomputesLayers, type TrainingSequence } from '../rl/grpo-update.js';
 import { MemoryBudgetError, type MicroBatchPlan, planMicroBatches } from '../rl/memory-budget.js';
 import type { AdamW } from '../rl/optimizer.js';
 import { tf } from '../tensor/backend.js';
@@ -121,19 +121,17 @@ export class GrpoPolicyUpdater implements PolicyUpdater {
       const heapLimitBytes = this.heap.limitBytes;
       const plan = (recomputeLayers: boolean): MicroBatchPlan =>
         planMicroBatches(lengths, this.config.microBatchSize, this.model.config, free, { loraRank: adapter.config.r, recomputeLayers, heapLimitBytes, what: `the ${role} update` });
-      // Recomputing layers in the backward only saves memory (the gradient is the same): when the configured
-      // micro-batches fit with every activation kept, by the heap plan and by the GRPO pass budget
-      // (src/rl/grpo-update.ts), the update keeps them and skips the recomputing forward.
-      let chosen: MicroBatchPlan | undefined;
-      if (this.config.recomputeLayers === undefined) {
-        const kept = keptPlan(() => plan(false));
-        if (kept && kept.microBatchSize >= this.config.microBatchSize && kept.largest.bytes <= (this.config.memoryBudgetBytes ?? WASM_PASS_BUDGET_BYTES)) {
-          chosen = kept;
-          config = { ...config, recomputeLayers: false };
-        }
-      }
-      chosen ??= plan(config.recomputeLayers ?? true);
-      if (chosen.microBatchSize < this.config.microBatchSize) {
+      // Layers are kept or recomputed as the update would choose (recomputesLayers, src/rl/grpo-update.ts);
+      // where keeping them does not fit the heap, recomputed, unless keeping them was asked for.
+      const longest = Math.max(...lengths.map((l) => l.tokens));
+      const keep = !recomputesLayers(this.model, adapter.config.r, longest, this.config);
+      const keptChoice = !keep ? undefined : this.config.recomputeLayers === false ? plan(false) : keptPlan(() => plan(false));
+      const chosen = keptChoice ?? plan(true);
+      config = { ...config, recomputeLayers: keptChoice === undefined };
+      // Kept layers run in the passes the heap plan allows (the pass budget may cut them further): a choice of
+      // speed, not a forced split.
+      if (keptChoice) config = { ...config, microBatchSize: chosen.microBatchSize };
+      else if (chosen.microBatchSize < this.config.microBatchSize) {
         this.heap.onSplit?.(
           `the ${role} update runs in micro-batches of ${chosen.microBatchSize} instead of ${this.config.microBatchSize}: ${chosen.largest.sequences} × ${chosen.largest.tokens} tokens need about ${(chosen.largest.bytes / 2 ** 30).toFixed(2)} GiB (estimate) of ${(free / 2 ** 30).toFixed(2)} GiB free in the wasm heap`,
         );
