@@ -25,8 +25,8 @@ import type { TrainConfig } from '../settings/train.js';
  * - The bank is primed with cards mined from the warm start's bootstrap runs in training worlds, without the
  *   hand-written seed cards (written for a real model's open-domain questions, they cost this model answers).
  * The in-world numbers above are those the settings were chosen on. On the evaluation worlds, with these
- * defaults, the solver without its bank gains +1.9 [−0.7, +4.6] over three run seeds and the bank costs 5.4
- * points (docs/world.md, "The paper's table on the evaluation worlds").
+ * defaults, the solver without its bank gains +1.7 [−0.9, +4.2] over three run seeds and the bank costs 5.2
+ * points (docs/world.md, "The speed work and the held-out result").
  * The eval (at step 0 and the end) is the evaluation worlds' held-out set, 342 questions in six worlds no
  * training touched (docs/world.md, "The evaluation worlds"); --eval-limit's general default (100) is more than a
  * world's 57.
