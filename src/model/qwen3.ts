@@ -110,8 +110,9 @@ function attentionBias(keyMask: number[][], pastLength: number, T: number, S: nu
  * transposed matMuls take XNNPACK's slow path (a few GFLOP/s), plain 2-D ones the fast one.
  *
  * Its own gradient, per-plane matMuls with explicit transposes (as `matMulTrainable`): ∂a[i] = dy[i] · b[i]ᵀ,
- * ∂b[i] = a[i]ᵀ · dy[i] (dy[i]ᵀ · a[i] when `transposeB`), stacked. Autodiff of slices and a stack padded each plane's gradient to the whole tensor and summed the n
- * padded copies (n PadV2 and n − 1 Add kernels of the full size per call, ~4% of a world step's update).
+ * ∂b[i] = a[i]ᵀ · dy[i] (dy[i]ᵀ · a[i] when `transposeB`), stacked. Autodiff of slices and a stack padded each
+ * plane's gradient to the whole tensor and summed the n padded copies (n PadV2 and n − 1 Add kernels of the
+ * full size per call, ~4% of a world step's update).
  */
 function planarMatMuls(a: tf.Tensor3D, b: tf.Tensor3D, transposeB: boolean): tf.Tensor3D {
   const f = tf.customGrad((...inputs: Array<tf.Tensor | tf.GradSaveFunc>) => {

@@ -15,7 +15,7 @@ import { disposeGrads, GradientAccumulator } from './accumulate.js';
 import { type GrpoLossConfig, grpoLoss, type LossNormalizer } from './grpo-loss.js';
 import { yieldToEventLoop } from '../util/yield.js';
 import { microBatchBytes } from './memory-budget.js';
-import { forwardRows, layoutMicroBatch, type MicroBatchLayout, microBatches, type TrainingSequence } from './sequence-layout.js';
+import { copyValues, forwardRows, layoutMicroBatch, type MicroBatchLayout, microBatches, tokensOf, type TrainingSequence } from './sequence-layout.js';
 import type { AdamW } from './optimizer.js';
 
 export type { TrainingSequence } from './sequence-layout.js';
@@ -159,9 +159,9 @@ export async function grpoGradients(
   if (!Number.isInteger(cfg.microBatchSize) || cfg.microBatchSize < 1) throw new Error(`GRPO: micro-batch size must be a positive integer, got ${cfg.microBatchSize}`);
   const padId = cfg.padTokenId ?? 0;
   const budget = passBudget(cfg);
-  const recompute = recomputesLayers(model, adapter.config.r, Math.max(...seqs.map((q) => q.promptIds.length + q.responseIds.length)), cfg);
+  const recompute = recomputesLayers(model, adapter.config.r, Math.max(...seqs.map(tokensOf)), cfg);
   const rows = forwardRows(seqs, (cfg.shareIdentical ?? true) && adapter.config.dropout === 0);
-  const passes = microBatches(rows, cfg.microBatchSize, budget, (b, t) => microBatchBytes(model.config, b, t, adapter.config.r, recompute), (r) => r.seq.promptIds.length + r.seq.responseIds.length);
+  const passes = microBatches(rows, cfg.microBatchSize, budget, (b, t) => microBatchBytes(model.config, b, t, adapter.config.r, recompute), (r) => tokensOf(r.seq));
   const layouts = passes.map((pass) => layoutMicroBatch(pass, seqs, padId));
   const normalizer = cfg.normalizer ?? wholeBatchNormalizer(seqs);
   const klCoef = cfg.klCoef ?? 0.01;
@@ -181,8 +181,7 @@ export async function grpoGradients(
       const values = (await logProbs.data()) as Float32Array;
       tf.dispose([logProbs, entropy]);
       // Per copy; masked slots keep 0, as carried values do: the loss multiplies them by the mask either way.
-      const { R, copyRows } = layout;
-      refLogprobs.push(layout.mask.map((m, cell) => (m > 0 ? (values[(copyRows ? (copyRows[Math.floor(cell / R)] as number) : Math.floor(cell / R)) * R + (cell % R)] as number) : 0)));
+      refLogprobs.push(copyValues(layout, values));
     }
   }
 

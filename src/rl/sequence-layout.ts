@@ -39,7 +39,8 @@ export interface ForwardRow {
   members: number[];
 }
 
-function tokensOf(s: TrainingSequence): number {
+/** Prompt and response tokens of a sequence (its length in a pass). */
+export function tokensOf(s: TrainingSequence): number {
   return s.promptIds.length + s.responseIds.length;
 }
 
@@ -55,7 +56,7 @@ export function forwardRows(seqs: readonly TrainingSequence[], shareIdentical: b
       rows.push({ seq: s, members: [i] });
       return;
     }
-    const key = `${s.samplingTemperature}|${s.promptIds.join(',')}|${s.responseIds.join(',')}|${s.responseMask.join('')}`;
+    const key = `${s.samplingTemperature}|${s.promptIds.join(',')}|${s.responseIds.join(',')}|${s.responseMask.join(',')}`;
     const row = byKey.get(key);
     if (row) row.members.push(i);
     else {
@@ -64,7 +65,7 @@ export function forwardRows(seqs: readonly TrainingSequence[], shareIdentical: b
       rows.push(fresh);
     }
   });
-  return rows.map((r, order) => ({ r, order })).sort((a, b) => tokensOf(a.r.seq) - tokensOf(b.r.seq) || a.order - b.order).map(({ r }) => r);
+  return rows.sort((a, b) => tokensOf(a.seq) - tokensOf(b.seq)); // a stable sort: equal lengths keep their order
 }
 
 /**
@@ -172,4 +173,13 @@ export function layoutMicroBatch(rows: readonly ForwardRow[], seqs: readonly Tra
     }
   });
   return { ids, attention, hiddenRows, targets, invTemperature, U, R, copyRows: identity ? undefined : Int32Array.from(copyRowList), members, mask, oldLogprobs, refLogprobs, advantages, B };
+}
+
+/** Per-row values [U × R] → per-copy values [B × R] (each copy reads its forward row), 0 where the copy's mask is 0. */
+export function copyValues(layout: MicroBatchLayout, rowValues: Float32Array): Float32Array {
+  const { R, copyRows } = layout;
+  return layout.mask.map((m, cell) => {
+    const c = Math.floor(cell / R);
+    return m > 0 ? (rowValues[(copyRows ? (copyRows[c] as number) : c) * R + (cell % R)] as number) : 0;
+  });
 }

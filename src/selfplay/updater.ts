@@ -5,6 +5,7 @@ import type { LoraAdapter } from '../model/lora.js';
 import type { CausalLM } from '../model/qwen3.js';
 import { type GrpoUpdateConfig, type GrpoUpdateMetrics, grpoUpdate, recomputesLayers, type TrainingSequence } from '../rl/grpo-update.js';
 import { MemoryBudgetError, type MicroBatchPlan, planMicroBatches } from '../rl/memory-budget.js';
+import { tokensOf } from '../rl/sequence-layout.js';
 import type { AdamW } from '../rl/optimizer.js';
 import { tf } from '../tensor/backend.js';
 import type { Rollout } from '../agent/rollout.js';
@@ -117,7 +118,7 @@ export class GrpoPolicyUpdater implements PolicyUpdater {
     let config = this.config;
     if (this.heap) {
       const free = this.heap.limitBytes - this.heap.usedBytes();
-      const lengths = seqs.map((s) => ({ tokens: s.promptIds.length + s.responseIds.length }));
+      const lengths = seqs.map((s) => ({ tokens: tokensOf(s) }));
       const heapLimitBytes = this.heap.limitBytes;
       const plan = (recomputeLayers: boolean): MicroBatchPlan =>
         planMicroBatches(lengths, this.config.microBatchSize, this.model.config, free, { loraRank: adapter.config.r, recomputeLayers, heapLimitBytes, what: `the ${role} update` });
