@@ -1,6 +1,7 @@
 // Activation recomputation and memory-budgeted micro-batches in the GRPO update: the same gradients
 // (≤ 1e-6) as keeping every activation, with and without LoRA dropout, on cpu and wasm; no tensor is left
-// behind; and the budget splits a batch into passes that each fit it.
+// behind; and the budget splits a batch into passes that each fit it. Held transposes of the frozen projections
+// give the gradients of transposing per backward, bit for bit.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,7 +10,7 @@ import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
 import { LoraAdapter } from '../src/model/lora.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { disposeGrads } from '../src/rl/accumulate.js';
-import { grpoGradients, type TrainingSequence } from '../src/rl/grpo-update.js';
+import { grpoGradients, holdTransposesIfRoom, type TrainingSequence } from '../src/rl/grpo-update.js';
 import { microBatches } from '../src/rl/sequence-layout.js';
 import { microBatchBytes } from '../src/rl/memory-budget.js';
 import { initBackend, tf } from '../src/tensor/backend.js';
@@ -35,10 +36,10 @@ function sequences(n: number, seed: number): TrainingSequence[] {
   });
 }
 
-async function gradients(model: CausalLM, adapter: LoraAdapter, seqs: TrainingSequence[], recomputeLayers: boolean): Promise<Record<string, Float32Array>> {
+async function gradients(model: CausalLM, adapter: LoraAdapter, seqs: TrainingSequence[], recomputeLayers: boolean, extra: { memoryBudgetBytes?: number } = {}): Promise<Record<string, Float32Array>> {
   adapter.randomState = 0;
   const params = Object.fromEntries(adapter.variables());
-  const g = await grpoGradients(model, adapter, params, seqs, { microBatchSize: 2, klCoef: 0.01, recomputeLayers });
+  const g = await grpoGradients(model, adapter, params, seqs, { microBatchSize: 2, klCoef: 0.01, recomputeLayers, ...extra });
   const out: Record<string, Float32Array> = {};
   for (const [k, t] of Object.entries(g.grads)) out[k] = Float32Array.from(await t.data());
   disposeGrads(g.grads);
@@ -51,6 +52,8 @@ describe.each(['cpu', 'wasm'] as const)('GRPO with recomputed layers on %s', (ba
     const model = await CausalLM.load(dir);
     const adapter = LoraAdapter.create('solver', model.config, { r: 4, alpha: 8, dropout, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] }, { seed: 3, randomB: true, randomBStd: 0.1 });
     const seqs = sequences(5, 9);
+    // On wasm the model holds its projections' transposes from the first update on: made before counting.
+    holdTransposesIfRoom(model, {});
     const before = tf.memory().numTensors;
     const full = await gradients(model, adapter, seqs, false);
     const again = await gradients(model, adapter, seqs, true);
@@ -72,11 +75,36 @@ describe.each(['cpu', 'wasm'] as const)('GRPO with recomputed layers on %s', (ba
   });
 });
 
+describe('held transposes of the frozen projections (wasm)', () => {
+  it('give the gradients of transposing per backward, bit for bit; are held where the heap has room, and not on cpu', async () => {
+    await initBackend('wasm');
+    const model = await CausalLM.load(dir);
+    const adapter = LoraAdapter.create('solver', model.config, { r: 4, alpha: 8, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] }, { seed: 3, randomB: true, randomBStd: 0.1 });
+    const seqs = sequences(5, 9);
+    // A pass budget that leaves no room beside the heap's contents: nothing is held.
+    expect(holdTransposesIfRoom(model, { memoryBudgetBytes: 4 * 2 ** 30 })).toBe(false);
+    const perBackward = await gradients(model, adapter, seqs, false, { memoryBudgetBytes: 4 * 2 ** 30 });
+    expect(model.holdsTransposedProjections).toBe(false);
+    const before = tf.memory().numTensors;
+    const held = await gradients(model, adapter, seqs, false);
+    expect(model.holdsTransposedProjections).toBe(true);
+    expect(tf.memory().numTensors - before).toBe(7 * model.config.numLayers);
+    for (const [k, want] of Object.entries(perBackward)) expect(Array.from(held[k] as Float32Array)).toEqual(Array.from(want));
+    adapter.dispose();
+    model.dispose();
+    await initBackend('cpu');
+    const onCpu = await CausalLM.load(dir);
+    expect(holdTransposesIfRoom(onCpu, {})).toBe(false);
+    onCpu.dispose();
+  });
+});
+
 describe('recomputation memory', () => {
   it('the peak bytes of a GRPO pass drop when layers are recomputed (wasm, 6 layers, longer sequences)', async () => {
     await initBackend('wasm');
     const deep = makeTinyCheckpoint({ out: join(root, 'deep'), arch: 'qwen3', layers: 6, hidden: 64, heads: 4, kvHeads: 2, headDim: 16, intermediate: 128, vocab: 300, seed: 5 });
     const model = await CausalLM.load(deep.dir);
+    holdTransposesIfRoom(model, {}); // held before either peak is measured
     const adapter = LoraAdapter.create('solver', model.config, { r: 4, alpha: 8, dropout: 0, targets: ['q_proj', 'v_proj'] }, { seed: 3, randomB: true, randomBStd: 0.1 });
     const rng = new Rng(2);
     const seqs: TrainingSequence[] = Array.from({ length: 2 }, () => ({

@@ -153,6 +153,8 @@ function swapAxes12(x: tf.Tensor4D): tf.Tensor4D {
 export class CausalLM {
   private readonly invFreq: Float64Array;
   private lmHeadT: tf.Tensor2D | undefined;
+  /** Wᵀ [out, in] of every frozen projection, once `holdTransposedProjections` has made them. */
+  private projT: Array<Record<ProjectionName, tf.Tensor2D>> | undefined;
   /**
    * The RMSNorm epsilon and the attention scale 1/√d_head as tensors made once: a JS number given to an op
    * becomes a fresh scalar tensor on every call (an upload and a dispose, dearer than the op itself on a tiny
@@ -257,7 +259,7 @@ export class CausalLM {
   /** x·W (+b) (+ LoRA delta). x: [N, in]. */
   private project(x: tf.Tensor2D, layer: number, name: ProjectionName, opts: ForwardOptions): tf.Tensor2D {
     const w = this.layers[layer] as LayerWeights;
-    let y: tf.Tensor2D = this.trainable ? matMulTrainable(x, w.proj[name]) : linearFrozen(x, w.proj[name]);
+    let y: tf.Tensor2D = this.trainable ? matMulTrainable(x, w.proj[name]) : linearFrozen(x, w.proj[name], this.projT?.[layer]?.[name]);
     const b = w.bias[name as keyof LayerWeights['bias']];
     if (b) y = tf.add(y, b);
     // Untaped on wasm, the scale and the add of the delta in one kernel (src/tensor/fused-kernels.ts).
@@ -476,8 +478,31 @@ export class CausalLM {
     return this.lmHeadT;
   }
 
+  /**
+   * Holds Wᵀ of every frozen projection for the backward's dX = dy·Wᵀ (ops.ts, `linearFrozen`) from now on. On
+   * wasm a transpose made per backward costs the transpose and XNNPACK's packing of a new right operand (about
+   * a sixth of a ~100M GRPO update); a held one is packed once. It costs `projectionParameters` floats twice
+   * (the copy and its packing): the caller decides whether the heap has room (src/rl/grpo-update.ts,
+   * `holdTransposesIfRoom`). Idempotent; a trainable model's weights change every step, so it holds none.
+   */
+  holdTransposedProjections(): void {
+    if (this.trainable || this.projT) return;
+    this.projT = this.layers.map((w) => Object.fromEntries(PROJECTIONS.map((name) => [name, tf.keep(tf.transpose(w.proj[name]))])) as Record<ProjectionName, tf.Tensor2D>);
+  }
+
+  /** Whether `holdTransposedProjections` has made the copies. */
+  get holdsTransposedProjections(): boolean {
+    return this.projT !== undefined;
+  }
+
+  /** Floats of the layers' projections (what `holdTransposedProjections` copies). */
+  projectionParameters(): number {
+    return this.layers.reduce((n, w) => n + Object.values(w.proj).reduce((m, t) => m + t.size, 0), 0);
+  }
+
   dispose(): void {
     const all: tf.Tensor[] = [this.eps, this.attentionScale, this.embed, this.finalNorm, ...(this.lmHead ? [this.lmHead] : []), ...(this.lmHeadT ? [this.lmHeadT] : [])];
+    for (const t of this.projT ?? []) all.push(...Object.values(t));
     for (const w of this.layers) {
       all.push(w.inputNorm, w.postNorm, ...Object.values(w.proj), ...Object.values(w.bias));
       if (w.qNorm) all.push(w.qNorm);

@@ -14,6 +14,7 @@ import { tf } from '../tensor/backend.js';
 import { disposeGrads, GradientAccumulator } from './accumulate.js';
 import { type GrpoLossConfig, grpoLoss, type LossNormalizer } from './grpo-loss.js';
 import { yieldToEventLoop } from '../util/yield.js';
+import { packedWeightBytes, WASM_HEAP_LIMIT_BYTES } from '../tensor/wasm-heap.js';
 import { microBatchBytes } from './memory-budget.js';
 import { copyValues, forwardRows, layoutMicroBatch, type MicroBatchLayout, microBatches, tokensOf, type TrainingSequence } from './sequence-layout.js';
 import type { AdamW } from './optimizer.js';
@@ -66,35 +67,37 @@ export interface GrpoUpdateMetrics {
 }
 
 /**
- * log π of every response slot of the pass's forward rows [U, R] under `adapter` (or the base when undefined),
- * on the tape if recording, and the entropy of each slot's distribution [U, R] (a constant for metrics). Both
- * are of softmax(logits / T): logits / T = (h / T)·W, so each selected hidden state is scaled by its sequence's
- * 1 / T before the head.
+ * log π of the pass's formed response slots [S] (sequence-layout.ts, step 3) under `adapter` (or the base when
+ * undefined), on the tape if recording, and the entropy of each slot's distribution [S] (a constant for
+ * metrics). Both are of softmax(logits / T): logits / T = (h / T)·W, so each selected hidden state is scaled by
+ * its sequence's 1 / T before the head.
  */
-function rowLogProbs(
+function slotLogProbs(
   model: CausalLM,
   layout: MicroBatchLayout,
   adapter: LoraAdapter | undefined,
   chunkSize: number | undefined,
   recomputeLayers = false,
-): { logProbs: tf.Tensor2D; entropy: tf.Tensor2D } {
+): { logProbs: tf.Tensor1D; entropy: tf.Tensor1D } {
   const hidden = model.forward(layout.ids, { attentionMask: layout.attention, recomputeLayers, ...(adapter ? { adapter } : {}) });
   const flat = tf.reshape(hidden, [-1, model.config.hiddenSize]) as tf.Tensor2D;
   const gathered = tf.gather(flat, tf.tensor1d(layout.hiddenRows, 'int32')) as tf.Tensor2D;
-  const selected = tf.mul(gathered, tf.tensor2d(layout.invTemperature, [layout.invTemperature.length, 1])) as tf.Tensor2D;
+  const selected = tf.mul(gathered, tf.tensor2d(layout.invTemperature, [layout.S, 1])) as tf.Tensor2D;
   const { logProbs, entropy } = tokenLogProbsWithEntropy(selected, model.outputHead, tf.tensor1d(layout.targets, 'int32'), {
     ...(chunkSize ? { chunkSize } : {}),
     // The backward multiplies by Wᵀ: a persistent one, so that nothing is transposed or repacked per chunk.
     weightT: model.outputHeadTransposed,
   });
-  const entropyGrid = tf.reshape(entropy, [layout.U, layout.R]) as tf.Tensor2D;
-  entropy.dispose(); // the kernel keeps it outside any tidy scope; the reshaped view holds the data now
-  return { logProbs: tf.reshape(logProbs, [layout.U, layout.R]) as tf.Tensor2D, entropy: entropyGrid };
+  // The kernel keeps the entropy outside any tidy scope: a view of it in this scope holds the data from here.
+  const tracked = tf.reshape(entropy, [layout.S]) as tf.Tensor1D;
+  entropy.dispose();
+  return { logProbs, entropy: tracked };
 }
 
-/** Rows [U, R] → copies [B, R] (each copy reads its forward row; sequence-layout.ts, step 1). */
-function perCopy(layout: MicroBatchLayout, rows: tf.Tensor2D): tf.Tensor2D {
-  return layout.copyRows ? (tf.gather(rows, tf.tensor1d(layout.copyRows, 'int32')) as tf.Tensor2D) : rows;
+/** Slots [S] → copies [B, R] (each cell reads its formed slot, 0 where none is formed: sequence-layout.ts). */
+function perCopy(layout: MicroBatchLayout, slots: tf.Tensor1D): tf.Tensor2D {
+  const withZero = tf.concat([slots, tf.zeros([1])]);
+  return tf.reshape(tf.gather(withZero, tf.tensor1d(layout.copySlots, 'int32')), [layout.B, layout.R]) as tf.Tensor2D;
 }
 
 /** The default pass budget on wasm: what is left of the 4 GiB heap for activations beside a ~1B-parameter model. */
@@ -115,6 +118,29 @@ export function recomputesLayers(model: CausalLM, loraRank: number, longestToken
   if (cfg.recomputeLayers !== undefined) return cfg.recomputeLayers;
   const budget = passBudget(cfg);
   return budget === undefined || microBatchBytes(model.config, 1, longestTokens, loraRank, false) > budget;
+}
+
+/**
+ * Bytes the wasm heap holds for tensors: every live tensor, and XNNPACK's packed copy of the model's weights and
+ * of the transposes it holds (src/tensor/wasm-heap.ts).
+ */
+export function wasmHeapInUse(model: CausalLM): number {
+  return tf.memory().numBytes + packedWeightBytes(model.parameterCount() + (model.holdsTransposedProjections ? model.projectionParameters() : 0));
+}
+
+/**
+ * Makes the model hold its projections' transposes for the backward (`CausalLM.holdTransposedProjections`)
+ * where the heap has room: on wasm, when the copies and XNNPACK's packing of them still leave a whole pass
+ * budget free beside what the heap holds now. Elsewhere it holds none: a GPU backend's free memory is not known
+ * here. Called before the heap is planned, so the plan sees the copies. Returns whether the model holds them.
+ */
+export function holdTransposesIfRoom(model: CausalLM, cfg: Pick<GrpoUpdateConfig, 'memoryBudgetBytes'>): boolean {
+  if (model.holdsTransposedProjections) return true;
+  const budget = passBudget(cfg);
+  if (budget === undefined || tf.getBackend() !== 'wasm') return false;
+  if (wasmHeapInUse(model) + 2 * packedWeightBytes(model.projectionParameters()) + budget > WASM_HEAP_LIMIT_BYTES) return false;
+  model.holdTransposedProjections();
+  return model.holdsTransposedProjections;
 }
 
 export function wholeBatchNormalizer(seqs: readonly TrainingSequence[]): LossNormalizer {
@@ -158,6 +184,7 @@ export async function grpoGradients(
   if (seqs.length === 0) throw new Error('GRPO: no sequences to train on');
   if (!Number.isInteger(cfg.microBatchSize) || cfg.microBatchSize < 1) throw new Error(`GRPO: micro-batch size must be a positive integer, got ${cfg.microBatchSize}`);
   const padId = cfg.padTokenId ?? 0;
+  holdTransposesIfRoom(model, cfg);
   const budget = passBudget(cfg);
   const recompute = recomputesLayers(model, adapter.config.r, Math.max(...seqs.map(tokensOf)), cfg);
   const rows = forwardRows(seqs, (cfg.shareIdentical ?? true) && adapter.config.dropout === 0);
@@ -177,7 +204,7 @@ export async function grpoGradients(
       }
       // Each pass is synchronous tensor work: let signal handlers (Ctrl-C) in before each.
       await yieldToEventLoop();
-      const { logProbs, entropy } = tf.tidy(() => rowLogProbs(model, layout, undefined, cfg.logitsChunkSize));
+      const { logProbs, entropy } = tf.tidy(() => slotLogProbs(model, layout, undefined, cfg.logitsChunkSize));
       const values = (await logProbs.data()) as Float32Array;
       tf.dispose([logProbs, entropy]);
       // Per copy; masked slots keep 0, as carried values do: the loss multiplies them by the mask either way.
@@ -193,9 +220,9 @@ export async function grpoGradients(
         await yieldToEventLoop();
         acc.add(() => {
           const layout = layouts[i] as MicroBatchLayout;
-          const rowsOut = rowLogProbs(model, layout, adapter, cfg.logitsChunkSize, recompute);
-          const logProbs = perCopy(layout, rowsOut.logProbs);
-          const entropy = perCopy(layout, rowsOut.entropy);
+          const slots = slotLogProbs(model, layout, adapter, cfg.logitsChunkSize, recompute);
+          const logProbs = perCopy(layout, slots.logProbs);
+          const entropy = perCopy(layout, slots.entropy);
           const { B, R } = layout;
           const { loss, metrics } = grpoLoss(
             {
@@ -241,11 +268,11 @@ export async function grpoGradients(
  * undefined), one array per sequence; positions with mask 0 hold the value too. For checks and diagnostics.
  */
 export async function updateLogProbs(model: CausalLM, adapter: LoraAdapter | undefined, seqs: readonly TrainingSequence[], cfg: Pick<GrpoUpdateConfig, 'padTokenId' | 'logitsChunkSize'> = {}): Promise<number[][]> {
-  const layout = layoutMicroBatch(forwardRows(seqs, false), seqs, cfg.padTokenId ?? 0);
-  const { logProbs, entropy } = tf.tidy(() => rowLogProbs(model, layout, adapter, cfg.logitsChunkSize));
+  const layout = layoutMicroBatch(forwardRows(seqs, false), seqs, cfg.padTokenId ?? 0, true);
+  const { logProbs, entropy } = tf.tidy(() => slotLogProbs(model, layout, adapter, cfg.logitsChunkSize));
   const values = (await logProbs.data()) as Float32Array;
   tf.dispose([logProbs, entropy]);
-  return inSequenceOrder(seqs, [layout], [values]);
+  return inSequenceOrder(seqs, [layout], [copyValues(layout, values)]);
 }
 
 /** Per-copy values [B × R] of each pass → one array per sequence of `seqs` (its response length), in their order. */

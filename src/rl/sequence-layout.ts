@@ -7,8 +7,9 @@
 //      would draw its own mask;
 //   2. the distinct sequences go into passes shortest first, so that each pass pads its rows to a similar
 //      length (a pass of a 225- and a 513-token rollout is half padding);
-//   3. each pass is left-padded to its longest row, with, per response slot, the row of the hidden state that
-//      predicts it.
+//   3. each pass is left-padded to its longest row, with, per response slot that carries loss (mask 1), the row
+//      of the hidden state that predicts it: the LM head forms only those slots' log-probs (a tool output's
+//      tokens and the padding past a response get none; the loss reads 0 there and multiplies it by the mask).
 /** One sampled sequence, as GRPO trains on it. */
 export interface TrainingSequence {
   promptIds: number[];
@@ -92,19 +93,24 @@ export function microBatches<T>(items: readonly T[], maxSize: number, budget: nu
   return out;
 }
 
-/** One pass: its forward rows (U of them, left-padded to T) and the copies the loss reads (B ≥ U). */
+/**
+ * One pass: its forward rows (U of them, left-padded to T), the S response slots of those rows whose log-probs
+ * are formed, and the copies the loss reads (B ≥ U), each over R response slots.
+ */
 export interface MicroBatchLayout {
   ids: number[][];
   attention: number[][];
-  /** [U × R] flat row indices into the [U·T, d] hidden states (the position before each response token). */
+  /** [S] flat row indices into the [U·T, d] hidden states (the position before each formed slot's token). */
   hiddenRows: Int32Array;
+  /** [S] the token each formed slot predicts. */
   targets: Int32Array;
-  /** [U × R] 1 / T of each slot's sequence (the logits are divided by its sampling temperature). */
+  /** [S] 1 / T of each formed slot's sequence (the logits are divided by its sampling temperature). */
   invTemperature: Float32Array;
+  S: number;
   U: number;
   R: number;
-  /** [B] the forward row of each copy; undefined when the copies are the rows, in order (B = U). */
-  copyRows: Int32Array | undefined;
+  /** [B × R] the formed slot each copy's cell reads; S (a zero) where none is formed. */
+  copySlots: Int32Array;
   /** [B] the index of each copy in the update's sequences. */
   members: number[];
   /** [B × R], per copy. */
@@ -116,40 +122,52 @@ export interface MicroBatchLayout {
   B: number;
 }
 
-/** The layout of one pass over `rows` (step 3 above); `seqs` are the update's sequences the rows' members index. */
-export function layoutMicroBatch(rows: readonly ForwardRow[], seqs: readonly TrainingSequence[], padId: number): MicroBatchLayout {
+/**
+ * The layout of one pass over `rows` (step 3 above); `seqs` are the update's sequences the rows' members index.
+ * `everySlot` forms the log-prob of every response token, masked or not (for checks and diagnostics).
+ */
+export function layoutMicroBatch(rows: readonly ForwardRow[], seqs: readonly TrainingSequence[], padId: number, everySlot = false): MicroBatchLayout {
   const U = rows.length;
   const T = Math.max(...rows.map((r) => tokensOf(r.seq)));
   const R = Math.max(1, ...rows.map((r) => r.seq.responseIds.length));
   const ids: number[][] = [];
   const attention: number[][] = [];
-  const hiddenRows = new Int32Array(U * R);
-  const targets = new Int32Array(U * R);
-  const invTemperature = new Float32Array(U * R);
+  const hiddenRows: number[] = [];
+  const targets: number[] = [];
+  const invTemperature: number[] = [];
+  /** [U × R] the formed slot of each row's cell, or -1. */
+  const rowSlots = new Int32Array(U * R).fill(-1);
   rows.forEach(({ seq: s, members }, u) => {
     const b = members[0] as number;
     if (s.promptIds.length === 0) throw new Error('GRPO: a sequence has an empty prompt');
     if (!(s.samplingTemperature > 0) || !Number.isFinite(s.samplingTemperature)) {
       throw new Error(`GRPO: sequence ${b} has sampling temperature ${String(s.samplingTemperature)}; it must be a positive number (1 for greedy sampling)`);
     }
-    invTemperature.fill(1 / s.samplingTemperature, u * R, (u + 1) * R);
     const row = [...s.promptIds, ...s.responseIds];
     const pad = T - row.length;
     ids.push([...new Array<number>(pad).fill(padId), ...row]);
     attention.push([...new Array<number>(pad).fill(0), ...row.map(() => 1)]);
-    for (let j = 0; j < R; j++) {
-      const cell = u * R + j;
-      // Response token j sits at pad + P + j and is predicted by the hidden state one position earlier;
-      // slots past the response read any valid row (they are masked out).
-      hiddenRows[cell] = j < s.responseIds.length ? u * T + pad + s.promptIds.length + j - 1 : u * T;
-      targets[cell] = j < s.responseIds.length ? (s.responseIds[j] as number) : 0;
+    for (let j = 0; j < s.responseIds.length; j++) {
+      if (!everySlot && !((s.responseMask[j] as number) > 0)) continue;
+      rowSlots[u * R + j] = hiddenRows.length;
+      // Response token j sits at pad + P + j and is predicted by the hidden state one position earlier.
+      hiddenRows.push(u * T + pad + s.promptIds.length + j - 1);
+      targets.push(s.responseIds[j] as number);
+      invTemperature.push(1 / s.samplingTemperature);
     }
   });
+  const S = hiddenRows.length;
 
   const members = rows.flatMap((r) => r.members);
   const copyRowList = rows.flatMap((r, u) => r.members.map(() => u));
   const B = members.length;
-  const identity = B === U;
+  const copySlots = new Int32Array(B * R);
+  copyRowList.forEach((u, c) => {
+    for (let j = 0; j < R; j++) {
+      const slot = rowSlots[u * R + j] as number;
+      copySlots[c * R + j] = slot < 0 ? S : slot;
+    }
+  });
   const mask = new Float32Array(B * R);
   const oldLogprobs = new Float32Array(B * R);
   const copies = members.map((i) => seqs[i] as TrainingSequence);
@@ -172,14 +190,26 @@ export function layoutMicroBatch(rows: readonly ForwardRow[], seqs: readonly Tra
       if (refLogprobs) refLogprobs[cell] = m > 0 ? ((s.refLogprobs as number[])[j] as number) : 0;
     }
   });
-  return { ids, attention, hiddenRows, targets, invTemperature, U, R, copyRows: identity ? undefined : Int32Array.from(copyRowList), members, mask, oldLogprobs, refLogprobs, advantages, B };
+  return {
+    ids,
+    attention,
+    hiddenRows: Int32Array.from(hiddenRows),
+    targets: Int32Array.from(targets),
+    invTemperature: Float32Array.from(invTemperature),
+    S,
+    U,
+    R,
+    copySlots,
+    members,
+    mask,
+    oldLogprobs,
+    refLogprobs,
+    advantages,
+    B,
+  };
 }
 
-/** Per-row values [U × R] → per-copy values [B × R] (each copy reads its forward row), 0 where the copy's mask is 0. */
-export function copyValues(layout: MicroBatchLayout, rowValues: Float32Array): Float32Array {
-  const { R, copyRows } = layout;
-  return layout.mask.map((m, cell) => {
-    const c = Math.floor(cell / R);
-    return m > 0 ? (rowValues[(copyRows ? (copyRows[c] as number) : c) * R + (cell % R)] as number) : 0;
-  });
+/** Per-slot values [S] → per-copy values [B × R] (each cell reads its formed slot), 0 where none is formed. */
+export function copyValues(layout: MicroBatchLayout, slotValues: Float32Array): Float32Array {
+  return Float32Array.from(layout.copySlots, (slot) => (slot < layout.S ? (slotValues[slot] as number) : 0));
 }

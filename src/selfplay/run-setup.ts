@@ -22,6 +22,7 @@ import { resolveModelName } from '../checkpoint/model-name.js';
 import { PolicyTextGenerator } from '../model/text-generator.js';
 import { loadTokenizer } from '../model/tokenizer.js';
 import { AdamW } from '../rl/optimizer.js';
+import { wasmHeapInUse } from '../rl/grpo-update.js';
 import { DataParallelPool } from '../parallel/coordinator.js';
 import { readBankFile } from '../skills/bank-file.js';
 import { SkillBank } from '../skills/bank.js';
@@ -29,8 +30,8 @@ import { primedBankOptions } from './priming.js';
 import { E5Embedder } from '../skills/e5.js';
 import type { Embedder } from '../skills/embedder.js';
 import { LexicalEmbedder } from '../skills/lexical.js';
-import { packedWeightBytes, WASM_HEAP_LIMIT_BYTES } from '../tensor/wasm-heap.js';
-import { type BackendInfo, describeBackend, initBackend, tf } from '../tensor/backend.js';
+import { WASM_HEAP_LIMIT_BYTES } from '../tensor/wasm-heap.js';
+import { type BackendInfo, describeBackend, initBackend } from '../tensor/backend.js';
 import { type TrainConfig, workerCount } from '../settings/train.js';
 import { endpointOf, probeChat, probeRetriever } from './endpoints.js';
 import { AnswerJudge } from '../agent/judge.js';
@@ -293,7 +294,7 @@ export async function buildRun(run: RunFolder, config: TrainConfig, hooks: Train
     // The wasm heap cannot grow past its limit: updates are planned to fit it (split, or refused with numbers).
     // Besides the tensors, the heap holds XNNPACK's packed copy of every weight a matMul has read (measured:
     // ~450 MiB after the first forward of a 400 MB ~100M model), counted here as the model's size.
-    backend.name === 'wasm' ? { limitBytes: WASM_HEAP_LIMIT_BYTES, usedBytes: () => tf.memory().numBytes + packedWeightBytes(model.parameterCount()), onSplit: (m) => log(`warning: ${m}`) } : undefined,
+    backend.name === 'wasm' ? { limitBytes: WASM_HEAP_LIMIT_BYTES, usedBytes: () => wasmHeapInUse(model), onSplit: (m) => log(`warning: ${m}`) } : undefined,
   );
   // With --workers N > 1 (or --gpus N > 1) the step runs on N worker processes (docs/scale-out.md, "The step
   // over N workers"), each with the model and both adapters, started from this process's adapters and

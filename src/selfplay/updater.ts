@@ -3,7 +3,7 @@
 import { type GroupAdvantageOptions, groupAdvantages } from '../../kernels/group-advantage.js';
 import type { LoraAdapter } from '../model/lora.js';
 import type { CausalLM } from '../model/qwen3.js';
-import { type GrpoUpdateConfig, type GrpoUpdateMetrics, grpoUpdate, recomputesLayers, type TrainingSequence } from '../rl/grpo-update.js';
+import { type GrpoUpdateConfig, type GrpoUpdateMetrics, grpoUpdate, holdTransposesIfRoom, recomputesLayers, type TrainingSequence } from '../rl/grpo-update.js';
 import { MemoryBudgetError, type MicroBatchPlan, planMicroBatches } from '../rl/memory-budget.js';
 import { tokensOf } from '../rl/sequence-layout.js';
 import type { AdamW } from '../rl/optimizer.js';
@@ -117,6 +117,8 @@ export class GrpoPolicyUpdater implements PolicyUpdater {
     const { adapter, optimizer, params } = this.roles[role];
     let config = this.config;
     if (this.heap) {
+      // The transposes the update would hold (grpo-update.ts) are made first, so that the plan sees them.
+      holdTransposesIfRoom(this.model, this.config);
       const free = this.heap.limitBytes - this.heap.usedBytes();
       const lengths = seqs.map((s) => ({ tokens: tokensOf(s) }));
       const heapLimitBytes = this.heap.limitBytes;

@@ -15,17 +15,18 @@ export function recordingGradients(): boolean {
 /**
  * `x @ w` for a frozen weight `w` stored as [in, out] (transposed from Hugging Face's [out, in] at load time,
  * so the forward takes XNNPACK's fast non-transposed 2-D path). The gradient flows to `x` only (base weights
- * are never trained) and is computed as `dy @ transpose(w)` with an explicit transpose, because matMul with a
- * transposed operand is ~7× slower on wasm (docs/method.md, "The tensor stack").
+ * are never trained) and is computed as `dy @ wT`, with `wT` the held transpose of `w` when given, else an
+ * explicit transpose per backward, because matMul with a transposed operand is ~7× slower on wasm
+ * (docs/method.md, "The tensor stack"; a held one also spares XNNPACK repacking a new right operand).
  */
-export function linearFrozen(x: tf.Tensor2D, w: tf.Tensor2D): tf.Tensor2D {
+export function linearFrozen(x: tf.Tensor2D, w: tf.Tensor2D, wT?: tf.Tensor2D): tf.Tensor2D {
   // Untaped: the same matMul without the custom-gradient wrapper.
   if (!recordingGradients()) return tf.matMul(x, w);
   const f = tf.customGrad((...inputs: Inputs) => {
     const xIn = inputs[0] as tf.Tensor2D;
     return {
       value: tf.matMul(xIn, w),
-      gradFunc: (dy: tf.Tensor) => tf.matMul(dy as tf.Tensor2D, tf.transpose(w)),
+      gradFunc: (dy: tf.Tensor) => tf.matMul(dy as tf.Tensor2D, wT ?? tf.transpose(w)),
     };
   });
   return f(x) as tf.Tensor2D;
