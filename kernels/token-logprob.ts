@@ -9,7 +9,9 @@
 // logp = logits[n, t_n] − lse.
 //
 // Exact custom gradient, recomputing each chunk's logits in the backward (nothing [N × V] is kept on the
-// tape: only `hidden`, the per-row lse [N], and W by reference):
+// tape: only `hidden`, the per-row lse [N], and W by reference), except where all N rows are one chunk: then
+// that chunk's logits, which the forward formed anyway, are kept for the backward (a memory plan that counts
+// one chunk of logits counts them) instead of being formed again:
 //   ∂logp_n/∂logits_n = onehot(t_n) − softmax(logits_n)          (p = exp(logits − lse))
 //   ∂L/∂h_c = dy ⊙ (Wᵀ[t]) − (dy ⊙ p)·Wᵀ                          (the onehot term is a row gather of Wᵀ)
 //   ∂L/∂W   = Σ_c h_cᵀ · (dy ⊙ (onehot − p))                      (only with `weightGrad: true`)
@@ -100,6 +102,8 @@ interface ChunkStats {
   logp?: tf.Tensor1D;
   lse: tf.Tensor1D;
   entropy?: tf.Tensor1D;
+  /** The logits, when they were asked to be kept and all rows were one chunk. */
+  logits?: tf.Tensor2D;
 }
 
 export const LOG_SOFTMAX_STATS = 'SesaLogSoftmaxStats';
@@ -259,7 +263,10 @@ function checkShapes(hidden: tf.Tensor, weight: tf.Tensor, targets: tf.Tensor | 
   }
 }
 
-/** Chunked forward over hidden·W; returns per-row logp, lse and (optionally) entropy. Not differentiable. */
+/**
+ * Chunked forward over hidden·W; returns per-row logp, lse, (optionally) entropy, and with `keepLogits` the
+ * logits when all rows are one chunk. Not differentiable.
+ */
 function forwardHidden(
   hidden: tf.Tensor2D,
   weight: tf.Tensor2D,
@@ -267,26 +274,35 @@ function forwardHidden(
   chunkSize: number,
   wantEntropy: boolean,
   kernels: boolean,
+  keepLogits = false,
 ): ChunkStats {
   const logps: tf.Tensor1D[] = [];
   const lses: tf.Tensor1D[] = [];
   const ents: tf.Tensor1D[] = [];
-  for (const [s, e] of chunkBounds(hidden.shape[0], chunkSize)) {
+  const bounds = chunkBounds(hidden.shape[0], chunkSize);
+  let kept: tf.Tensor2D | undefined;
+  for (const [s, e] of bounds) {
     const st = tf.tidy(() => {
       const logits = tf.matMul(rows(hidden, s, e), weight) as tf.Tensor2D;
-      return statsOfLogits(logits, targets ? rows(targets, s, e) : undefined, wantEntropy, kernels) as unknown as tf.NamedTensorMap;
+      const stats = statsOfLogits(logits, targets ? rows(targets, s, e) : undefined, wantEntropy, kernels);
+      return (keepLogits && bounds.length === 1 ? { ...stats, logits } : stats) as unknown as tf.NamedTensorMap;
     }) as unknown as ChunkStats;
     lses.push(st.lse);
     if (st.logp) logps.push(st.logp);
     if (st.entropy) ents.push(st.entropy);
+    kept = st.logits;
   }
   const out: ChunkStats = { lse: concatDispose(lses) };
   if (targets) out.logp = concatDispose(logps);
   if (wantEntropy) out.entropy = concatDispose(ents);
+  if (kept) out.logits = kept;
   return out;
 }
 
-/** The chunked backward of tokenLogProbs: ∂L/∂hidden and, if asked, ∂L/∂W. */
+/**
+ * The chunked backward of tokenLogProbs: ∂L/∂hidden and, if asked, ∂L/∂W. `keptLogits`: the forward's logits of
+ * all rows (one chunk), used instead of forming them again.
+ */
 function backwardHidden(
   dy: tf.Tensor1D,
   hidden: tf.Tensor2D,
@@ -297,6 +313,7 @@ function backwardHidden(
   chunkSize: number,
   weightGrad: boolean,
   kernels: boolean,
+  keptLogits?: tf.Tensor2D,
 ): { dh: tf.Tensor2D; dw?: tf.Tensor2D } {
   const v = weight.shape[1];
   const wt = weightT ?? (tf.transpose(weight) as tf.Tensor2D);
@@ -306,7 +323,7 @@ function backwardHidden(
     const r = tf.tidy(() => {
       const hc = rows(hidden, s, e);
       const tc = rows(targets, s, e);
-      const logits = tf.matMul(hc, weight) as tf.Tensor2D;
+      const logits = keptLogits ?? (tf.matMul(hc, weight) as tf.Tensor2D);
       if (kernels) {
         const dlogits = softmaxTargetGrad(logits, rows(lse, s, e), rows(dy, s, e), tc, true);
         const dhk = tf.matMul(dlogits, wt) as tf.Tensor2D;
@@ -349,16 +366,23 @@ function logProbsOp(
   const weightGrad = opts.weightGrad ?? false;
   const kernels = kernelsOn(opts.impl);
   const forward = (h: tf.Tensor2D, w: tf.Tensor2D, save: tf.GradSaveFunc) => {
-    const st = forwardHidden(h, w, targets, chunkSize, entropySink !== undefined, kernels);
+    const st = forwardHidden(h, w, targets, chunkSize, entropySink !== undefined, kernels, true);
     if (st.entropy && entropySink) entropySink(tf.keep(st.entropy));
     // Everything the backward reads is saved (clone + keep shares the data, no copy; on wasm through the
     // Identity of src/tensor/wasm-fixes.ts): tensors that were merely closed over may be disposed by the
     // time the backward runs (e.g. targets made inside the function given to tf.variableGrads, whose
-    // forward is tidied before backprop).
-    save(opts.weightT ? [h, st.lse, targets, w, opts.weightT] : [h, st.lse, targets, w]);
+    // forward is tidied before backprop). Without a tape nothing is saved, and the kept logits go with the
+    // forward's scope.
+    save([h, st.lse, targets, w, ...(opts.weightT ? [opts.weightT] : []), ...(st.logits ? [st.logits] : [])]);
     return st;
   };
-  type Saved = [tf.Tensor2D, tf.Tensor1D, tf.Tensor1D, tf.Tensor2D, tf.Tensor2D | undefined];
+  type Saved = [tf.Tensor2D, tf.Tensor1D, tf.Tensor1D, tf.Tensor2D, ...tf.Tensor2D[]];
+  /** What the backward reads from the saved tensors: [h, lse, targets, W, Wᵀ if given, the logits if kept]. */
+  const unpack = (saved: tf.Tensor[]) => {
+    const [h, lse, t, w, ...rest] = saved as Saved;
+    const wT = opts.weightT ? rest.shift() : undefined;
+    return { h, lse, t, w, wT, logits: rest[0] };
+  };
   if (weightGrad) {
     const f = tf.customGrad((...args: CustomGradArgs) => {
       const [hIn, wIn, save] = args as [tf.Tensor, tf.Tensor, tf.GradSaveFunc];
@@ -366,8 +390,8 @@ function logProbsOp(
       return {
         value: st.logp as tf.Tensor1D,
         gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-          const [h, lse, t, w, wT] = saved as Saved;
-          const g = backwardHidden(dy as tf.Tensor1D, h, w, wT, t, lse, chunkSize, true, kernels);
+          const { h, lse, t, w, wT, logits } = unpack(saved);
+          const g = backwardHidden(dy as tf.Tensor1D, h, w, wT, t, lse, chunkSize, true, kernels, logits);
           return [g.dh, g.dw as tf.Tensor2D];
         },
       };
@@ -380,8 +404,8 @@ function logProbsOp(
     return {
       value: st.logp as tf.Tensor1D,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-        const [h, lse, t, w, wT] = saved as Saved;
-        return backwardHidden(dy as tf.Tensor1D, h, w, wT, t, lse, chunkSize, false, kernels).dh;
+        const { h, lse, t, w, wT, logits } = unpack(saved);
+        return backwardHidden(dy as tf.Tensor1D, h, w, wT, t, lse, chunkSize, false, kernels, logits).dh;
       },
     };
   });
