@@ -18,6 +18,7 @@
 // Positions and masks are built on the JS side from the ids.
 import { tf } from '../tensor/backend.js';
 import { linearFrozen, matMulTrainable } from '../tensor/ops.js';
+import { batchedMatMul } from '../tensor/batched-matmul.js';
 import { recomputed } from '../tensor/recompute.js';
 import { addScaledKernel, fusedInference, rmsNormKernel, ropeKernel } from '../tensor/fused-kernels.js';
 import { SafetensorsCheckpoint } from '../formats/safetensors.js';
@@ -334,10 +335,11 @@ export class CausalLM {
           // 2-D matMuls, XNNPACK's fast path (the batched, transposed form ran at ~1.3 GFLOP/s in a ~100M
           // prefill); decoding a few tokens keeps the batched form (per-head ops would cost more than they save).
           const planar = !opts.cache || groups * n >= PLANAR_MIN_ROWS;
-          const scores = tf.mul(planar ? planarMatMuls(qGrouped, keysBlock as tf.Tensor3D, true) : tf.matMul(qGrouped, keysBlock, false, true), this.attentionScale);
+          // (The batched form runs as the SIMD kernel of src/tensor/batched-matmul.ts where it applies: same floats.)
+          const scores = tf.mul(planar ? planarMatMuls(qGrouped, keysBlock as tf.Tensor3D, true) : batchedMatMul(qGrouped, keysBlock as tf.Tensor3D, true), this.attentionScale);
           const probs = tf.softmax(tf.add(tf.reshape(scores, [B, H, n, keyEnd]), maskBlock));
           const probsGrouped = tf.reshape(probs, [B * KV, groups * n, keyEnd]) as tf.Tensor3D;
-          const context = planar ? planarMatMuls(probsGrouped, valuesBlock as tf.Tensor3D, false) : tf.matMul(probsGrouped, valuesBlock);
+          const context = planar ? planarMatMuls(probsGrouped, valuesBlock as tf.Tensor3D, false) : batchedMatMul(probsGrouped, valuesBlock as tf.Tensor3D, false);
           return swapAxes12(tf.reshape(context, [B, H, n, hd]) as tf.Tensor4D);
         }),
       );

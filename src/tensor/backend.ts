@@ -15,6 +15,7 @@ import { availableParallelism } from 'node:os';
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { registerWasmFixes } from './wasm-fixes.js';
+import { prepareBatchedMatMul } from './batched-matmul.js';
 import { activateThreadedWasm, releaseThreadedWasm } from './wasm-threads.js';
 import { registerGradientFixes } from './gradient-fixes.js';
 import { activateWebgpu, describeAdapter, probeWebgpu, WEBGPU_FLAGS_ENV, type WebgpuAdapterReport } from './webgpu.js';
@@ -124,7 +125,10 @@ async function activate(name: BackendName, threads: number | undefined): Promise
     }
   }
   registerGradientFixes();
-  if (name === 'wasm') registerWasmFixes();
+  if (name === 'wasm') {
+    registerWasmFixes();
+    await prepareBatchedMatMul();
+  }
 }
 
 /**
