@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { makeTinyCheckpoint, type MakeTinyOptions } from '../src/checkpoint/make-tiny.js';
 import { LORA_DEFAULTS, LoraAdapter } from '../src/model/lora.js';
 import { CausalLM } from '../src/model/qwen3.js';
-import { grpoUpdate, type TrainingSequence } from '../src/rl/grpo-update.js';
+import { grpoUpdate, recomputesLayers, type TrainingSequence } from '../src/rl/grpo-update.js';
 import { AdamW } from '../src/rl/optimizer.js';
 import type { ModelConfig } from '../src/model/config.js';
 import { tf } from '../src/tensor/backend.js';
@@ -107,7 +107,7 @@ export const suite: BenchSuite = {
             secs.push(m.seconds);
           }
           const T = c.prompt + c.response;
-          const note = `${n} seqs × (${c.prompt} prompt + ${c.response} response), micro-batch ${c.microBatch}, layers recomputed in the backward, LoRA r${LORA_DEFAULTS.r} on 7 projections, ${(model.parameterCount() / 1e6).toFixed(1)}M base params`;
+          const note = `${n} seqs × (${c.prompt} prompt + ${c.response} response), micro-batch ${c.microBatch}, layers ${recomputesLayers(model, LORA_DEFAULTS.r, T, {}) ? 'recomputed in the backward' : 'kept'}, LoRA r${LORA_DEFAULTS.r} on 7 projections, ${(model.parameterCount() / 1e6).toFixed(1)}M base params`;
           const caseName = `grpo step ${c.key}`;
           rows.push({ case: caseName, engine: engine.label, metric: 'throughput', value: median(speeds), unit: 'tok/s', notes: note });
           rows.push({ case: caseName, engine: engine.label, metric: 'step time', value: median(secs), unit: 's' });
