@@ -107,7 +107,7 @@ export const suite: BenchSuite = {
             secs.push(m.seconds);
           }
           const T = c.prompt + c.response;
-          const note = `${n} seqs × (${c.prompt} prompt + ${c.response} response), micro-batch ${c.microBatch}, layers ${recomputesLayers(model, LORA_DEFAULTS.r, T, {}) ? 'recomputed in the backward' : 'kept'}, LoRA r${LORA_DEFAULTS.r} on 7 projections, ${(model.parameterCount() / 1e6).toFixed(1)}M base params`;
+          const note = `${n} seqs × (${c.prompt} prompt + ${c.response} response), micro-batch ${c.microBatch}, layers ${recomputesLayers(model, LORA_DEFAULTS.r, T, {}) ? 'recomputed in the backward' : 'kept'}${model.holdsTransposedProjections ? ', projection transposes held' : ''}, LoRA r${LORA_DEFAULTS.r} on 7 projections, ${(model.parameterCount() / 1e6).toFixed(1)}M base params`;
           const caseName = `grpo step ${c.key}`;
           rows.push({ case: caseName, engine: engine.label, metric: 'throughput', value: median(speeds), unit: 'tok/s', notes: note });
           rows.push({ case: caseName, engine: engine.label, metric: 'step time', value: median(secs), unit: 's' });

@@ -83,12 +83,22 @@ describe('held transposes of the frozen projections (wasm)', () => {
     const seqs = sequences(5, 9);
     // A pass budget that leaves no room beside the heap's contents: nothing is held.
     expect(holdTransposesIfRoom(model, { memoryBudgetBytes: 4 * 2 ** 30 })).toBe(false);
-    const perBackward = await gradients(model, adapter, seqs, false, { memoryBudgetBytes: 4 * 2 ** 30 });
+    const transposes = async (f: () => Promise<unknown>): Promise<number> =>
+      (await tf.profile(async () => void (await f()))).kernels.filter((k) => k.name === 'Transpose').length;
+    let perBackward: Record<string, Float32Array> = {};
+    const transposedPerBackward = await transposes(async () => (perBackward = await gradients(model, adapter, seqs, false, { memoryBudgetBytes: 4 * 2 ** 30 })));
     expect(model.holdsTransposedProjections).toBe(false);
     const before = tf.memory().numTensors;
-    const held = await gradients(model, adapter, seqs, false);
+    let held: Record<string, Float32Array> = {};
+    const transposedHeld = await transposes(async () => (held = await gradients(model, adapter, seqs, false)));
     expect(model.holdsTransposedProjections).toBe(true);
     expect(tf.memory().numTensors - before).toBe(7 * model.config.numLayers);
+    // Transposing per backward: each of the 3 passes (5 sequences, micro-batches of 2) transposes the 7·L
+    // projections less layer 0's q, k and v, whose input (the embedding) needs no gradient. Held: the first
+    // update makes the 7·L transposes once, and the next makes none.
+    const L = model.config.numLayers;
+    expect(transposedPerBackward - transposedHeld).toBe(3 * (7 * L - 3) - 7 * L);
+    expect(transposedPerBackward - (await transposes(() => gradients(model, adapter, seqs, false)))).toBe(3 * (7 * L - 3));
     for (const [k, want] of Object.entries(perBackward)) expect(Array.from(held[k] as Float32Array)).toEqual(Array.from(want));
     adapter.dispose();
     model.dispose();

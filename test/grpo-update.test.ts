@@ -186,6 +186,26 @@ describe('GRPO update', () => {
     adapter.dispose();
   });
 
+  it('a pass whose every token is masked forms no log-prob and adds nothing: the same loss and gradients without it', async () => {
+    const { adapter, params } = newAdapter();
+    const seqs = await sequences(adapter, 12, 3);
+    // A longer sequence, so that it sorts last and runs as a pass of its own, with every token masked.
+    const long = seqs[0] as TrainingSequence;
+    const masked: TrainingSequence = { ...long, promptIds: [...long.promptIds, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], responseMask: long.responseMask.map(() => 0) };
+    const cfg = { klCoef: 0.05, microBatchSize: 3 };
+    const without = await grpoGradients(model, adapter, params, seqs, cfg);
+    const withMasked = await grpoGradients(model, adapter, params, [...seqs, masked], cfg);
+    expect([without.microBatches, withMasked.microBatches]).toEqual([1, 2]);
+    expect(withMasked.loss).toBe(without.loss);
+    expect(Number.isFinite(withMasked.loss)).toBe(true);
+    for (const [k, t] of Object.entries(without.grads)) expect(Array.from(await (withMasked.grads[k] as tf.Tensor).data())).toEqual(Array.from(await t.data()));
+    // Its reference log-probs come back as zeros (none formed).
+    expect(withMasked.refLogprobs?.[3]?.every((v) => v === 0)).toBe(true);
+    disposeGrads(without.grads);
+    disposeGrads(withMasked.grads);
+    adapter.dispose();
+  });
+
   it('reference log-probs carried from an earlier pass give the same loss and gradients without the reference forward', async () => {
     const { adapter, params } = newAdapter();
     const seqs = await sequences(adapter, 5, 4);

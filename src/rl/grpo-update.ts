@@ -138,7 +138,9 @@ export function holdTransposesIfRoom(model: CausalLM, cfg: Pick<GrpoUpdateConfig
   if (model.holdsTransposedProjections) return true;
   const budget = passBudget(cfg);
   if (budget === undefined || tf.getBackend() !== 'wasm') return false;
-  if (wasmHeapInUse(model) + 2 * packedWeightBytes(model.projectionParameters()) + budget > WASM_HEAP_LIMIT_BYTES) return false;
+  // The copies (4 bytes a float) and XNNPACK's packing of them, beside a whole pass budget.
+  const copies = model.projectionParameters();
+  if (wasmHeapInUse(model) + 4 * copies + packedWeightBytes(copies) + budget > WASM_HEAP_LIMIT_BYTES) return false;
   model.holdTransposedProjections();
   return model.holdsTransposedProjections;
 }

@@ -293,7 +293,8 @@ export async function buildRun(run: RunFolder, config: TrainConfig, hooks: Train
     advantageSettings,
     // The wasm heap cannot grow past its limit: updates are planned to fit it (split, or refused with numbers).
     // Besides the tensors, the heap holds XNNPACK's packed copy of every weight a matMul has read (measured:
-    // ~450 MiB after the first forward of a 400 MB ~100M model), counted here as the model's size.
+    // ~450 MiB after the first forward of a 400 MB ~100M model), counted as the model's size, and of the
+    // transposes the model holds for the backward (src/rl/grpo-update.ts, wasmHeapInUse).
     backend.name === 'wasm' ? { limitBytes: WASM_HEAP_LIMIT_BYTES, usedBytes: () => wasmHeapInUse(model), onSplit: (m) => log(`warning: ${m}`) } : undefined,
   );
   // With --workers N > 1 (or --gpus N > 1) the step runs on N worker processes (docs/scale-out.md, "The step

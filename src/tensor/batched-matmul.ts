@@ -8,15 +8,21 @@
 // Per-plane 2-D matMuls (the training and prefill path) would cost more kernels than they save for one query.
 //
 // ./batched-matmul.wat computes the same float32 operations in the same order as that scalar loop, four outputs
-// to a SIMD vector (its header), at 12–14 GFLOP/s on these shapes; it is compiled from that text with wabt when
+// to a SIMD vector (its header), at 7–14 GFLOP/s on these shapes; it is compiled from that text with wabt when
 // the wasm backend starts, and imports the backend's memory, so it reads and writes the tensors where they are.
 // `batchedMatMul` takes it where tfjs would run its scalar loop, on wasm without a gradient tape, and is
 // tf.matMul everywhere else.
 import { readFileSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs';
 import wabtInit from 'wabt';
+import { WASM_HEAP_LIMIT_BYTES } from './wasm-heap.js';
 
 export const BATCHED_MATMUL = 'SesaBatchedMatMul';
+
+/** The block along the shared axis of tfjs-backend-wasm's scalar BatchMatMul loop (its kBlockSize). */
+const TFJS_BLOCK = 48;
+/** Bytes of a wasm memory page. */
+const PAGE_BYTES = 65536;
 
 interface Kernels {
   memory: WebAssembly.Memory;
@@ -54,8 +60,9 @@ export async function prepareBatchedMatMul(): Promise<void> {
   wat ??= readFileSync(new URL('./batched-matmul.wat', import.meta.url), 'utf8');
   // A shared memory (threads) must be imported as shared, with its maximum: the wasm heap's 4 GiB.
   const shared = typeof SharedArrayBuffer !== 'undefined' && memory.buffer instanceof SharedArrayBuffer;
+  const text = wat.replace('MEMORY_LIMITS', shared ? `${WASM_HEAP_LIMIT_BYTES / PAGE_BYTES} shared` : '').replaceAll('BLOCK', String(TFJS_BLOCK));
   const wabt = await wabtInit();
-  const parsed = wabt.parseWat('batched-matmul.wat', wat.replace('MEMORY_LIMITS', shared ? '65536 shared' : ''), { simd: true, threads: true });
+  const parsed = wabt.parseWat('batched-matmul.wat', text, { simd: true, threads: true });
   try {
     const { buffer } = parsed.toBinary({});
     const instance = new WebAssembly.Instance(new WebAssembly.Module(buffer as Uint8Array<ArrayBuffer>), { env: { memory } });
@@ -100,6 +107,8 @@ export function batchedMatMul(a: tf.Tensor3D, b: tf.Tensor3D, transposeB: boolea
   const fits =
     kernels !== undefined &&
     tf.getBackend() === 'wasm' &&
+    // Prepared for this backend's memory (a backend switched by tf.setBackend rather than initBackend is not).
+    kernels.memory === backendMemory(tf.backend() as unknown as WasmBackendLike) &&
     // No gradient tape records (./ops.ts, recordingGradients; not imported: ./backend.ts starts this module).
     !(tf.engine() as unknown as { isTapeOn(): boolean }).isTapeOn() &&
     a.dtype === 'float32' &&

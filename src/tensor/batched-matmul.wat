@@ -2,7 +2,8 @@
 ;; kernel takes its scalar path (a batch of more than one plane, or a transposed right operand); see
 ;; ./batched-matmul.ts for why and where they run. That scalar path computes, for every output (i, j),
 ;;
-;;   out = 0;  for each block of 48 along k:  s = 0;  s = s + a[i, k]·b[k, j] for k in the block, in order;
+;;   out = 0;  for each block of 48 along k (BLOCK below, substituted by ./batched-matmul.ts):
+;;             s = 0;  s = s + a[i, k]·b[k, j] for k in the block, in order;
 ;;             out = (out + s) + 0
 ;;
 ;; in float32, every product and sum rounded. These kernels compute four outputs j..j+3 at once, one per SIMD
@@ -10,6 +11,7 @@
 ;; product is rounded before it is added, as in the scalar code).
 ;;
 ;; Addresses are byte offsets into the backend's memory (imported as env.memory); every tensor is row-major.
+;; matmulNT steps k four at a time within a block, so BLOCK must be a multiple of 4 (it is: 48).
 (module
   (import "env" "memory" (memory 1 MEMORY_LIMITS))
 
@@ -37,8 +39,8 @@
           (local.set $k0 (i32.const 0))
           (block $blocksDone (loop $blockLoop
             (br_if $blocksDone (i32.ge_u (local.get $k0) (local.get $K)))
-            (local.set $kEnd (select (i32.add (local.get $k0) (i32.const 48)) (local.get $K)
-              (i32.lt_u (i32.add (local.get $k0) (i32.const 48)) (local.get $K))))
+            (local.set $kEnd (select (i32.add (local.get $k0) (i32.const BLOCK)) (local.get $K)
+              (i32.lt_u (i32.add (local.get $k0) (i32.const BLOCK)) (local.get $K))))
             (local.set $s (v128.const f32x4 0 0 0 0))
             (local.set $k (local.get $k0))
             (block $kDone (loop $kLoop
@@ -95,8 +97,8 @@
           (local.set $k0 (i32.const 0))
           (block $blocksDone (loop $blockLoop
             (br_if $blocksDone (i32.ge_u (local.get $k0) (local.get $K)))
-            (local.set $kEnd (select (i32.add (local.get $k0) (i32.const 48)) (local.get $K)
-              (i32.lt_u (i32.add (local.get $k0) (i32.const 48)) (local.get $K))))
+            (local.set $kEnd (select (i32.add (local.get $k0) (i32.const BLOCK)) (local.get $K)
+              (i32.lt_u (i32.add (local.get $k0) (i32.const BLOCK)) (local.get $K))))
             (local.set $s (v128.const f32x4 0 0 0 0))
             (local.set $k (local.get $k0))
             (block $kDone (loop $kLoop
@@ -139,8 +141,8 @@
           (local.set $k0 (i32.const 0))
           (block $blocksDone (loop $blockLoop
             (br_if $blocksDone (i32.ge_u (local.get $k0) (local.get $K)))
-            (local.set $kEnd (select (i32.add (local.get $k0) (i32.const 48)) (local.get $K)
-              (i32.lt_u (i32.add (local.get $k0) (i32.const 48)) (local.get $K))))
+            (local.set $kEnd (select (i32.add (local.get $k0) (i32.const BLOCK)) (local.get $K)
+              (i32.lt_u (i32.add (local.get $k0) (i32.const BLOCK)) (local.get $K))))
             (local.set $ss (f32.const 0))
             (local.set $k (local.get $k0))
             (block $kDone (loop $kLoop
