@@ -6,7 +6,7 @@ import type { TrainConfig } from '../settings/train.js';
 /**
  * The embedded default (`sesa-train` with no arguments, = `--model demo`; docs/world.md): SESA self-play in the
  * demo world from its warm-start model, with the held-out eval (skills on and off) at steps 0 and 8, the lexical embedder and the scripted judge, RAG check and distiller. Sized to finish within
- * 15 minutes on 2 cores (7 min 32 s measured on 2026-12-05, docs/world.md). Why the values differ from a real model's:
+ * 15 minutes on 2 cores (5 min 58 s measured on 2026-12-05, docs/world.md). Why the values differ from a real model's:
  * - T = 0.7: the 1M model sampled at T = 1 wrote a rule-valid question in 1 of 16 proposals.
  * - Consolidation every 2 steps on any pending failure: a 16-step world run queues 10–34 frontier failures in
  *   all, and with the general schedule (20 pending, every 10 steps) the scripted distiller never ran.
