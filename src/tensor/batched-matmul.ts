@@ -7,14 +7,15 @@
 // and one for the context (probabilities · v): a third of a tiny model's decode and a sixth of a ~100M one's.
 // Per-plane 2-D matMuls (the training and prefill path) would cost more kernels than they save for one query.
 //
-// ./batched-matmul.wat computes the same float32 operations in the same order as that scalar loop, four outputs
-// to a SIMD vector (its header), at 7–14 GFLOP/s on these shapes; it is compiled from that text with wabt when
-// the wasm backend starts, and imports the backend's memory, so it reads and writes the tensors where they are.
+// The kernels (their WebAssembly text is ./batched-matmul-wat.ts) compute the same float32 operations in the same
+// order as that scalar loop, four outputs to a SIMD vector (the text's header), at 7–14 GFLOP/s on these shapes.
+// They are assembled with wabt when the wasm backend starts and import the backend's memory, so they read and
+// write the tensors where they are.
 // `batchedMatMul` takes it where tfjs would run its scalar loop, on wasm without a gradient tape, and is
 // tf.matMul everywhere else.
-import { readFileSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs';
 import wabtInit from 'wabt';
+import { BATCHED_MATMUL_WAT } from './batched-matmul-wat.js';
 import { WASM_HEAP_LIMIT_BYTES } from './wasm-heap.js';
 
 export const BATCHED_MATMUL = 'SesaBatchedMatMul';
@@ -38,7 +39,6 @@ interface WasmBackendLike {
   wasm: { wasmMemory?: WebAssembly.Memory; asm?: { memory?: WebAssembly.Memory } };
 }
 
-let wat: string | undefined;
 let kernels: Kernels | undefined;
 let registered = false;
 
@@ -57,10 +57,9 @@ export async function prepareBatchedMatMul(): Promise<void> {
   const backend = tf.backend() as unknown as WasmBackendLike;
   const memory = backendMemory(backend);
   if (kernels?.memory === memory) return;
-  wat ??= readFileSync(new URL('./batched-matmul.wat', import.meta.url), 'utf8');
   // A shared memory (threads) must be imported as shared, with its maximum: the wasm heap's 4 GiB.
   const shared = typeof SharedArrayBuffer !== 'undefined' && memory.buffer instanceof SharedArrayBuffer;
-  const text = wat.replace('MEMORY_LIMITS', shared ? `${WASM_HEAP_LIMIT_BYTES / PAGE_BYTES} shared` : '').replaceAll('BLOCK', String(TFJS_BLOCK));
+  const text = BATCHED_MATMUL_WAT.replace('MEMORY_LIMITS', shared ? `${WASM_HEAP_LIMIT_BYTES / PAGE_BYTES} shared` : '').replaceAll('BLOCK', String(TFJS_BLOCK));
   const wabt = await wabtInit();
   const parsed = wabt.parseWat('batched-matmul.wat', text, { simd: true, threads: true });
   try {

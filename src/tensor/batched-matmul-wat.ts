@@ -1,4 +1,7 @@
-;; Batched matMuls of small planes with wasm SIMD, bit-exact with tfjs-backend-wasm's BatchMatMul wherever that
+// The text of the SIMD kernels of ./batched-matmul.ts, in the WebAssembly text format: a module of its own so
+// that it travels wherever the code does (a bundle, the device check's pack), assembled by wabt when the wasm
+// backend starts. MEMORY_LIMITS and BLOCK are filled in by ./batched-matmul.ts.
+export const BATCHED_MATMUL_WAT = `;; Batched matMuls of small planes with wasm SIMD, bit-exact with tfjs-backend-wasm's BatchMatMul wherever that
 ;; kernel takes its scalar path (a batch of more than one plane, or a transposed right operand); see
 ;; ./batched-matmul.ts for why and where they run. That scalar path computes, for every output (i, j),
 ;;
@@ -163,3 +166,4 @@
       (local.set $p (i32.add (local.get $p) (i32.const 1)))
       (br $pLoop))))
 )
+`;
