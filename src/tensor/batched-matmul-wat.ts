@@ -15,6 +15,8 @@ export const BATCHED_MATMUL_WAT = `;; Batched matMuls of small planes with wasm 
 ;;
 ;; Addresses are byte offsets into the backend's memory (imported as env.memory); every tensor is row-major.
 ;; matmulNT steps k four at a time within a block, so BLOCK must be a multiple of 4 (it is: 48).
+;; The loops are written out in each function, the block end min(k0 + BLOCK, K) too: a call inside them made the
+;; kernels about 10% slower (the vector accumulators are saved around it).
 (module
   (import "env" "memory" (memory 1 MEMORY_LIMITS))
 

@@ -40,6 +40,8 @@ interface WasmBackendLike {
 }
 
 let kernels: Kernels | undefined;
+/** The assembled kernels by whether they import a shared memory (the threaded build's) or not. */
+const modules = new Map<boolean, WebAssembly.Module>();
 let registered = false;
 
 /** The memory of the active wasm backend: the threaded build's shared one, or the single-threaded build's. */
@@ -59,17 +61,23 @@ export async function prepareBatchedMatMul(): Promise<void> {
   if (kernels?.memory === memory) return;
   // A shared memory (threads) must be imported as shared, with its maximum: the wasm heap's 4 GiB.
   const shared = typeof SharedArrayBuffer !== 'undefined' && memory.buffer instanceof SharedArrayBuffer;
+  const module = modules.get(shared) ?? (await assemble(shared));
+  modules.set(shared, module);
+  const instance = new WebAssembly.Instance(module, { env: { memory } });
+  kernels = { memory, ...(instance.exports as unknown as Omit<Kernels, 'memory'>) };
+  register();
+}
+
+/** The kernels' text (./batched-matmul-wat.ts) assembled with wabt, importing a shared memory or not. */
+async function assemble(shared: boolean): Promise<WebAssembly.Module> {
   const text = BATCHED_MATMUL_WAT.replace('MEMORY_LIMITS', shared ? `${WASM_HEAP_LIMIT_BYTES / PAGE_BYTES} shared` : '').replaceAll('BLOCK', String(TFJS_BLOCK));
   const wabt = await wabtInit();
   const parsed = wabt.parseWat('batched-matmul.wat', text, { simd: true, threads: true });
   try {
-    const { buffer } = parsed.toBinary({});
-    const instance = new WebAssembly.Instance(new WebAssembly.Module(buffer as Uint8Array<ArrayBuffer>), { env: { memory } });
-    kernels = { memory, ...(instance.exports as unknown as Omit<Kernels, 'memory'>) };
+    return new WebAssembly.Module(parsed.toBinary({}).buffer as Uint8Array<ArrayBuffer>);
   } finally {
     parsed.destroy();
   }
-  register();
 }
 
 function register(): void {
