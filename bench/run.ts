@@ -15,7 +15,7 @@ import { initBackend } from '../src/tensor/backend.js';
 import type { BenchContext, BenchRow, BenchSuite } from './types.js';
 
 /** tfjs backends a benchmark may run on. */
-export type BenchBackend = 'wasm' | 'cpu' | 'tensorflow';
+export type BenchBackend = 'native' | 'wasm' | 'cpu' | 'tensorflow';
 
 /**
  * What the runner passes to suites: the BenchContext of bench/types.ts plus the tfjs backends to measure.
@@ -49,8 +49,8 @@ export interface BenchEngine {
 export function benchEngines(ctx: BenchContext, prefix = 'sesa'): BenchEngine[] {
   const out: BenchEngine[] = [];
   for (const backend of benchBackends(ctx)) {
-    if (backend === 'wasm') {
-      for (const threads of ctx.threads > 1 ? [1, ctx.threads] : [1]) out.push({ backend, threads, label: `${prefix}/wasm-${threads}t` });
+    if (backend === 'wasm' || backend === 'native') {
+      for (const threads of ctx.threads > 1 ? [1, ctx.threads] : [1]) out.push({ backend, threads, label: `${prefix}/${backend}-${threads}t` });
     } else out.push({ backend, label: `${prefix}/${backend}` });
   }
   return out;

@@ -16,7 +16,9 @@
 //   ∂L/∂h_c = dy ⊙ (Wᵀ[t]) − (dy ⊙ p)·Wᵀ                          (the onehot term is a row gather of Wᵀ)
 //   ∂L/∂W   = Σ_c h_cᵀ · (dy ⊙ (onehot − p))                      (only with `weightGrad: true`)
 // (the kernel path forms dlogits = dy ⊙ (onehot − p) directly and uses ∂L/∂h_c = dlogits·Wᵀ.)
-// Wᵀ is formed once per backward with an explicit transpose, or passed in as `weightT`: matMul with a
+// The head W is a tensor [d, V], or a frozen matrix (src/tensor/frozen-matrix.ts) that forms h·W and dlogits·Wᵀ
+// itself (a frozen model's head: held natively by onnxruntime on the native backend, where no Wᵀ exists).
+// For a tensor W, Wᵀ is formed once per backward with an explicit transpose, or passed in as `weightT`: matMul with a
 // transposed operand is ~7× slower on wasm (docs/method.md, "The tensor stack"), so every matMul here is the plain non-transposed 2-D
 // form. PASS `weightT` WHEN TRAINING ON WASM (a tied embedding table [V, d] is exactly Wᵀ, or transpose W once
 // and keep it): XNNPACK packs a matMul's right operand on first use of each tensor and reuses the packing, so
@@ -33,6 +35,15 @@
 // gather *forward* used there is fine; only its gradient is missing, and it is never differentiated here).
 // These two kernels are only ever run inside the customGrad, so they need no registered gradient.
 import { tf } from '../src/tensor/backend.js';
+import type { FrozenMatrix } from '../src/tensor/frozen-matrix.js';
+
+/** The LM head: W [d, V] as a tensor, or a frozen matrix that forms h·W and dy·Wᵀ itself. */
+export type HeadWeight = tf.Tensor2D | FrozenMatrix;
+
+/** h·W for either form of the head. */
+function headTimes(h: tf.Tensor2D, w: HeadWeight): tf.Tensor2D {
+  return w instanceof tf.Tensor ? (tf.matMul(h, w) as tf.Tensor2D) : w.times(h);
+}
 
 export interface TokenLogProbOptions {
   /** Rows of logits formed at once; default 128 (128 × 151,936 × 4 B ≈ 78 MB per [chunk × V] temporary). */
@@ -252,8 +263,8 @@ function statsOfLogits(logits: tf.Tensor2D, targets: tf.Tensor1D | undefined, wa
   return out;
 }
 
-function checkShapes(hidden: tf.Tensor, weight: tf.Tensor, targets: tf.Tensor | undefined): void {
-  if (hidden.rank !== 2 || weight.rank !== 2) throw new Error('tokenLogProbs: hidden must be [N, d] and weight [d, V]');
+function checkShapes(hidden: tf.Tensor, weight: HeadWeight, targets: tf.Tensor | undefined): void {
+  if (hidden.rank !== 2 || weight.shape.length !== 2) throw new Error('tokenLogProbs: hidden must be [N, d] and weight [d, V]');
   if (hidden.shape[1] !== weight.shape[0]) {
     throw new Error(`tokenLogProbs: hidden [${hidden.shape.join(', ')}] does not match weight [${weight.shape.join(', ')}] (stored [in, out])`);
   }
@@ -269,7 +280,7 @@ function checkShapes(hidden: tf.Tensor, weight: tf.Tensor, targets: tf.Tensor | 
  */
 function forwardHidden(
   hidden: tf.Tensor2D,
-  weight: tf.Tensor2D,
+  weight: HeadWeight,
   targets: tf.Tensor1D | undefined,
   chunkSize: number,
   wantEntropy: boolean,
@@ -283,7 +294,7 @@ function forwardHidden(
   let kept: tf.Tensor2D | undefined;
   for (const [s, e] of bounds) {
     const st = tf.tidy(() => {
-      const logits = tf.matMul(rows(hidden, s, e), weight) as tf.Tensor2D;
+      const logits = headTimes(rows(hidden, s, e), weight);
       const stats = statsOfLogits(logits, targets ? rows(targets, s, e) : undefined, wantEntropy, kernels);
       return (keepLogits && bounds.length === 1 ? { ...stats, logits } : stats) as unknown as tf.NamedTensorMap;
     }) as unknown as ChunkStats;
@@ -306,7 +317,7 @@ function forwardHidden(
 function backwardHidden(
   dy: tf.Tensor1D,
   hidden: tf.Tensor2D,
-  weight: tf.Tensor2D,
+  weight: HeadWeight,
   weightT: tf.Tensor2D | undefined,
   targets: tf.Tensor1D,
   lse: tf.Tensor1D,
@@ -316,17 +327,19 @@ function backwardHidden(
   keptLogits?: tf.Tensor2D,
 ): { dh: tf.Tensor2D; dw?: tf.Tensor2D } {
   const v = weight.shape[1];
-  const wt = weightT ?? (tf.transpose(weight) as tf.Tensor2D);
+  const frozen = weight instanceof tf.Tensor ? undefined : weight;
+  if (frozen && (weightGrad || !kernels)) throw new Error('tokenLogProbs: a frozen head takes no weight gradient and needs the typed-array kernels (cpu or wasm)');
+  const wt = frozen ? undefined : (weightT ?? (tf.transpose(weight as tf.Tensor2D) as tf.Tensor2D));
   const dhs: tf.Tensor2D[] = [];
   let dw: tf.Tensor2D | undefined;
   for (const [s, e] of chunkBounds(hidden.shape[0], chunkSize)) {
     const r = tf.tidy(() => {
       const hc = rows(hidden, s, e);
       const tc = rows(targets, s, e);
-      const logits = keptLogits ?? (tf.matMul(hc, weight) as tf.Tensor2D);
+      const logits = keptLogits ?? headTimes(hc, weight);
       if (kernels) {
         const dlogits = softmaxTargetGrad(logits, rows(lse, s, e), rows(dy, s, e), tc, true);
-        const dhk = tf.matMul(dlogits, wt) as tf.Tensor2D;
+        const dhk = frozen ? frozen.timesTransposed(dlogits) : (tf.matMul(dlogits, wt as tf.Tensor2D) as tf.Tensor2D);
         if (!weightGrad) return [dhk];
         const dwk = tf.matMul(tf.transpose(hc), dlogits) as tf.Tensor2D;
         return [dhk, dw ? tf.add(dw, dwk) : dwk];
@@ -334,7 +347,8 @@ function backwardHidden(
       const dyc = tf.expandDims(rows(dy, s, e), 1);
       const p = tf.exp(tf.sub(logits, tf.expandDims(rows(lse, s, e), 1)));
       const sp = tf.mul(dyc, p); // dy ⊙ p
-      const dh = tf.sub(tf.mul(tf.gather(wt, tc), dyc), tf.matMul(sp, wt)) as tf.Tensor2D;
+      const w = wt as tf.Tensor2D;
+      const dh = tf.sub(tf.mul(tf.gather(w, tc), dyc), tf.matMul(sp, w)) as tf.Tensor2D;
       if (!weightGrad) return [dh];
       const dlogits = tf.sub(tf.mul(tf.cast(tf.oneHot(tc, v), 'float32'), dyc), sp);
       const dwc = tf.matMul(tf.transpose(hc), dlogits) as tf.Tensor2D;
@@ -346,9 +360,9 @@ function backwardHidden(
       dw = r[1] as tf.Tensor2D;
     }
   }
-  if (!weightT) wt.dispose();
+  if (!weightT) wt?.dispose();
   const out: { dh: tf.Tensor2D; dw?: tf.Tensor2D } = { dh: concatDispose(dhs, [0, hidden.shape[1]]) };
-  if (weightGrad && !dw) dw = tf.zeros(weight.shape) as tf.Tensor2D; // N = 0
+  if (weightGrad && !dw) dw = tf.zeros([...weight.shape]) as tf.Tensor2D; // N = 0
   if (dw) out.dw = dw;
   return out;
 }
@@ -356,7 +370,7 @@ function backwardHidden(
 /** The shared customGrad op; `entropySink`, when given, receives the (kept, constant) entropy [N]. */
 function logProbsOp(
   hidden: tf.Tensor2D,
-  weight: tf.Tensor2D,
+  weight: HeadWeight,
   targets: tf.Tensor1D,
   opts: TokenLogProbOptions,
   entropySink?: (t: tf.Tensor1D) => void,
@@ -365,25 +379,27 @@ function logProbsOp(
   const chunkSize = opts.chunkSize ?? DEFAULT_CHUNK;
   const weightGrad = opts.weightGrad ?? false;
   const kernels = kernelsOn(opts.impl);
-  const forward = (h: tf.Tensor2D, w: tf.Tensor2D, save: tf.GradSaveFunc) => {
+  const forward = (h: tf.Tensor2D, w: HeadWeight, save: tf.GradSaveFunc) => {
     const st = forwardHidden(h, w, targets, chunkSize, entropySink !== undefined, kernels, true);
     if (st.entropy && entropySink) entropySink(tf.keep(st.entropy));
     // Everything the backward reads is saved (clone + keep shares the data, no copy; on wasm through the
     // Identity of src/tensor/wasm-fixes.ts): tensors that were merely closed over may be disposed by the
     // time the backward runs (e.g. targets made inside the function given to tf.variableGrads, whose
     // forward is tidied before backprop). Without a tape nothing is saved, and the kept logits go with the
-    // forward's scope.
-    save([h, st.lse, targets, w, ...(opts.weightT ? [opts.weightT] : []), ...(st.logits ? [st.logits] : [])]);
+    // forward's scope. A frozen head is no tensor: the backward uses it as it is (it outlives the step).
+    save([h, st.lse, targets, ...(w instanceof tf.Tensor ? [w] : []), ...(opts.weightT ? [opts.weightT] : []), ...(st.logits ? [st.logits] : [])]);
     return st;
   };
-  type Saved = [tf.Tensor2D, tf.Tensor1D, tf.Tensor1D, tf.Tensor2D, ...tf.Tensor2D[]];
-  /** What the backward reads from the saved tensors: [h, lse, targets, W, Wᵀ if given, the logits if kept]. */
+  type Saved = [tf.Tensor2D, tf.Tensor1D, tf.Tensor1D, ...tf.Tensor2D[]];
+  /** What the backward reads from the saved tensors: [h, lse, targets, W if a tensor, Wᵀ if given, the logits if kept]. */
   const unpack = (saved: tf.Tensor[]) => {
-    const [h, lse, t, w, ...rest] = saved as Saved;
+    const [h, lse, t, ...rest] = saved as Saved;
+    const w: HeadWeight = weight instanceof tf.Tensor ? (rest.shift() as tf.Tensor2D) : weight;
     const wT = opts.weightT ? rest.shift() : undefined;
     return { h, lse, t, w, wT, logits: rest[0] };
   };
   if (weightGrad) {
+    if (!(weight instanceof tf.Tensor)) throw new Error('tokenLogProbs: weightGrad needs the head as a tensor (a frozen head is never trained)');
     const f = tf.customGrad((...args: CustomGradArgs) => {
       const [hIn, wIn, save] = args as [tf.Tensor, tf.Tensor, tf.GradSaveFunc];
       const st = forward(hIn as tf.Tensor2D, wIn as tf.Tensor2D, save);
@@ -418,7 +434,7 @@ function logProbsOp(
  */
 export function tokenLogProbs(
   hidden: tf.Tensor2D,
-  lmHeadWeight: tf.Tensor2D,
+  lmHeadWeight: HeadWeight,
   targets: tf.Tensor1D,
   opts: TokenLogProbOptions = {},
 ): tf.Tensor1D {
@@ -431,7 +447,7 @@ export function tokenLogProbs(
  */
 export function tokenLogProbsWithEntropy(
   hidden: tf.Tensor2D,
-  lmHeadWeight: tf.Tensor2D,
+  lmHeadWeight: HeadWeight,
   targets: tf.Tensor1D,
   opts: TokenLogProbOptions = {},
 ): { logProbs: tf.Tensor1D; entropy: tf.Tensor1D } {
@@ -458,7 +474,7 @@ function constantOf(x: tf.Tensor, compute: (x: tf.Tensor) => tf.Tensor1D): tf.Te
  * Entropy −Σ p log p of softmax(hidden·W) per row [N], chunked like `tokenLogProbs`. For metrics: its
  * gradient is defined as zero (nothing is kept on the tape).
  */
-export function tokenEntropy(hidden: tf.Tensor2D, lmHeadWeight: tf.Tensor2D, opts: LogitsOptions = {}): tf.Tensor1D {
+export function tokenEntropy(hidden: tf.Tensor2D, lmHeadWeight: HeadWeight, opts: LogitsOptions = {}): tf.Tensor1D {
   checkShapes(hidden, lmHeadWeight, undefined);
   const chunkSize = opts.chunkSize ?? DEFAULT_CHUNK;
   const kernels = kernelsOn(opts.impl);

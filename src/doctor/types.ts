@@ -2,6 +2,7 @@
 // is worth knowing), fails (the run as given would not start) or does not apply to the run as given.
 // The outside world (imports, files, commands, the network) reaches the checks through `Probes`, so tests
 // hand them broken fixtures.
+import type { BackendChoice } from '../tensor/backend.js';
 import type { WebgpuProbe } from '../tensor/webgpu.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail' | 'info';
@@ -20,7 +21,7 @@ export interface CheckResult {
 export interface DoctorOptions {
   /** `--model`: a folder, a registry name, 'demo' (models/demo, the CLI's default) or 'tiny' (the tiny random model: no folder to check; also when undefined). */
   model?: string;
-  backend: 'auto' | 'tensorflow' | 'webgpu' | 'wasm' | 'cpu';
+  backend: BackendChoice;
   retrieverUrl?: string;
   embedder: 'e5' | 'lexical';
   e5Model?: string;

@@ -10,14 +10,17 @@
 //     h = h + (silu(m·Wgate) ⊙ m·Wup)·Wdown,  m = RMSNorm(h)
 //   h = RMSNorm(h);  logits = h·W_lm  (W_lm = embedᵀ when tied)
 //
-// Projection weights are held as [in, out] (transposed from Hugging Face's [out, in] once at load) so every
-// matMul takes the fast non-transposed path (docs/method.md, "The tensor stack"). Base weights are plain tensors,
-// never variables: no gradient or optimizer state can exist for them, unless the model is loaded `trainable` for
+// Frozen projections and the LM head are `FrozenMatrix`es (src/tensor/frozen-matrix.ts): tfjs tensors held as
+// [in, out] (transposed from Hugging Face's [out, in] once at load, so every matMul takes the fast
+// non-transposed path: docs/method.md, "The tensor stack"), or, on the native backend, onnxruntime sessions
+// that hold the file's [out, in] weights packed for MLAS, outside the wasm heap. Base weights are never
+// variables: no gradient or optimizer state can exist for them, unless the model is loaded `trainable` for
 // full-weight fine-tuning (docs/sft.md): then every weight is a tf.Variable, the projections take trainable
 // matMuls, and a tied head is the embedding's transpose formed on each use (so both uses train the one table).
 // Positions and masks are built on the JS side from the ids.
 import { tf } from '../tensor/backend.js';
 import { linearFrozen, matMulTrainable } from '../tensor/ops.js';
+import { type FrozenMatrix, holdsNatively, NativeMatrix, TensorMatrix } from '../tensor/frozen-matrix.js';
 import { batchedMatMul } from '../tensor/batched-matmul.js';
 import { recomputed } from '../tensor/recompute.js';
 import { addScaledKernel, fusedInference, rmsNormKernel, ropeKernel } from '../tensor/fused-kernels.js';
@@ -53,7 +56,8 @@ export interface ProjectionAdapter {
 
 interface LayerWeights {
   inputNorm: tf.Tensor1D;
-  proj: Record<ProjectionName, tf.Tensor2D>;
+  /** Frozen matrices; a trainable model's are variables [in, out]. */
+  proj: Record<ProjectionName, FrozenMatrix | tf.Tensor2D>;
   bias: Partial<Record<'q_proj' | 'k_proj' | 'v_proj' | 'o_proj', tf.Tensor1D>>;
   qNorm?: tf.Tensor1D;
   kNorm?: tf.Tensor1D;
@@ -81,11 +85,11 @@ export interface LoadOptions {
   trainable?: boolean;
 }
 
-/** The LM head for a loss with gradients: W [d, V] and Wᵀ [V, d] (see `CausalLM.trainingHead`). */
-export interface TrainingHead {
-  weight: tf.Tensor2D;
-  weightT: tf.Tensor2D;
-}
+/**
+ * The LM head for a loss with gradients (see `CausalLM.trainingHead`): a trainable model's W [d, V] and Wᵀ [V, d];
+ * a frozen model's head as a frozen matrix (it forms x·W and dy·Wᵀ itself).
+ */
+export type TrainingHead = { weight: tf.Tensor2D; weightT: tf.Tensor2D } | { weight: FrozenMatrix; weightT?: undefined };
 
 let nextTrainableInstance = 0;
 
@@ -153,9 +157,6 @@ function swapAxes12(x: tf.Tensor4D): tf.Tensor4D {
 
 export class CausalLM {
   private readonly invFreq: Float64Array;
-  private lmHeadT: tf.Tensor2D | undefined;
-  /** Wᵀ [out, in] of every frozen projection, once `holdTransposedProjections` has made them. */
-  private projT: Array<Record<ProjectionName, tf.Tensor2D>> | undefined;
   /**
    * The RMSNorm epsilon and the attention scale 1/√d_head as tensors made once: a JS number given to an op
    * becomes a fresh scalar tensor on every call (an upload and a dispose, dearer than the op itself on a tiny
@@ -169,8 +170,11 @@ export class CausalLM {
     private readonly embed: tf.Tensor2D,
     private readonly layers: LayerWeights[],
     private readonly finalNorm: tf.Tensor1D,
-    /** Undefined only for a trainable tied model (its head is the embedding's transpose, formed per use). */
-    private readonly lmHead: tf.Tensor2D | undefined,
+    /**
+     * A frozen model's head; a trainable model's untied head [d, V] (a variable); undefined for a trainable tied
+     * model (its head is the embedding's transpose, formed per use).
+     */
+    private readonly lmHead: FrozenMatrix | tf.Tensor2D | undefined,
     readonly dir: string,
     /** Trainable weights by Hugging Face tensor name; empty for a frozen model. */
     private readonly trainableWeights: Map<string, tf.Variable> = new Map(),
@@ -211,16 +215,21 @@ export class CausalLM {
       return v as unknown as T;
     };
     const vector = (name: string): tf.Tensor1D => param(name, tf.tensor1d(read(name)));
-    // [out, in] on disk → [in, out] in memory.
-    const projection = (name: string): tf.Tensor2D => {
+    // [out, in] on disk → [in, out] in memory (a tensor), or as on disk in onnxruntime (native).
+    const transposed = (name: string): tf.Tensor2D => {
       const [out, inDim] = shapes.get(name) as [number, number];
-      return param(name, tf.tidy(() => tf.transpose(tf.tensor2d(read(name), [out, inDim]))));
+      return tf.tidy(() => tf.transpose(tf.tensor2d(read(name), [out, inDim])));
+    };
+    const projection = (name: string): FrozenMatrix | tf.Tensor2D => {
+      if (opts.trainable) return param(name, transposed(name));
+      const [out, inDim] = shapes.get(name) as [number, number];
+      return holdsNatively(inDim, out) ? new NativeMatrix(inDim, out, () => read(name)) : new TensorMatrix(transposed(name));
     };
 
     const layers: LayerWeights[] = [];
     for (let l = 0; l < cfg.numLayers; l++) {
       const p = `model.layers.${l}.`;
-      const proj = {} as Record<ProjectionName, tf.Tensor2D>;
+      const proj = {} as LayerWeights['proj'];
       for (const name of PROJECTIONS) {
         const group = name === 'gate_proj' || name === 'up_proj' || name === 'down_proj' ? 'mlp' : 'self_attn';
         proj[name] = projection(`${p}${group}.${name}.weight`);
@@ -237,10 +246,16 @@ export class CausalLM {
         postNorm: vector(`${p}post_attention_layernorm.weight`),
       });
     }
-    const embed = param('model.embed_tokens.weight', tf.tensor2d(read('model.embed_tokens.weight'), [cfg.vocabSize, cfg.hiddenSize]));
-    // Tied models keep a transposed copy of the embedding as the head: memory for speed (no transposed matMul).
-    // A trainable tied model keeps none: a copy would go stale at the first update.
-    const lmHead = cfg.tieWordEmbeddings ? (opts.trainable ? undefined : (tf.transpose(embed) as tf.Tensor2D)) : projection('lm_head.weight');
+    const embedName = 'model.embed_tokens.weight';
+    const embed = param(embedName, tf.tensor2d(read(embedName), [cfg.vocabSize, cfg.hiddenSize]));
+    // A tied frozen head: natively, the embedding table as stored ([V, d] is the head's [out, in]); else a
+    // transposed copy of the embedding, whose transpose for the backward is the table itself: memory for speed
+    // (no transposed matMul). A trainable tied model keeps none: a copy would go stale at the first update.
+    let lmHead: FrozenMatrix | tf.Tensor2D | undefined;
+    if (!cfg.tieWordEmbeddings) lmHead = projection('lm_head.weight');
+    else if (opts.trainable) lmHead = undefined;
+    else if (holdsNatively(cfg.hiddenSize, cfg.vocabSize)) lmHead = new NativeMatrix(cfg.hiddenSize, cfg.vocabSize, () => read(embedName));
+    else lmHead = new TensorMatrix(tf.transpose(embed) as tf.Tensor2D, { transposed: embed });
     return new CausalLM(cfg, embed, layers, vector('model.norm.weight'), lmHead, dir, variables);
   }
 
@@ -260,7 +275,8 @@ export class CausalLM {
   /** x·W (+b) (+ LoRA delta). x: [N, in]. */
   private project(x: tf.Tensor2D, layer: number, name: ProjectionName, opts: ForwardOptions): tf.Tensor2D {
     const w = this.layers[layer] as LayerWeights;
-    let y: tf.Tensor2D = this.trainable ? matMulTrainable(x, w.proj[name]) : linearFrozen(x, w.proj[name], this.projT?.[layer]?.[name]);
+    const p = w.proj[name];
+    let y: tf.Tensor2D = p instanceof tf.Tensor ? matMulTrainable(x, p) : linearFrozen(x, p);
     const b = w.bias[name as keyof LayerWeights['bias']];
     if (b) y = tf.add(y, b);
     // Untaped on wasm, the scale and the add of the delta in one kernel (src/tensor/fused-kernels.ts).
@@ -427,26 +443,30 @@ export class CausalLM {
 
   /** Logits [N, V] of hidden states [N, d]. For the full vocab, callers chunk N (see score.ts). */
   logits(hidden: tf.Tensor2D): tf.Tensor2D {
-    if (this.trainable) return tf.tidy(() => matMulTrainable(hidden, this.lmHead ?? (tf.transpose(this.embed) as tf.Tensor2D)));
-    return linearFrozen(hidden, this.lmHead as tf.Tensor2D);
+    if (this.trainable) return tf.tidy(() => matMulTrainable(hidden, (this.lmHead as tf.Tensor2D | undefined) ?? (tf.transpose(this.embed) as tf.Tensor2D)));
+    return linearFrozen(hidden, this.head);
   }
 
-  /** The output head [d, V], for fused log-prob kernels that never materialise all logits at once. */
-  get outputHead(): tf.Tensor2D {
-    if (!this.lmHead) throw new Error('outputHead: a trainable tied model has no persistent head; use trainingHead()');
+  /**
+   * A frozen model's output head [d, V], for fused log-prob kernels that never materialise all logits at once
+   * (it forms x·W and, for their backward, dy·Wᵀ without a transpose per call).
+   */
+  get head(): FrozenMatrix {
+    if (this.trainable || this.lmHead === undefined || this.lmHead instanceof tf.Tensor) throw new Error(`head: ${this.dir} was loaded trainable; use trainingHead()`);
     return this.lmHead;
   }
 
   /**
-   * The head W [d, V] and its transpose for a loss whose gradient reaches the head (full-weight training):
-   * tied, W = embeddingᵀ formed here (on the tape, so its gradient flows into the embedding) and Wᵀ is the
-   * embedding itself; untied, W is the head and Wᵀ a fresh transpose. A frozen model returns its persistent
-   * head. Call inside tf.tidy (or under tf.variableGrads), as the tensors may be new.
+   * The head for a loss whose gradient reaches it (full-weight training): tied, W = embeddingᵀ formed here (on
+   * the tape, so its gradient flows into the embedding) and Wᵀ is the embedding itself; untied, W is the head
+   * and Wᵀ a fresh transpose. A frozen model returns its persistent head. Call inside tf.tidy (or under
+   * tf.variableGrads), as the tensors may be new.
    */
   trainingHead(): TrainingHead {
-    if (!this.trainable) return { weight: this.outputHead, weightT: this.outputHeadTransposed };
+    if (!this.trainable) return { weight: this.head };
     if (!this.lmHead) return { weight: tf.transpose(this.embed) as tf.Tensor2D, weightT: this.embed };
-    return { weight: this.lmHead, weightT: tf.transpose(this.lmHead) as tf.Tensor2D };
+    const w = this.lmHead as tf.Tensor2D;
+    return { weight: w, weightT: tf.transpose(w) as tf.Tensor2D };
   }
 
   private layerVariablesCache: tf.Variable[][] | undefined;
@@ -468,57 +488,75 @@ export class CausalLM {
     return new Map(this.trainableWeights);
   }
 
-  /**
-   * The head's transpose [V, d], for the backward of fused log-prob kernels. A tied model holds it already
-   * (the embedding table); an untied one makes it once, on first use by training (V·d more floats), because
-   * transposing per chunk, or a fresh right operand per matMul, is slow on wasm (XNNPACK repacks it each time).
-   */
-  get outputHeadTransposed(): tf.Tensor2D {
-    if (this.config.tieWordEmbeddings) return this.embed;
-    if (this.trainable) throw new Error('outputHeadTransposed: a trainable model changes its head every step; use trainingHead()');
-    this.lmHeadT ??= tf.keep(tf.transpose(this.lmHead as tf.Tensor2D));
-    return this.lmHeadT;
+  /** The frozen projections held as tfjs tensors (the ones a held transpose can serve). */
+  private tensorProjections(): TensorMatrix[] {
+    return this.layers.flatMap((w) => Object.values(w.proj).filter((p): p is TensorMatrix => p instanceof TensorMatrix));
   }
 
   /**
-   * Holds Wᵀ of every frozen projection for the backward's dX = dy·Wᵀ (ops.ts, `linearFrozen`) from now on. On
-   * wasm a transpose made per backward costs the transpose and XNNPACK's packing of a new right operand (about
-   * a sixth of a ~100M GRPO update); a held one is packed once. It costs `projectionParameters` floats twice
-   * (the copy and its packing): the caller decides whether the heap has room (src/rl/grpo-update.ts,
-   * `holdTransposesIfRoom`). Idempotent; a trainable model's weights change every step, so it holds none.
+   * Holds Wᵀ of every frozen projection kept as a tfjs tensor, for the backward's dX = dy·Wᵀ (ops.ts,
+   * `linearFrozen`), from now on. On wasm a transpose made per backward costs the transpose and XNNPACK's
+   * packing of a new right operand (about a sixth of a ~100M GRPO update); a held one is packed once. It costs
+   * `projectionParameters` floats twice (the copy and its packing): the caller decides whether the heap has room
+   * (src/rl/grpo-update.ts, `holdTransposesIfRoom`). Idempotent; a trainable model's weights change every step,
+   * so it holds none; natively held projections need none (onnxruntime multiplies by Wᵀ as it is).
    */
   holdTransposedProjections(): void {
-    if (this.trainable || this.projT) return;
-    this.projT = this.layers.map((w) => Object.fromEntries(PROJECTIONS.map((name) => [name, tf.keep(tf.transpose(w.proj[name]))])) as Record<ProjectionName, tf.Tensor2D>);
+    for (const p of this.tensorProjections()) p.holdTransposed();
   }
 
-  /** Whether `holdTransposedProjections` has made the copies. */
+  /** Whether every projection kept as a tensor holds its transpose (true when there is none). */
   get holdsTransposedProjections(): boolean {
-    return this.projT !== undefined;
+    return this.tensorProjections().every((p) => p.holdsTransposed);
   }
 
-  /** Floats of the layers' projections (what `holdTransposedProjections` copies). */
+  /** Floats of the layers' projections kept as tfjs tensors (what `holdTransposedProjections` copies). */
   projectionParameters(): number {
-    return this.layers.reduce((n, w) => n + Object.values(w.proj).reduce((m, t) => m + t.size, 0), 0);
+    return this.tensorProjections().reduce((n, p) => n + p.weight.size, 0);
+  }
+
+  /**
+   * Floats of the base model in the tfjs heap: every weight but those onnxruntime holds (native), the held
+   * transposes included (for the wasm heap's plan: src/rl/grpo-update.ts, `wasmHeapInUse`).
+   */
+  heapWeightFloats(): number {
+    let n = this.embed.size + this.finalNorm.size;
+    const matrix = (m: FrozenMatrix | tf.Tensor2D): number => (m instanceof tf.Tensor ? m.size : m.heapFloats);
+    // A tied tensor head's held transpose is the embedding, counted already.
+    if (this.lmHead) n += this.lmHead instanceof TensorMatrix && this.config.tieWordEmbeddings ? this.lmHead.weight.size : matrix(this.lmHead);
+    for (const w of this.layers) {
+      n += w.inputNorm.size + w.postNorm.size + (w.qNorm?.size ?? 0) + (w.kNorm?.size ?? 0);
+      for (const p of Object.values(w.proj)) n += matrix(p);
+      for (const t of Object.values(w.bias)) n += t.size;
+    }
+    return n;
   }
 
   dispose(): void {
-    const all: tf.Tensor[] = [this.eps, this.attentionScale, this.embed, this.finalNorm, ...(this.lmHead ? [this.lmHead] : []), ...(this.lmHeadT ? [this.lmHeadT] : [])];
-    for (const t of this.projT ?? []) all.push(...Object.values(t));
+    const all: tf.Tensor[] = [this.eps, this.attentionScale, this.embed, this.finalNorm];
+    const matrices: FrozenMatrix[] = [];
+    const add = (m: FrozenMatrix | tf.Tensor2D | undefined): void => {
+      if (m instanceof tf.Tensor) all.push(m);
+      else if (m) matrices.push(m);
+    };
+    add(this.lmHead);
     for (const w of this.layers) {
-      all.push(w.inputNorm, w.postNorm, ...Object.values(w.proj), ...Object.values(w.bias));
+      all.push(w.inputNorm, w.postNorm, ...Object.values(w.bias));
+      for (const p of Object.values(w.proj)) add(p);
       if (w.qNorm) all.push(w.qNorm);
       if (w.kNorm) all.push(w.kNorm);
     }
+    for (const m of matrices) m.dispose();
     tf.dispose(all);
   }
 
   /** Number of parameters of the base model (the tied head counted once). */
   parameterCount(): number {
-    let n = this.embed.size + this.finalNorm.size + (this.config.tieWordEmbeddings ? 0 : (this.lmHead as tf.Tensor2D).size);
+    const size = (m: FrozenMatrix | tf.Tensor2D): number => (m instanceof tf.Tensor ? m.size : m.shape[0] * m.shape[1]);
+    let n = this.embed.size + this.finalNorm.size + (this.config.tieWordEmbeddings ? 0 : size(this.lmHead as FrozenMatrix | tf.Tensor2D));
     for (const w of this.layers) {
       n += w.inputNorm.size + w.postNorm.size + (w.qNorm?.size ?? 0) + (w.kNorm?.size ?? 0);
-      for (const t of Object.values(w.proj)) n += t.size;
+      for (const t of Object.values(w.proj)) n += size(t);
       for (const t of Object.values(w.bias)) n += t.size;
     }
     return n;

@@ -5,6 +5,7 @@ import type { AdamWConfig, AdamWState } from '../rl/optimizer.js';
 import type { GrpoUpdateConfig, TrainingSequence } from '../rl/grpo-update.js';
 import type { LoraAdapter, LoraConfig } from '../model/lora.js';
 import type { CausalLM } from '../model/qwen3.js';
+import type { BackendName } from '../tensor/backend.js';
 
 export interface RoleInit {
   lora: LoraConfig;
@@ -17,7 +18,7 @@ export interface WorkerInit {
   rank: number;
   worldSize: number;
   modelDir: string;
-  backend: 'wasm' | 'cpu' | 'tensorflow' | 'webgpu';
+  backend: BackendName;
   roles: Record<string, RoleInit>;
   grpo: Omit<GrpoUpdateConfig, 'normalizer'>;
   /**

@@ -83,11 +83,9 @@ function slotLogProbs(
   const flat = tf.reshape(hidden, [-1, model.config.hiddenSize]) as tf.Tensor2D;
   const gathered = tf.gather(flat, tf.tensor1d(layout.hiddenRows, 'int32')) as tf.Tensor2D;
   const selected = tf.mul(gathered, tf.tensor2d(layout.invTemperature, [layout.S, 1])) as tf.Tensor2D;
-  const { logProbs, entropy } = tokenLogProbsWithEntropy(selected, model.outputHead, tf.tensor1d(layout.targets, 'int32'), {
-    ...(chunkSize ? { chunkSize } : {}),
-    // The backward multiplies by Wᵀ: a persistent one, so that nothing is transposed or repacked per chunk.
-    weightT: model.outputHeadTransposed,
-  });
+  // The frozen head forms dlogits·Wᵀ itself, from a persistent Wᵀ (or natively): nothing is transposed or
+  // repacked per chunk.
+  const { logProbs, entropy } = tokenLogProbsWithEntropy(selected, model.head, tf.tensor1d(layout.targets, 'int32'), chunkSize ? { chunkSize } : {});
   // The kernel keeps the entropy outside any tidy scope: a view of it in this scope holds the data from here.
   const tracked = tf.reshape(entropy, [layout.S]) as tf.Tensor1D;
   entropy.dispose();
@@ -125,7 +123,7 @@ export function recomputesLayers(model: CausalLM, loraRank: number, longestToken
  * of the transposes it holds (src/tensor/wasm-heap.ts).
  */
 export function wasmHeapInUse(model: CausalLM): number {
-  return tf.memory().numBytes + packedWeightBytes(model.parameterCount() + (model.holdsTransposedProjections ? model.projectionParameters() : 0));
+  return tf.memory().numBytes + packedWeightBytes(model.heapWeightFloats());
 }
 
 /**

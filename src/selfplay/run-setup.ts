@@ -295,7 +295,7 @@ export async function buildRun(run: RunFolder, config: TrainConfig, hooks: Train
     // Besides the tensors, the heap holds XNNPACK's packed copy of every weight a matMul has read (measured:
     // ~450 MiB after the first forward of a 400 MB ~100M model), counted as the model's size, and of the
     // transposes the model holds for the backward (src/rl/grpo-update.ts, wasmHeapInUse).
-    backend.name === 'wasm' ? { limitBytes: WASM_HEAP_LIMIT_BYTES, usedBytes: () => wasmHeapInUse(model), onSplit: (m) => log(`warning: ${m}`) } : undefined,
+    backend.name === 'wasm' || backend.name === 'native' ? { limitBytes: WASM_HEAP_LIMIT_BYTES, usedBytes: () => wasmHeapInUse(model), onSplit: (m) => log(`warning: ${m}`) } : undefined,
   );
   // With --workers N > 1 (or --gpus N > 1) the step runs on N worker processes (docs/scale-out.md, "The step
   // over N workers"), each with the model and both adapters, started from this process's adapters and
@@ -331,7 +331,7 @@ export async function buildRun(run: RunFolder, config: TrainConfig, hooks: Train
       watch.judge.add(calls);
       answerJudge.unparsedReplies += unparsed;
     });
-    const devices = gpuOf ? `one GPU each: ${gpuOf.join(', ')}` : backend.name === 'wasm' ? 'one wasm thread each' : `${backend.name} backend`;
+    const devices = gpuOf ? `one GPU each: ${gpuOf.join(', ')}` : backend.name === 'wasm' || backend.name === 'native' ? `one ${backend.name} thread each` : `${backend.name} backend`;
     log(`step: sharded over ${workers} worker processes (${devices}): worker r rolls out, checks and judges seeds r, r + ${workers}, …; updates data-parallel`);
   }
   const deps = {

@@ -81,7 +81,7 @@ export function maskedNll(model: CausalLM, seqs: readonly MaskedSequence[], norm
   const logp = tokenLogProbs(selected, head.weight, tf.tensor1d(layout.targets, 'int32'), {
     ...(opts.chunkSize ? { chunkSize: opts.chunkSize } : {}),
     weightGrad: model.trainable,
-    weightT: head.weightT,
+    ...(head.weightT ? { weightT: head.weightT } : {}),
   });
   return tf.div(tf.neg(tf.sum(logp)), normalizer) as tf.Scalar;
 }

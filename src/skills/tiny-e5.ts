@@ -12,8 +12,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Rng } from '../util/rng.js';
 import { sharedDataPath } from '../util/shared-data.js';
-import type { OnnxGraph, OnnxTensor } from './onnx-writer.js';
-import { ONNX_FLOAT, ONNX_INT64, encodeOnnxModel } from './onnx-writer.js';
+import type { OnnxGraph, OnnxTensor } from '../formats/onnx.js';
+import { ONNX_FLOAT, ONNX_INT64, encodeOnnxModel } from '../formats/onnx.js';
 import { seedCards } from './seeds.js';
 
 /** The real E5 WordPiece tokenizer in the shared development data ($SESA_SHARED_DATA or ../shared/data), if present. */

@@ -7,9 +7,13 @@
 // - `webgpu`: @tensorflow/tfjs-backend-webgpu on Dawn (npm `webgpu`), optional peers in the side folder
 //   `.webgpu/`, started by ./webgpu.ts with the workarounds in ./webgpu-fixes.ts. Where Dawn finds no adapter it
 //   is refused with Dawn's reason.
+// - `native`: wasm's single-threaded build for the elementwise kernels, with every large matMul and the frozen
+//   base model on onnxruntime-node's MLAS on `threads` threads (./native-matmul.ts, ./frozen-matrix.ts). The
+//   threaded wasm build is not used: its heap is shared memory, which the binding refuses to read without a copy.
 // - `cpu`: the pure-JS reference backend (slow, but exact and always present).
 // - `auto`: the fastest that is available and it says which it picked, and why not the ones before it:
-//   tfjs-node-gpu, then webgpu on a GPU adapter (not a CPU renderer), then tfjs-node, then wasm.
+//   tfjs-node-gpu, then webgpu on a GPU adapter (not a CPU renderer), then tfjs-node, then native (where
+//   onnxruntime-node's binding loads), then wasm.
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import * as tf from '@tensorflow/tfjs';
@@ -20,12 +24,14 @@ import { activateThreadedWasm, releaseThreadedWasm } from './wasm-threads.js';
 import { registerGradientFixes } from './gradient-fixes.js';
 import { activateWebgpu, describeAdapter, probeWebgpu, WEBGPU_FLAGS_ENV, type WebgpuAdapterReport } from './webgpu.js';
 import { registerWebgpuFixes } from './webgpu-fixes.js';
+import { activateNativeMatMul, deactivateNativeMatMul } from './native-matmul.js';
+import { ortAvailability } from './ort-binding.js';
 
 export { tf };
 
-export const BACKEND_CHOICES = ['auto', 'tensorflow', 'webgpu', 'wasm', 'cpu'] as const;
+export const BACKEND_CHOICES = ['auto', 'tensorflow', 'webgpu', 'native', 'wasm', 'cpu'] as const;
 export type BackendChoice = (typeof BACKEND_CHOICES)[number];
-export type BackendName = 'tensorflow' | 'webgpu' | 'wasm' | 'cpu';
+export type BackendName = 'tensorflow' | 'webgpu' | 'native' | 'wasm' | 'cpu';
 
 export interface BackendInfo {
   /** The tfjs backend that is active. */
@@ -34,7 +40,10 @@ export interface BackendInfo {
   provider: string;
   /** Why it was picked (for `auto`) or that it was asked for. */
   reason: string;
-  /** Compute threads: wasm runs exactly this many; cpu is 1; tensorflow, webgpu: not ours to set (undefined). */
+  /**
+   * Compute threads: wasm runs exactly this many; native runs its matMuls on this many (and the rest of tfjs on
+   * one); cpu is 1; tensorflow, webgpu: not ours to set (undefined).
+   */
   threads: number | undefined;
   /** The WebGPU adapter, on the webgpu backend. */
   adapter?: WebgpuAdapterReport;
@@ -47,7 +56,15 @@ export interface BackendOptions {
 
 /** `backend: wasm (provider; reason; 2 threads)`, the line commands print at start. */
 export function describeBackend(info: BackendInfo): string {
-  const threads = info.name === 'webgpu' ? `adapter ${info.adapter ? describeAdapter(info.adapter) : '?'}` : info.threads === undefined ? 'threads managed by libtensorflow' : `${info.threads} thread${info.threads === 1 ? '' : 's'}`;
+  const plural = (n: number): string => `${n} thread${n === 1 ? '' : 's'}`;
+  const threads =
+    info.name === 'webgpu'
+      ? `adapter ${info.adapter ? describeAdapter(info.adapter) : '?'}`
+      : info.threads === undefined
+        ? 'threads managed by libtensorflow'
+        : info.name === 'native'
+          ? `matMuls on ${plural(info.threads)}, the rest on 1`
+          : plural(info.threads);
   return `${info.name} (${info.provider}; ${info.reason}; ${threads})`;
 }
 
@@ -107,28 +124,33 @@ export function webgpuRefusal(reason: string): string {
 }
 
 async function activate(name: BackendName, threads: number | undefined): Promise<void> {
+  // The native matMul path routes only on the `native` backend; every other start turns it off.
+  if (name !== 'native') deactivateNativeMatMul();
   if (name === 'webgpu') {
     await activateWebgpu(probeWebgpu(), registerWebgpuFixes);
     registerGradientFixes();
     return;
   }
+  // The tfjs backend underneath: native is the single-threaded wasm build.
+  const tfName = name === 'native' ? 'wasm' : name;
   if (name === 'wasm' && threads !== undefined && threads > 1) {
     await activateThreadedWasm(threads);
   } else {
     // One wasm thread is the package's own (single-threaded SIMD) build; it is also what cpu tests switch to.
-    if (name === 'wasm') releaseThreadedWasm();
-    const ok = await tf.setBackend(name);
+    if (tfName === 'wasm') releaseThreadedWasm();
+    const ok = await tf.setBackend(tfName);
     await tf.ready();
     // tfjs falls back to another backend when initialisation fails; never accept that silently.
-    if (!ok || tf.getBackend() !== name) {
-      throw new Error(`tfjs backend '${name}' failed to initialise (active backend is '${tf.getBackend()}')`);
+    if (!ok || tf.getBackend() !== tfName) {
+      throw new Error(`tfjs backend '${tfName}' failed to initialise (active backend is '${tf.getBackend()}')`);
     }
   }
   registerGradientFixes();
-  if (name === 'wasm') {
+  if (tfName === 'wasm') {
     registerWasmFixes();
     await prepareBatchedMatMul();
   }
+  if (name === 'native') activateNativeMatMul(threads ?? availableParallelism());
 }
 
 /**
@@ -154,6 +176,10 @@ export async function initBackend(choice: BackendChoice = 'auto', options: Backe
       );
     }
     info = { name: 'tensorflow', provider: pkg, reason: 'requested' };
+  } else if (choice === 'native') {
+    const ort = ortAvailability();
+    if (!ort.ok) throw new Error(`--backend native cannot start: ${ort.reason}. Use --backend wasm (or auto, which picks wasm then)`);
+    info = { name: 'native', provider: nativeProvider(ort.version as string), reason: 'requested' };
   } else if (choice === 'wasm') {
     info = { name: 'wasm', provider: '@tensorflow/tfjs-backend-wasm', reason: 'requested' };
   } else if (choice === 'cpu') {
@@ -162,7 +188,7 @@ export async function initBackend(choice: BackendChoice = 'auto', options: Backe
     info = await autoChoice();
   }
   let threads: number | undefined;
-  if (info.name === 'wasm') threads = requested ?? availableParallelism();
+  if (info.name === 'wasm' || info.name === 'native') threads = requested ?? availableParallelism();
   else if (info.name === 'cpu') {
     if (requested !== undefined && requested > 1) throw new Error(`--threads ${requested}: the cpu backend runs on one thread; use --backend wasm for more`);
     threads = 1;
@@ -190,11 +216,23 @@ async function autoChoice(): Promise<Omit<BackendInfo, 'threads'>> {
   const webgpuWhy = probe.ok ? `webgpu's adapter is ${describeAdapter(probe.adapter)}, slower than wasm` : probe.installed ? `webgpu: ${probe.reason}` : 'webgpu is not installed';
   const cpuPkg = await loadTensorflowBinding('cpu');
   if (cpuPkg) return { name: 'tensorflow', provider: cpuPkg, reason: `auto: ${cpuPkg} is installed (${webgpuWhy})` };
+  const ort = ortAvailability();
+  if (ort.ok) {
+    return {
+      name: 'native',
+      provider: nativeProvider(ort.version as string),
+      reason: `auto: no native TensorFlow binding installed; ${webgpuWhy}; onnxruntime-node's binding loads, so matMuls run natively`,
+    };
+  }
   return {
     name: 'wasm',
     provider: '@tensorflow/tfjs-backend-wasm',
-    reason: `auto: no native TensorFlow binding installed; ${webgpuWhy}; wasm (SIMD) is the fastest available`,
+    reason: `auto: no native TensorFlow binding installed; ${webgpuWhy}; ${ort.reason}; wasm (SIMD) is the fastest available`,
   };
+}
+
+function nativeProvider(version: string): string {
+  return `onnxruntime-node ${version} (MLAS) with @tensorflow/tfjs-backend-wasm`;
 }
 
 export function activeBackend(): BackendInfo {

@@ -1,5 +1,6 @@
 // Small tensor helpers shared by the model and the trainer. Backend-agnostic.
 import { tf } from './backend.js';
+import type { FrozenMatrix } from './frozen-matrix.js';
 
 type Inputs = Array<tf.Tensor | tf.GradSaveFunc>;
 
@@ -13,20 +14,18 @@ export function recordingGradients(): boolean {
 }
 
 /**
- * `x @ w` for a frozen weight `w` stored as [in, out] (transposed from Hugging Face's [out, in] at load time,
- * so the forward takes XNNPACK's fast non-transposed 2-D path). The gradient flows to `x` only (base weights
- * are never trained) and is computed as `dy @ wT`, with `wT` the held transpose of `w` when given, else an
- * explicit transpose per backward, because matMul with a transposed operand is ~7× slower on wasm
- * (docs/method.md, "The tensor stack"; a held one also spares XNNPACK repacking a new right operand).
+ * `x @ W` for a frozen weight W [in, out] (./frozen-matrix.ts: a tensor, or onnxruntime's on the native
+ * backend). The gradient flows to `x` only (base weights are never trained) and is dy @ Wᵀ, which the matrix
+ * forms without a transposed matMul operand (~7× slower on wasm: docs/method.md, "The tensor stack").
  */
-export function linearFrozen(x: tf.Tensor2D, w: tf.Tensor2D, wT?: tf.Tensor2D): tf.Tensor2D {
-  // Untaped: the same matMul without the custom-gradient wrapper.
-  if (!recordingGradients()) return tf.matMul(x, w);
+export function linearFrozen(x: tf.Tensor2D, w: FrozenMatrix): tf.Tensor2D {
+  // Untaped: the same product without the custom-gradient wrapper.
+  if (!recordingGradients()) return w.times(x);
   const f = tf.customGrad((...inputs: Inputs) => {
     const xIn = inputs[0] as tf.Tensor2D;
     return {
-      value: tf.matMul(xIn, w),
-      gradFunc: (dy: tf.Tensor) => tf.matMul(dy as tf.Tensor2D, wT ?? tf.transpose(w)),
+      value: w.times(xIn),
+      gradFunc: (dy: tf.Tensor) => w.timesTransposed(dy as tf.Tensor2D),
     };
   });
   return f(x) as tf.Tensor2D;

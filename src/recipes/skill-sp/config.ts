@@ -3,6 +3,7 @@
 // 5 iterations, β = 1, τ = 5, the routing weights of its worked example (0.5, 0.25, 0.25), the clip [0.1, 1].
 // The rest are ours.
 import { bool, choice, type ConfigOf, fixedOnResumeExcept, int, num, optionalNum, str } from '../../settings/setting.js';
+import { BACKEND_CHOICES } from '../../tensor/backend.js';
 import { defaultsOf } from '../../settings/table.js';
 
 const families = (v: string): string | undefined =>
@@ -11,7 +12,7 @@ const families = (v: string): string | undefined =>
 export const SKILL_SP_SETTINGS = fixedOnResumeExcept(
   {
     model: str('tiny', { help: "model folder or name for the proposer and solver (one frozen base, two LoRA adapters); 'tiny' = the embedded tiny random Qwen3" }),
-    backend: choice(['auto', 'tensorflow', 'webgpu', 'wasm', 'cpu'], 'auto', { help: 'tensor backend (auto picks the fastest available)' }),
+    backend: choice(BACKEND_CHOICES, 'auto', { help: 'tensor backend (auto picks the fastest available)' }),
     threads: optionalNum({ min: 1, check: (v) => (v === undefined || Number.isInteger(v) ? undefined : `must be a whole number of threads, got ${v}`), help: 'compute threads of the wasm backend (default: all cores; a count the backend does not honour is an error)' }),
     out: str('runs/skill-sp', { help: 'run folder (config.json, metrics.jsonl, library.json, adapters)' }),
     iterations: int(5, { help: 'self-play iterations (the paper: 5; on --resume: a larger value extends the run)' }),

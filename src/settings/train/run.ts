@@ -1,4 +1,5 @@
 // The run group: what to train, how long, where the run folder is, and the recipe (docs/method.md, "Recipes").
+import { BACKEND_CHOICES } from '../../tensor/backend.js';
 import { choice, fixedForRun, int, optionalNum, str } from '../setting.js';
 
 /**
@@ -22,11 +23,11 @@ export const RUN_SETTINGS = {
     help: "base model: 'demo' = the demo world's warm-start model shipped in models/demo (the embedded default: SESA in that world, docs/world.md); a Hugging Face folder or a registry name (qwen3-4b, ...); 'tiny' = a tiny random Qwen3 (mechanics only: it writes no valid question)",
     resume: fixedForRun('the adapters and optimizer state of the run belong to its base model'),
   }),
-  backend: choice(['auto', 'tensorflow', 'webgpu', 'wasm', 'cpu'], 'auto', { help: 'tensor backend (auto picks the fastest available and says which)' }),
+  backend: choice(BACKEND_CHOICES, 'auto', { help: 'tensor backend (auto picks the fastest available and says which: on a CPU machine native, where onnxruntime-node loads, else wasm)' }),
   gpus: int(1, {
     help: 'GPUs: N > 1 runs the step on N worker processes, one GPU each (CUDA_VISIBLE_DEVICES=rank); needs the tensorflow GPU backend (@tensorflow/tfjs-node-gpu) and is refused on another backend, where --workers N runs N processes on the CPU',
   }),
-  threads: optionalNum({ min: 1, check: (v) => (v === undefined || Number.isInteger(v) ? undefined : `must be a whole number of threads, got ${v}`), help: 'compute threads of the wasm backend (default: all cores; a count the backend does not honour is an error)' }),
+  threads: optionalNum({ min: 1, check: (v) => (v === undefined || Number.isInteger(v) ? undefined : `must be a whole number of threads, got ${v}`), help: 'compute threads of the wasm backend, or of the native backend\'s matMuls (default: all cores; a count the backend does not honour is an error)' }),
   workers: int(1, {
     help: 'worker processes that shard the step: worker r rolls out seeds r, r + N, … and the GRPO updates are data-parallel over all (each holds the model and both adapters; docs/scale-out.md); 1 = all in this process',
   }),

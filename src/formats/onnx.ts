@@ -2,6 +2,9 @@
 // just enough of onnx.proto (ModelProto, GraphProto, NodeProto, TensorProto, ValueInfoProto,
 // AttributeProto) to emit small inference graphs with float32/int64 initializers. Field numbers follow
 // onnx/onnx.proto3; unknown features are simply not supported, so there is nothing to get half right.
+// Used for the tiny E5 test model (src/skills/tiny-e5.ts) and for the native matMul path's one-node models,
+// whose initializers are a model's frozen weights (src/tensor/native-matmul.ts): a nested message is appended
+// as its parts, so an initializer's bytes are copied once, into the finished model.
 
 class PbWriter {
   private chunks: Uint8Array[] = [];
@@ -43,8 +46,11 @@ class PbWriter {
     return this.bytes(field, new TextEncoder().encode(s));
   }
 
+  /** A nested message: its parts are appended as they are (no copy until the outermost `finish`). */
   message(field: number, m: PbWriter): this {
-    return this.bytes(field, m.finish());
+    this.tag(field, 2).varint(m.len);
+    for (const c of m.chunks) this.push(c);
+    return this;
   }
 
   float(field: number, v: number): this {
@@ -82,6 +88,8 @@ export type OnnxAttr = { name: string; int: number } | { name: string; float: nu
 
 export interface OnnxNode {
   op: string;
+  /** The operator's domain: '' (ai.onnx, the default) or 'com.microsoft' (onnxruntime's contrib ops). */
+  domain?: string;
   inputs: string[];
   outputs: string[];
   name?: string;
@@ -145,8 +153,12 @@ function nodeProto(n: OnnxNode, i: number): PbWriter {
   w.string(3, n.name ?? `${n.op}_${i}`);
   w.string(4, n.op);
   for (const a of n.attrs ?? []) w.message(5, attribute(a));
+  if (n.domain) w.string(7, n.domain);
   return w;
 }
+
+/** The contrib domain's version that `com.microsoft` nodes are written against. */
+const MICROSOFT_OPSET = 1;
 
 export function encodeOnnxModel(g: OnnxGraph, opts: { opset?: number; irVersion?: number; producer?: string } = {}): Uint8Array {
   const graph = new PbWriter();
@@ -155,11 +167,11 @@ export function encodeOnnxModel(g: OnnxGraph, opts: { opset?: number; irVersion?
   for (const t of g.initializers) graph.message(5, tensorProto(t)); // initializer
   for (const v of g.inputs) graph.message(11, valueInfo(v)); // input
   for (const v of g.outputs) graph.message(12, valueInfo(v)); // output
-  const opset = new PbWriter().string(1, '').int(2, opts.opset ?? 14); // OperatorSetIdProto: domain, version
-  return new PbWriter()
+  const model = new PbWriter()
     .int(1, opts.irVersion ?? 8) // ir_version
     .string(2, opts.producer ?? 'sesa-train') // producer_name
     .message(7, graph) // graph
-    .message(8, opset) // opset_import
-    .finish();
+    .message(8, new PbWriter().string(1, '').int(2, opts.opset ?? 14)); // opset_import: domain, version
+  if (g.nodes.some((n) => n.domain === 'com.microsoft')) model.message(8, new PbWriter().string(1, 'com.microsoft').int(2, MICROSOFT_OPSET));
+  return model.finish();
 }
