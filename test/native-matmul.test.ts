@@ -1,0 +1,270 @@
+// The native matMul path (src/tensor/native-matmul.ts, src/tensor/frozen-matrix.ts): onnxruntime's MLAS for
+// tfjs's large matMuls and for the frozen base, checked against float64 references and against the wasm path.
+//
+// Tolerances (docs/method.md, "The tensor stack"): a product of K terms in float32 is off its exact value by at
+// most about K·2⁻²⁴·Σ|aₖbₖ| whatever the order of the sums; both paths are held to 4× that bound against float64.
+// The forward's log-probs are held to the wasm forward's own bound against the float64 reference (1e-4), and a
+// GRPO update's LoRA gradients to 1e-5 of the largest gradient against the wasm path's.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
+import { LoraAdapter } from '../src/model/lora.js';
+import { CausalLM } from '../src/model/qwen3.js';
+import { scoreBatch } from '../src/model/score.js';
+import { disposeGrads } from '../src/rl/accumulate.js';
+import { grpoGradients, type TrainingSequence } from '../src/rl/grpo-update.js';
+import { activeBackend, initBackend, tf } from '../src/tensor/backend.js';
+import { holdsNatively, NATIVE_LINEAR, NATIVE_MIN_FLOATS, NativeMatrix, TensorMatrix } from '../src/tensor/frozen-matrix.js';
+import { MIN_ROWS, MIN_WORK, nativeMatMulCalls, nativeMatMulThreads } from '../src/tensor/native-matmul.js';
+import { Rng } from '../src/util/rng.js';
+import { ReferenceModel } from './helpers/reference-forward.js';
+
+function values(n: number, rng: Rng): Float32Array {
+  // Mixed signs and magnitudes.
+  return Float32Array.from({ length: n }, () => (rng.next() - 0.5) * 10 ** (rng.int(3) - 1));
+}
+
+/** op(a)·op(b) in float64 for 3-D a, b (one side may have a single plane), and the per-element bound Σ|aₖbₖ|. */
+function reference(a: Float32Array, aShape: number[], b: Float32Array, bShape: number[], ta: boolean, tb: boolean): { y: Float64Array; bound: Float64Array; K: number } {
+  const [pa, ra, ca] = aShape as [number, number, number];
+  const [pb, rb, cb] = bShape as [number, number, number];
+  const M = ta ? ca : ra;
+  const K = ta ? ra : ca;
+  const N = tb ? rb : cb;
+  const P = Math.max(pa, pb);
+  const y = new Float64Array(P * M * N);
+  const bound = new Float64Array(P * M * N);
+  for (let p = 0; p < P; p++) {
+    const ao = (pa === 1 ? 0 : p) * ra * ca;
+    const bo = (pb === 1 ? 0 : p) * rb * cb;
+    for (let i = 0; i < M; i++) {
+      for (let j = 0; j < N; j++) {
+        let s = 0;
+        let m = 0;
+        for (let k = 0; k < K; k++) {
+          const av = a[ao + (ta ? k * ca + i : i * ca + k)] as number;
+          const bv = b[bo + (tb ? j * cb + k : k * cb + j)] as number;
+          s += av * bv;
+          m += Math.abs(av * bv);
+        }
+        y[(p * M + i) * N + j] = s;
+        bound[(p * M + i) * N + j] = m;
+      }
+    }
+  }
+  return { y, bound, K };
+}
+
+/** The largest error of `got` against the float64 product, as a multiple of the float32 bound K·2⁻²⁴·Σ|aₖbₖ|. */
+function boundMultiple(got: Float32Array, ref: { y: Float64Array; bound: Float64Array; K: number }): number {
+  let worst = 0;
+  for (let i = 0; i < got.length; i++) {
+    const allowed = ref.K * 2 ** -24 * (ref.bound[i] as number);
+    if (allowed > 0) worst = Math.max(worst, Math.abs((got[i] as number) - (ref.y[i] as number)) / allowed);
+  }
+  return worst;
+}
+
+afterAll(async () => {
+  await initBackend('wasm', { threads: 1 });
+});
+
+describe('tf.matMul on the native backend', () => {
+  // [a shape, b shape, transposeA, transposeB]: every layout, 2-D and batched, one side broadcast.
+  const cases: Array<[number[], number[], boolean, boolean]> = [
+    [[1, 96, 200], [1, 200, 80], false, false],
+    [[1, 96, 200], [1, 80, 200], false, true],
+    [[1, 200, 96], [1, 200, 80], true, false],
+    [[1, 200, 96], [1, 80, 200], true, true],
+    [[3, 64, 128], [3, 128, 48], false, false],
+    [[3, 64, 128], [1, 48, 128], false, true],
+  ];
+
+  it.each(cases)('%j · %j (transposed %s, %s) runs on MLAS within the float32 bound, as the wasm path does', async (aShape, bShape, ta, tb) => {
+    const rng = new Rng(aShape[1] as number);
+    const a = values(aShape.reduce((x, y) => x * y, 1), rng);
+    const b = values(bShape.reduce((x, y) => x * y, 1), rng);
+    const ref = reference(a, aShape, b, bShape, ta, tb);
+    const product = async (backend: 'wasm' | 'native'): Promise<Float32Array> => {
+      await initBackend(backend, { threads: 2 });
+      const before = tf.memory().numTensors;
+      const y = tf.tidy(() => tf.matMul(tf.tensor3d(a, aShape as [number, number, number]), tf.tensor3d(b, bShape as [number, number, number]), ta, tb));
+      const out = y.dataSync() as Float32Array;
+      y.dispose();
+      expect(tf.memory().numTensors).toBe(before);
+      return out;
+    };
+    const wasm = await product('wasm');
+    const calls = nativeMatMulCalls();
+    const native = await product('native');
+    expect(nativeMatMulCalls()).toBe(calls + 1);
+    expect(boundMultiple(wasm, ref)).toBeLessThanOrEqual(4);
+    expect(boundMultiple(native, ref)).toBeLessThanOrEqual(4);
+  });
+
+  it('leaves small products, and products of few rows, to the stock kernel: the same bits as wasm', async () => {
+    const rng = new Rng(5);
+    const shapes: Array<[number[], number[]]> = [
+      [[MIN_ROWS - 1, 512], [512, 512]], // too few rows, however large
+      [[64, 32], [32, 64]], // 64·32·64 = 2^17 < MIN_WORK
+    ];
+    expect(64 * 32 * 64).toBeLessThan(MIN_WORK);
+    for (const [as, bs] of shapes) {
+      const a = values(as.reduce((x, y) => x * y, 1), rng);
+      const b = values(bs.reduce((x, y) => x * y, 1), rng);
+      const run = async (backend: 'wasm' | 'native') => {
+        await initBackend(backend, { threads: 1 });
+        return tf.tidy(() => tf.matMul(tf.tensor2d(a, as as [number, number]), tf.tensor2d(b, bs as [number, number])).dataSync());
+      };
+      const want = await run('wasm');
+      const calls = nativeMatMulCalls();
+      const got = await run('native');
+      expect(nativeMatMulCalls()).toBe(calls);
+      expect(Array.from(got)).toEqual(Array.from(want));
+    }
+  });
+
+  it('carries tfjs matMul gradients (their transposed products reach the same kernel) within the float32 bound', async () => {
+    await initBackend('native', { threads: 2 });
+    const rng = new Rng(9);
+    const [M, K, N] = [80, 120, 72];
+    const a = values(M * K, rng);
+    const b = values(K * N, rng);
+    const dy = values(M * N, rng);
+    const calls = nativeMatMulCalls();
+    const [da, db] = tf.tidy(() => {
+      const g = tf.grads((x: tf.Tensor, y: tf.Tensor) => tf.sum(tf.mul(tf.matMul(x as tf.Tensor2D, y as tf.Tensor2D), tf.tensor2d(dy, [M, N]))));
+      return g([tf.tensor2d(a, [M, K]), tf.tensor2d(b, [K, N])]).map((t) => t.dataSync() as Float32Array);
+    }) as unknown as [Float32Array, Float32Array];
+    // da = dy·bᵀ and db = aᵀ·dy, both on MLAS (plus the forward).
+    expect(nativeMatMulCalls()).toBe(calls + 3);
+    expect(boundMultiple(da, reference(dy, [1, M, N], b, [1, K, N], false, true))).toBeLessThanOrEqual(4);
+    expect(boundMultiple(db, reference(a, [1, M, K], dy, [1, M, N], true, false))).toBeLessThanOrEqual(4);
+  });
+
+  it('is off on the wasm backend, and the backend says which path runs', async () => {
+    const native = await initBackend('native', { threads: 2 });
+    expect(native.name).toBe('native');
+    expect(native.threads).toBe(2);
+    expect(nativeMatMulThreads()).toBe(2);
+    expect(native.provider).toMatch(/^onnxruntime-node \d+\.\d+\.\d+ \(MLAS\)/);
+    expect(tf.getBackend()).toBe('wasm');
+    await initBackend('wasm', { threads: 1 });
+    expect(nativeMatMulThreads()).toBeUndefined();
+    const calls = nativeMatMulCalls();
+    tf.tidy(() => tf.matMul(tf.ones([128, 256]), tf.ones([256, 128])));
+    expect(nativeMatMulCalls()).toBe(calls);
+    expect(activeBackend().name).toBe('wasm');
+  });
+});
+
+describe('frozen matrices', () => {
+  it('NativeMatrix forms x·W and dy·Wᵀ within the float32 bound, in one kernel each, and refuses after dispose', async () => {
+    await initBackend('native', { threads: 2 });
+    const rng = new Rng(3);
+    const [inDim, outDim, rows] = [96, 160, 40];
+    const stored = values(outDim * inDim, rng); // [out, in], as a checkpoint stores it
+    const x = values(rows * inDim, rng);
+    const dy = values(rows * outDim, rng);
+    let loads = 0;
+    const m = new NativeMatrix(inDim, outDim, () => {
+      loads++;
+      return stored;
+    });
+    expect(m.heapFloats).toBe(0);
+    expect(m.hasBackward).toBe(false);
+    const y = tf.tidy(() => m.times(tf.tensor2d(x, [rows, inDim])).dataSync() as Float32Array);
+    expect(m.hasBackward).toBe(false); // made on first use only
+    const dx = tf.tidy(() => m.timesTransposed(tf.tensor2d(dy, [rows, outDim])).dataSync() as Float32Array);
+    expect(loads).toBe(2);
+    // x·W with W = storedᵀ; dy·Wᵀ = dy·stored.
+    expect(boundMultiple(y, reference(x, [1, rows, inDim], stored, [1, outDim, inDim], false, true))).toBeLessThanOrEqual(4);
+    expect(boundMultiple(dx, reference(dy, [1, rows, outDim], stored, [1, outDim, inDim], false, false))).toBeLessThanOrEqual(4);
+    const profile = await tf.profile(() => void m.times(tf.zeros([2, inDim])).dispose());
+    expect(profile.kernels.map((k) => k.name).filter((n) => n === NATIVE_LINEAR)).toHaveLength(1);
+    expect(tf.tidy(() => m.times(tf.zeros([0, inDim])).shape)).toEqual([0, outDim]);
+    expect(() => tf.tidy(() => m.times(tf.zeros([2, inDim + 1])))).toThrow(/cannot multiply/);
+    m.dispose();
+    expect(() => tf.tidy(() => m.times(tf.zeros([2, inDim])))).toThrow(/disposed/);
+  });
+
+  it('only large matrices are held natively, and only on the native backend', async () => {
+    await initBackend('native', { threads: 1 });
+    expect(holdsNatively(512, 512)).toBe(512 * 512 >= NATIVE_MIN_FLOATS);
+    expect(holdsNatively(128, 384)).toBe(false);
+    await initBackend('wasm', { threads: 1 });
+    expect(holdsNatively(4096, 4096)).toBe(false);
+    expect(() => new NativeMatrix(4, 4, () => new Float32Array(16))).toThrow(/native backend/);
+    const t = new TensorMatrix(tf.ones([3, 2]) as tf.Tensor2D);
+    expect(t.heapFloats).toBe(6);
+    t.holdTransposed();
+    expect(t.heapFloats).toBe(12);
+    t.dispose();
+  });
+});
+
+describe('a model on the native backend', () => {
+  let root: string;
+  let dir: string;
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), 'sesa-native-'));
+    // q, o, the MLP and the head are held natively (≥ 2^18 floats); k and v (512 × 128) stay tensors.
+    dir = makeTinyCheckpoint({ out: join(root, 'm'), arch: 'qwen3', layers: 2, hidden: 512, heads: 8, kvHeads: 2, headDim: 64, intermediate: 1024, vocab: 512, tie: true, seed: 4, dtype: 'f32' }).dir;
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  const rng = new Rng(17);
+  const seqs: TrainingSequence[] = Array.from({ length: 4 }, (_, i) => {
+    const promptIds = Array.from({ length: 20 + i }, () => rng.int(512));
+    const responseIds = Array.from({ length: 24 }, () => rng.int(512));
+    return { promptIds, responseIds, responseMask: responseIds.map((_, j) => (j % 5 === 4 ? 0 : 1)), oldLogprobs: responseIds.map(() => -6), advantage: i - 1.5, samplingTemperature: 1 };
+  });
+
+  async function run(backend: 'wasm' | 'native'): Promise<{ logprobs: number[]; grads: Record<string, Float32Array>; heapFloats: number; parameters: number }> {
+    await initBackend(backend, { threads: 2 });
+    const before = tf.memory().numTensors;
+    const model = await CausalLM.load(dir);
+    const adapter = LoraAdapter.create('solver', model.config, { r: 8, alpha: 16, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] }, { seed: 1, randomB: true, randomBStd: 0.02 });
+    const params = Object.fromEntries(adapter.variables());
+    const [scored] = await scoreBatch(model, [(seqs[0] as TrainingSequence).promptIds]);
+    const g = await grpoGradients(model, adapter, params, seqs, { microBatchSize: 2, klCoef: 0.01 });
+    const grads = Object.fromEntries(Object.entries(g.grads).map(([k, v]) => [k, (v as tf.Tensor).dataSync() as Float32Array]));
+    disposeGrads(g.grads);
+    const out = { logprobs: scored?.logprobs ?? [], grads, heapFloats: model.heapWeightFloats(), parameters: model.parameterCount() };
+    adapter.dispose();
+    model.dispose();
+    // Nothing is left: the model's tensors (held transposes included) go with it.
+    expect(tf.memory().numTensors).toBe(before);
+    return out;
+  }
+
+  it('scores within the float64 reference bound, trains LoRA with the wasm path\'s gradients, and keeps its large weights out of the heap', async () => {
+    const wasm = await run('wasm');
+    const native = await run('native');
+    const ref = new ReferenceModel(dir).logProbs((seqs[0] as TrainingSequence).promptIds);
+    const ids = (seqs[0] as TrainingSequence).promptIds;
+    let worst = 0;
+    native.logprobs.forEach((lp, t) => (worst = Math.max(worst, Math.abs(lp - ((ref[t] as Float64Array)[ids[t + 1] as number] as number)))));
+    expect(native.logprobs).toHaveLength(ids.length - 1);
+    expect(worst).toBeLessThanOrEqual(1e-4);
+    let scale = 0;
+    let diff = 0;
+    for (const [k, w] of Object.entries(wasm.grads)) {
+      const n = native.grads[k] as Float32Array;
+      expect(n.length).toBe(w.length);
+      w.forEach((v, i) => {
+        scale = Math.max(scale, Math.abs(v));
+        diff = Math.max(diff, Math.abs(v - (n[i] as number)));
+      });
+    }
+    expect(scale).toBeGreaterThan(0);
+    expect(diff).toBeLessThanOrEqual(1e-5 * scale);
+    // The same model; natively, q, o, the MLP (each with the transpose the wasm update holds for its backward)
+    // and the head (the embedding's transpose) left the heap.
+    expect(native.parameters).toBe(wasm.parameters);
+    const held = 2 * 2 * (2 * 512 * 512 + 3 * 512 * 1024) + 512 * 512;
+    expect(wasm.heapFloats - native.heapFloats).toBe(held);
+  });
+});
