@@ -12,7 +12,7 @@ import { checkE5, checkModelFolder, checkModelMemory, parameterCount } from '../
 import { checkRetriever } from '../src/doctor/retriever.js';
 import { formatReport, runDoctor } from '../src/doctor/run.js';
 import { checkDisk, checkNode } from '../src/doctor/system.js';
-import { checkCuda, checkTensorBackends, checkWasm, parseNvidiaSmi } from '../src/doctor/tensor-backends.js';
+import { checkCuda, checkNative, checkTensorBackends, checkWasm, parseNvidiaSmi } from '../src/doctor/tensor-backends.js';
 import type { CheckResult, CommandOutput, DoctorOptions, Probes } from '../src/doctor/types.js';
 import { checkWebgpu, checkWebgpuModel, largestTensorBytes } from '../src/doctor/webgpu.js';
 import { loadModelConfig, parseModelConfig } from '../src/model/config.js';
@@ -377,6 +377,14 @@ describe('doctor: the webgpu backend', () => {
 });
 
 describe('doctor: the wasm check', () => {
+  it('native: the binding loads here, with its version and the thread layout a run gets', async () => {
+    const r = await checkNative({ backend: 'auto', threads: 3 }, 2);
+    expect(r.status).toBe('ok');
+    expect(r.detail).toMatch(/^onnxruntime-node \d+\.\d+\.\d+ loads: matMuls and the frozen base on MLAS on 3 threads, the rest on the single-threaded wasm build \(auto picks it/);
+    expect((await checkNative({ backend: 'wasm' }, 2)).detail).toContain('on 2 threads');
+    expect((await checkNative({ backend: 'wasm' }, 2)).detail).toContain('not used: --backend wasm');
+  });
+
   it('reports the threads training runs on (the threaded build on every core), not the stock build\'s flag', async () => {
     const r = await checkWasm({ backend: 'wasm' });
     expect(r.status).toBe('ok');

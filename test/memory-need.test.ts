@@ -85,6 +85,15 @@ describe('memory need per backend', () => {
     expect(backendRefusal('small', memoryNeed(100e6, true), 'wasm', 24 * GIB)).toBeUndefined();
     // The cpu backend keeps the weights in this process: more than the machine's memory is refused.
     expect(backendRefusal('qwen3-4b', need, 'cpu', 8 * GIB)).toContain("more than this machine's 8.0 GiB of memory");
+    // The native backend keeps the weights packed twice (forward and backward) in system memory.
+    const native = need.backends.find((b) => b.backend === 'native');
+    expect(native).toMatchObject({ runBytes: 8 * need.parameters });
+    const nativeRefusal = backendRefusal('qwen3-4b', need, 'native', 24 * GIB) as string;
+    expect(nativeRefusal).toContain('the native backend keeps them packed twice in system memory to train (30.0 GiB), more than this machine\'s 24.0 GiB');
+    expect(nativeRefusal).toContain('@tensorflow/tfjs-node-gpu (CUDA 11.2, cuDNN 8.1), per GPU with ≈ 19.5 GiB');
+    expect(refusal).toContain('--backend native (onnxruntime-node, what auto picks on a CPU machine), system memory with ≈ 34.5 GiB');
+    expect(backendRefusal('qwen3-4b', need, 'native', 64 * GIB)).toBeUndefined();
+    expect(backendRefusal('qwen3-0.6b', memoryNeed(0.6e9, true), 'native', 24 * GIB)).toBeUndefined();
   });
 
   it('the wasm line: the weights and their packed copy must fit the 4 GiB heap', () => {
@@ -103,7 +112,7 @@ describe('memory need per backend', () => {
     const end = page.indexOf(MODELS_END);
     expect(start).toBeGreaterThan(0);
     expect(page.slice(start, end + MODELS_END.length)).toBe(modelsSection());
-    expect(modelMemoryMarkdown()).toContain('| `qwen3-4b` | 4B | 14.9 GiB | no (29.8 GiB with the packed copy) | ≥ 19.4 GiB | ≥ 19.4 GiB |');
+    expect(modelMemoryMarkdown()).toContain('| `qwen3-4b` | 4B | 14.9 GiB | no (29.8 GiB with the packed copy) | ≥ 34.3 GiB | ≥ 19.4 GiB | ≥ 19.4 GiB |');
   });
 });
 
@@ -114,7 +123,7 @@ describe('the refusal before loading, through the command line', () => {
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain('models--Qwen--Qwen3-4B');
     expect(r.stderr).toContain('4.02B parameters, 15.0 GiB of f32 weights; the wasm backend holds the weights and XNNPACK');
-    expect(r.stderr).toContain('Backends that would: --backend tensorflow with @tensorflow/tfjs-node-gpu');
+    expect(r.stderr).toContain('Backends that would: --backend native (onnxruntime-node, what auto picks on a CPU machine), system memory with ≈ 34.5 GiB, or --backend tensorflow with @tensorflow/tfjs-node-gpu');
     expect(r.stderr).not.toMatch(/safetensors|tensor '.*' is missing/);
   });
 

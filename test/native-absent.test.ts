@@ -15,6 +15,7 @@ const { initBackend, tf } = await import('../src/tensor/backend.js');
 const { nativeMatMulCalls } = await import('../src/tensor/native-matmul.js');
 const { CausalLM } = await import('../src/model/qwen3.js');
 const { makeTinyCheckpoint } = await import('../src/checkpoint/make-tiny.js');
+const { checkNative } = await import('../src/doctor/tensor-backends.js');
 
 describe('without the onnxruntime binding', () => {
   const root = mkdtempSync(join(tmpdir(), 'sesa-no-ort-'));
@@ -25,6 +26,14 @@ describe('without the onnxruntime binding', () => {
     expect(info.name).toBe('wasm');
     expect(info.reason).toContain('onnxruntime-node is not installed');
     await expect(initBackend('native', { threads: 1 })).rejects.toThrow(/--backend native cannot start: onnxruntime-node is not installed/);
+  });
+
+  it('doctor fails native when it is asked for and warns otherwise, with the reason and the fix', async () => {
+    const asked = await checkNative({ backend: 'native' }, 2);
+    expect(asked).toMatchObject({ check: 'native', status: 'fail' });
+    expect(asked.detail).toContain('onnxruntime-node is not installed');
+    expect(asked.fix).toContain('npm ci');
+    expect((await checkNative({ backend: 'auto' }, 2)).status).toBe('warn');
   });
 
   it('runs a model on wasm as before: nothing routed, every weight a tensor', async () => {

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { SafetensorsCheckpoint } from '../formats/safetensors.js';
 import { expectedTensors, loadModelConfig, type ModelConfig } from '../model/config.js';
 import { projectionShape } from '../model/lora.js';
-import { memoryNeedStatement, parameterCount, type MemoryNeed, WORKING_MEMORY_FRACTION } from '../model/memory-need.js';
+import { memoryNeedStatement, NATIVE_WEIGHT_COPIES, parameterCount, type MemoryNeed, WORKING_MEMORY_FRACTION } from '../model/memory-need.js';
 import { resolveModel } from '../model/resolve.js';
 import { packedWeightBytes } from '../tensor/wasm-heap.js';
 import { type CheckResult, type DoctorOptions, firstLine, formatBytes } from './types.js';
@@ -99,6 +99,20 @@ export function checkModelMemory(config: ModelConfig, limitBytes: number, limitN
     `≈ ${formatBytes(need)} with working memory; ${limitName} holds ${formatBytes(limitBytes)}`;
   if (run > limitBytes) return { check: 'model-memory', status: 'fail', detail, fix: 'a smaller model, or a backend with more memory (tfjs-node on the CPU has no 4 GiB cap; tfjs-node-gpu uses the GPU memory; docs/models.md)' };
   if (need > limitBytes) return { check: 'model-memory', status: 'warn', detail, fix: 'lower --micro-batch-size and the token budgets, or use a backend with more memory' };
+  return { check: 'model-memory', status: 'ok', detail };
+}
+
+/**
+ * On the native backend: onnxruntime keeps the frozen weights packed for MLAS in system memory, twice to train
+ * (forward and backward: src/model/memory-need.ts), beside the wasm heap that holds the rest.
+ */
+export function checkNativeModelMemory(config: ModelConfig, systemBytes: number): CheckResult {
+  const weights = 4 * parameterCount(config);
+  const run = NATIVE_WEIGHT_COPIES * weights;
+  const need = run + weights * WORKING_MEMORY_FRACTION;
+  const detail = `${(parameterCount(config) / 1e6).toFixed(1)}M parameters: ${formatBytes(weights)} of f32 weights, packed twice by onnxruntime to train (${formatBytes(run)}), ≈ ${formatBytes(need)} with working memory; system memory holds ${formatBytes(systemBytes)}`;
+  if (run > systemBytes) return { check: 'model-memory', status: 'fail', detail, fix: 'a smaller model, or a machine with more memory (docs/models.md)' };
+  if (need > systemBytes) return { check: 'model-memory', status: 'warn', detail, fix: 'lower --micro-batch-size and the token budgets, or use a machine with more memory' };
   return { check: 'model-memory', status: 'ok', detail };
 }
 

@@ -3,14 +3,14 @@
 import { TINY_DEFAULT_NAME } from '../checkpoint/tiny-default.js';
 import { DEMO_MODEL_NAME, demoModelPath } from '../checkpoint/model-name.js';
 import { execFile } from 'node:child_process';
-import { totalmem } from 'node:os';
+import { availableParallelism, totalmem } from 'node:os';
 import { checkLlamaCpp } from './llama-cpp.js';
 import { lookupModel } from '../../models/registry.js';
 import { memoryNeedOfConfig, memoryNeedOfEntry } from '../model/memory-need.js';
-import { checkE5, checkModelFolder, checkModelMemory, checkModelNeeds, loraParamsPerRank, WASM_HEAP_BYTES } from './model.js';
+import { checkE5, checkModelFolder, checkModelMemory, checkModelNeeds, checkNativeModelMemory, loraParamsPerRank, WASM_HEAP_BYTES } from './model.js';
 import { checkRetriever } from './retriever.js';
 import { checkDisk, checkNode, checkpointBytes, freeBytesAt } from './system.js';
-import { checkGpuWorkers, checkTensorBackends, checkWasm, defaultLibraryDirs, listGpus } from './tensor-backends.js';
+import { checkGpuWorkers, checkNative, checkTensorBackends, checkWasm, defaultLibraryDirs, listGpus } from './tensor-backends.js';
 import type { CheckResult, CommandOutput, DoctorOptions, Probes } from './types.js';
 import { checkWebgpu, checkWebgpuModel } from './webgpu.js';
 import { probeWebgpu } from '../tensor/webgpu.js';
@@ -47,6 +47,8 @@ export async function runDoctor(options: DoctorOptions, probes: Probes = default
   const webgpu = probes.webgpu();
   results.push(checkWebgpu(webgpu, options));
   results.push(await checkWasm(options));
+  const native = await checkNative(options, availableParallelism());
+  results.push(native);
   results.push(await checkLlamaCpp(options));
 
   // The backend the run would use, and how much memory that backend can hold.
@@ -55,6 +57,8 @@ export async function runDoctor(options: DoctorOptions, probes: Probes = default
   // auto takes a GPU adapter after tfjs-node-gpu and before tfjs-node (src/tensor/backend.ts).
   const webgpuAdapter = webgpu.ok && (options.backend === 'webgpu' || (options.backend === 'auto' && !gpuBackend && !webgpu.adapter.cpuRenderer)) ? webgpu.adapter : undefined;
   const cpuTensorflow = !gpuBackend && !webgpuAdapter && (options.backend === 'tensorflow' || options.backend === 'auto') && tfLoads('tfjs-node');
+  // auto takes native after tfjs-node, wherever onnxruntime-node's binding loads.
+  const nativeBackend = native.status === 'ok' && (options.backend === 'native' || (options.backend === 'auto' && !gpuBackend && !webgpuAdapter && !cpuTensorflow));
   if ((options.gpus ?? 1) > 1) results.push(await checkGpuWorkers(probes, options.gpus as number, gpuBackend));
   let limit = Math.min(WASM_HEAP_BYTES, probes.totalMemoryBytes);
   let limitName = 'the wasm heap (4 GiB cap)';
@@ -84,8 +88,10 @@ export async function runDoctor(options: DoctorOptions, probes: Probes = default
     if (model.config) results.push(checkModelNeeds(memoryNeedOfConfig(model.config), 'config.json'));
     else if (entry) results.push(checkModelNeeds(memoryNeedOfEntry(entry), `the registry's size of ${entry.name}`));
     if (model.config) {
-      // Only wasm holds XNNPACK's packed copy of the weights besides them (src/model/memory-need.ts).
-      results.push(checkModelMemory(model.config, limit, limitName, !gpuBackend && !webgpuAdapter && !cpuTensorflow && options.backend !== 'cpu'));
+      // Only wasm holds XNNPACK's packed copy of the weights besides them; native holds them packed in system
+      // memory (src/model/memory-need.ts).
+      if (nativeBackend) results.push(checkNativeModelMemory(model.config, probes.totalMemoryBytes));
+      else results.push(checkModelMemory(model.config, limit, limitName, !gpuBackend && !webgpuAdapter && !cpuTensorflow && options.backend !== 'cpu'));
       if (webgpuAdapter) results.push(checkWebgpuModel(model.config, webgpuAdapter));
       oneCheckpoint = checkpointBytes(loraParamsPerRank(model.config), options.loraR);
     }

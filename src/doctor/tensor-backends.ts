@@ -184,3 +184,29 @@ export async function checkWasm(options: Pick<DoctorOptions, 'backend' | 'thread
     return { check: 'wasm', status: needed ? 'fail' : 'warn', detail: `the wasm backend does not initialise: ${firstLine(err)}`, fix: 'reinstall with npm ci; --backend cpu runs without it (slowly)' };
   }
 }
+
+/**
+ * The native backend (src/tensor/backend.ts): onnxruntime-node's binding loads or not, and the layout a run would
+ * get (matMuls and the frozen base on MLAS on --threads threads, the rest on the single-threaded wasm build).
+ * `auto` picks it on a CPU machine wherever the binding loads.
+ */
+export async function checkNative(options: Pick<DoctorOptions, 'backend' | 'threads'>, cores: number): Promise<CheckResult> {
+  const { ortAvailability } = await import('../tensor/ort-binding.js');
+  const ort = ortAvailability();
+  const wanted = options.backend === 'native';
+  if (!ort.ok) {
+    return {
+      check: 'native',
+      status: wanted ? 'fail' : 'warn',
+      detail: `${ort.reason}: matMuls run on wasm's XNNPACK (about a quarter of MLAS's speed here) and models over ~0.5B parameters do not fit the wasm heap`,
+      fix: 'npm ci (onnxruntime-node is a dependency; its CPU binary ships in the package)',
+    };
+  }
+  const threads = options.threads ?? cores;
+  const picked = wanted ? 'as --backend native asks' : options.backend === 'auto' ? 'auto picks it unless a TensorFlow binding or a GPU adapter loads' : `not used: --backend ${options.backend}`;
+  return {
+    check: 'native',
+    status: 'ok',
+    detail: `onnxruntime-node ${ort.version} loads: matMuls and the frozen base on MLAS on ${threads} thread${threads === 1 ? '' : 's'}, the rest on the single-threaded wasm build (${picked})`,
+  };
+}

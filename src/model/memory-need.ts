@@ -8,6 +8,11 @@
 //   does not run: measured on a Qwen3-0.6B-shaped model (0.6B parameters, 2.2 GiB of f32 weights), which
 //   loads, prints that warning 58 times in one 3-token forward and scores a token NaN. So a model runs on wasm
 //   only when its weights and their packed copy fit in 4 GiB: about 0.5B parameters at most.
+// - native (onnxruntime-node's MLAS beside the wasm heap: src/tensor/frozen-matrix.ts): onnxruntime holds each
+//   frozen weight matrix packed for MLAS in system memory, once for the forward and, when the model trains, once
+//   more for the backward's dy·Wᵀ; the wasm heap keeps the activations, adapters and the embedding table. So
+//   twice the f32 weights, plus working memory, must fit the machine (measured on a Qwen3-0.6B shape:
+//   docs/models.md).
 // - tensorflow with @tensorflow/tfjs-node-gpu (CUDA 11.2, cuDNN 8.1): the weights and the working memory on
 //   each GPU (with --gpus N every worker holds the whole model).
 // - tensorflow with @tensorflow/tfjs-node, and cpu: the same in system memory (cpu is the slow JS reference).
@@ -15,6 +20,7 @@ import { totalmem } from 'node:os';
 import { MODEL_REGISTRY, type RegistryEntry } from '../../models/registry.js';
 import { packedWeightBytes, WASM_HEAP_LIMIT_BYTES } from '../tensor/wasm-heap.js';
 import { tf } from '../tensor/backend.js';
+import { nativeMatMulThreads } from '../tensor/native-matmul.js';
 import { expectedTensors, type ModelConfig } from './config.js';
 
 /** Activations, KV cache, LoRA and optimizer state on top of the f32 weights, as a fraction of them (an estimate). */
@@ -29,10 +35,14 @@ export function parameterCount(cfg: ModelConfig): number {
 }
 
 /** The backends as this page names them. */
-export type MemoryBackend = 'wasm' | 'tensorflow-gpu' | 'tensorflow-cpu' | 'cpu';
+export type MemoryBackend = 'wasm' | 'native' | 'tensorflow-gpu' | 'tensorflow-cpu' | 'cpu';
+
+/** Copies of the f32 weights the native backend keeps to train: packed for the forward and for the backward. */
+export const NATIVE_WEIGHT_COPIES = 2;
 
 export const MEMORY_BACKEND_LABELS: Record<MemoryBackend, string> = {
-  wasm: 'wasm (the default without a TensorFlow binding; 4 GiB heap)',
+  wasm: 'wasm (4 GiB heap)',
+  native: '--backend native (onnxruntime-node, what auto picks on a CPU machine), system memory',
   'tensorflow-gpu': '--backend tensorflow with @tensorflow/tfjs-node-gpu (CUDA 11.2, cuDNN 8.1), per GPU',
   'tensorflow-cpu': '--backend tensorflow with @tensorflow/tfjs-node, system memory',
   cpu: '--backend cpu (the JS reference, very slow), system memory',
@@ -58,6 +68,7 @@ export function memoryNeed(parameters: number, exact: boolean): MemoryNeed {
     weightBytes,
     backends: [
       { backend: 'wasm', runBytes: wasmRun, needBytes: wasmRun + working, limitBytes: WASM_HEAP_LIMIT_BYTES, fits },
+      { backend: 'native', runBytes: NATIVE_WEIGHT_COPIES * weightBytes, needBytes: NATIVE_WEIGHT_COPIES * weightBytes + working },
       ...(['tensorflow-gpu', 'tensorflow-cpu', 'cpu'] as const).map((backend) => ({ backend, runBytes: weightBytes, needBytes: weightBytes + working })),
     ],
   };
@@ -87,6 +98,7 @@ export function memoryNeedLines(n: MemoryNeed): string[] {
       const verdict = b.fits === 'no' ? 'does not fit' : b.fits === 'tight' ? 'runs, with less working memory left than this estimate' : 'fits';
       return `wasm: ${gib(b.runBytes)} with XNNPACK's packed copy of the weights, ≈ ${gib(b.needBytes)} with working memory: ${verdict} (heap 4.0 GiB)`;
     }
+    if (b.backend === 'native') return `native: ≈ ${gib(b.needBytes)} of system memory to train (the weights packed twice by onnxruntime, ${gib(b.runBytes)}, + working memory)`;
     return `${MEMORY_BACKEND_LABELS[b.backend]}: ≈ ${gib(b.needBytes)} (${gib(b.runBytes)} of weights + working memory)`;
   });
 }
@@ -103,6 +115,7 @@ export function memoryNeedStatement(n: MemoryNeed): string {
  */
 export function backendRefusal(label: string, n: MemoryNeed, backend: string | undefined, systemBytes: number = totalmem()): string | undefined {
   const wasm = n.backends.find((b) => b.backend === 'wasm');
+  const native = n.backends.find((b) => b.backend === 'native');
   const others = n.backends.filter((b) => b.backend !== 'wasm' && b.backend !== 'cpu');
   const alternatives = others.map((b) => `${MEMORY_BACKEND_LABELS[b.backend]} with ≈ ${gib(b.needBytes)}`).join(', or ');
   if (backend === 'wasm' && wasm && wasm.fits === 'no') {
@@ -110,6 +123,12 @@ export function backendRefusal(label: string, n: MemoryNeed, backend: string | u
       `${label}: ${paramsText(n)}; the wasm backend holds the weights and XNNPACK's packed copy of them (${gib(wasm.runBytes)}) in one 4 GiB heap, ` +
       `so it cannot run this model. Backends that would: ${alternatives} (this machine has ${gib(systemBytes)} of memory). ` +
       'The memory each model needs per backend: docs/models.md, or sesa-train doctor --model NAME'
+    );
+  }
+  if (backend === 'native' && native && native.runBytes > systemBytes) {
+    return (
+      `${label}: ${paramsText(n)}; the native backend keeps them packed twice in system memory to train (${gib(native.runBytes)}), more than this machine's ${gib(systemBytes)}. ` +
+      `Backends that would: ${others.filter((b) => b.backend !== 'native').map((b) => `${MEMORY_BACKEND_LABELS[b.backend]} with ≈ ${gib(b.needBytes)}`).join(', or ')} (docs/models.md)`
     );
   }
   // The cpu backend keeps every tensor in this process's memory. (With tensorflow the weights may live on a GPU,
@@ -120,21 +139,25 @@ export function backendRefusal(label: string, n: MemoryNeed, backend: string | u
   return undefined;
 }
 
-/** The tensor backend that is active, without starting one (undefined before any command started its backend). */
+/**
+ * The tensor backend that is active, without starting one (undefined before any command started its backend):
+ * 'native' while the native matMul path runs on the wasm backend.
+ */
 export function activeBackendName(): string | undefined {
   const name = (tf.engine() as { backendName?: string | null }).backendName;
+  if (name === 'wasm' && nativeMatMulThreads() !== undefined) return 'native';
   return typeof name === 'string' && name !== '' ? name : undefined;
 }
 
 /** The table of docs/models.md: every registry model, its size and what it needs per backend. */
 export function modelMemoryMarkdown(): string {
-  const head = '| model | parameters | f32 weights | wasm (4 GiB heap) | GPU memory per GPU (tfjs-node-gpu) | system memory (tfjs-node, cpu) |';
+  const head = '| model | parameters | f32 weights | wasm (4 GiB heap) | system memory to train (native) | GPU memory per GPU (tfjs-node-gpu) | system memory (tfjs-node, cpu) |';
   const rows = MODEL_REGISTRY.map((e) => {
     const n = memoryNeedOfEntry(e);
     const b = (k: MemoryBackend) => n.backends.find((x) => x.backend === k) as MemoryNeed['backends'][number];
     const w = b('wasm');
     const wasm = w.fits === 'no' ? `no (${gib(w.runBytes)} with the packed copy)` : w.fits === 'tight' ? `only just (${gib(w.runBytes)} to run, ≈ ${gib(w.needBytes)} with working memory)` : `yes (${gib(w.needBytes)})`;
-    return `| \`${e.name}\` | ${e.paramsB}B | ${gib(n.weightBytes)} | ${wasm} | ≥ ${gib(b('tensorflow-gpu').needBytes)} | ≥ ${gib(b('tensorflow-cpu').needBytes)} |`;
+    return `| \`${e.name}\` | ${e.paramsB}B | ${gib(n.weightBytes)} | ${wasm} | ≥ ${gib(b('native').needBytes)} | ≥ ${gib(b('tensorflow-gpu').needBytes)} | ≥ ${gib(b('tensorflow-cpu').needBytes)} |`;
   });
-  return [head, '|---|---|---|---|---|---|', ...rows].join('\n');
+  return [head, '|---|---|---|---|---|---|---|', ...rows].join('\n');
 }
