@@ -1,8 +1,9 @@
 // GRPO step throughput: one full update (reference log-probs, forward + backward with the adapter, fused
 // log-probs, loss, AdamW) of a LoRA adapter (r 16, all seven projections) on random sequences, for the tiny
-// and the ~100M configurations, on wasm with one thread and with all cores. tokens/s counts every token
-// through the update (prompt and response); the ~100M model runs on wasm only (the cpu backend would take many
-// minutes).
+// and the ~100M configurations, on native and wasm with one thread and with all cores (native: its matMuls' threads;
+// the rest of tfjs runs on one). The wasm rows are the path as it was before the native one: the two side by side
+// in one run are the comparison. tokens/s counts every token through the update (prompt and response); the
+// ~100M model does not run on the cpu backend (it would take many minutes).
 //
 // Model-FLOPs utilization: the useful matMul work of an update (a forward for the reference log-probs, a
 // forward and an input-gradient backward with the adapter: 3 × 2 flops per weight per token, plus attention)
@@ -33,12 +34,12 @@ interface Case {
   prompt: number;
   response: number;
   microBatch: number;
-  backends: Array<'wasm' | 'cpu'>;
+  backends: Array<'native' | 'wasm' | 'cpu'>;
 }
 
 const CASES: Case[] = [
-  { key: 'tiny', make: { arch: 'qwen3', layers: 2, hidden: 64, heads: 4, kvHeads: 2, headDim: 16, intermediate: 128, vocab: 320, seed: 1 }, sequences: 16, prompt: 64, response: 64, microBatch: 8, backends: ['wasm', 'cpu'] },
-  { key: '100m', make: { arch: 'qwen3', layers: 12, hidden: 768, heads: 12, kvHeads: 4, headDim: 64, intermediate: 2048, vocab: 32000, seed: 2 }, sequences: 4, prompt: 64, response: 64, microBatch: 2, backends: ['wasm'] },
+  { key: 'tiny', make: { arch: 'qwen3', layers: 2, hidden: 64, heads: 4, kvHeads: 2, headDim: 16, intermediate: 128, vocab: 320, seed: 1 }, sequences: 16, prompt: 64, response: 64, microBatch: 8, backends: ['native', 'wasm', 'cpu'] },
+  { key: '100m', make: { arch: 'qwen3', layers: 12, hidden: 768, heads: 12, kvHeads: 4, headDim: 64, intermediate: 2048, vocab: 32000, seed: 2 }, sequences: 4, prompt: 64, response: 64, microBatch: 2, backends: ['native', 'wasm'] },
 ];
 
 function sequences(n: number, prompt: number, response: number, vocab: number, seed: number): TrainingSequence[] {
@@ -111,7 +112,7 @@ export const suite: BenchSuite = {
           const caseName = `grpo step ${c.key}`;
           rows.push({ case: caseName, engine: engine.label, metric: 'throughput', value: median(speeds), unit: 'tok/s', notes: note });
           rows.push({ case: caseName, engine: engine.label, metric: 'step time', value: median(secs), unit: 's' });
-          if (backend === 'wasm') {
+          if (backend === 'wasm' || backend === 'native') {
             const rate = matMulRate(c.microBatch * T, model.config.hiddenSize, model.config.intermediateSize);
             const achieved = (median(speeds) * modelFlopsPerToken(model.config, T)) / 1e9;
             rows.push({ case: caseName, engine: engine.label, metric: 'matMul rate', value: rate, unit: 'GFLOP/s', notes: `[${c.microBatch * T},${model.config.hiddenSize}]×[${model.config.hiddenSize},${model.config.intermediateSize}] in this run, same threads` });
@@ -119,7 +120,9 @@ export const suite: BenchSuite = {
             rows.push({ case: caseName, engine: engine.label, metric: 'MFU vs matMul', value: achieved / rate, unit: '×', notes: 'useful update flops per second ÷ the matMul rate above' });
           }
           const profiled = ctx.quick ? 'tiny' : '100m';
-          if (c.key === profiled && engine.label === benchEngines(ctx).filter((e) => e.backend === 'wasm').at(-1)?.label) {
+          // The profile of the last engine of wasm and of native (all cores).
+          const lastOf = (b: string): string | undefined => benchEngines(ctx).filter((e) => e.backend === b).at(-1)?.label;
+          if (c.key === profiled && (engine.label === lastOf('wasm') || engine.label === lastOf('native'))) {
             ctx.log(`grpo: ${c.key} on ${engine.label}: kernel profile`);
             const profile = await profileKernels(() => grpoUpdate(model, adapter, optimizer, params, seqs, cfg), 10);
             rows.push(...profileRows(`profile: grpo step ${c.key} (${engine.label})`, profile));

@@ -12,6 +12,7 @@ import { createRequire } from 'node:module';
 import { writeJsonAtomic } from '../src/util/atomic.js';
 import { LLAMA_CPP_SIDE_DIR } from '../src/llama-cpp/binding.js';
 import { initBackend } from '../src/tensor/backend.js';
+import { ortAvailability } from '../src/tensor/ort-binding.js';
 import type { BenchContext, BenchRow, BenchSuite } from './types.js';
 
 /** tfjs backends a benchmark may run on. */
@@ -25,12 +26,15 @@ export interface RunnerContext extends BenchContext {
   backends: BenchBackend[];
 }
 
-export const DEFAULT_BACKENDS: readonly BenchBackend[] = ['wasm', 'cpu'];
+/** The in-process backends measured by default: native (where onnxruntime-node's binding loads), wasm and cpu. */
+export function defaultBackends(): BenchBackend[] {
+  return [...(ortAvailability().ok ? (['native'] as const) : []), 'wasm', 'cpu'];
+}
 
-/** The backends to measure: the runner's choice, else wasm and cpu. */
+/** The backends to measure: the runner's choice, else the defaults. */
 export function benchBackends(ctx: BenchContext): BenchBackend[] {
   const b = (ctx as Partial<RunnerContext>).backends;
-  return b && b.length > 0 ? [...b] : [...DEFAULT_BACKENDS];
+  return b && b.length > 0 ? [...b] : defaultBackends();
 }
 
 /** One engine of ours to measure: a backend and its compute threads. */
@@ -43,8 +47,8 @@ export interface BenchEngine {
 }
 
 /**
- * The engines to measure: wasm on one thread and on `ctx.threads` (when more than one), then the other
- * backends. Rows on 1 and N threads in the same run give the thread speed-up as a ratio on one machine state.
+ * The engines to measure: native and wasm on one thread and on `ctx.threads` (when more than one), then the other
+ * backends (native's threads are its matMuls'; the rest of it runs on one). Rows on 1 and N threads in the same run give the thread speed-up as a ratio on one machine state.
  */
 export function benchEngines(ctx: BenchContext, prefix = 'sesa'): BenchEngine[] {
   const out: BenchEngine[] = [];
@@ -214,7 +218,7 @@ export function formatTable(result: Pick<SuiteResult, 'suite' | 'rows' | 'error'
 export async function runBenchmarks(opts: RunOptions = {}): Promise<SuiteResult[]> {
   const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const print = opts.print === undefined ? (t: string) => process.stdout.write(`${t}\n\n`) : opts.print;
-  const backends = opts.backends && opts.backends.length > 0 ? opts.backends : [...DEFAULT_BACKENDS];
+  const backends = opts.backends && opts.backends.length > 0 ? opts.backends : defaultBackends();
   const all = opts.suites ?? (await discoverSuites());
   const names = all.map((s) => s.name);
   const only = opts.only?.filter((n) => n.length > 0) ?? [];

@@ -23,7 +23,7 @@ interface Case {
   prompt: number;
   response: number;
   microBatch: number;
-  backends: Array<'wasm' | 'cpu'>;
+  backends: Array<'native' | 'wasm' | 'cpu'>;
 }
 
 const CASES: Case[] = [

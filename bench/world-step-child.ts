@@ -3,7 +3,7 @@
 // so the old and the new code are timed by the same harness, side by side).
 //
 //   node --import tsx bench/world-step-child.ts --root DIR --out DIR [--steps 1] [--seeds-per-step 4]
-//        [--threads 1] [--eval-limit 0]
+//        [--threads 1] [--eval-limit 0] [--backend wasm]
 //
 // The run is `npx sesa-train`'s (WORLD_DEFAULTS over TRAIN_DEFAULTS: the shipped warm start, seed 0) cut to
 // --steps steps; with --eval-limit N > 0 the held-out eval runs at step 0 and at the last step on N questions
@@ -23,6 +23,8 @@ interface Args {
   seedsPerStep: number;
   threads: number;
   evalLimit: number;
+  /** The tensor backend (an older tree knows only the ones it had: wasm is in every one). */
+  backend: string;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -39,6 +41,7 @@ function parseArgs(argv: string[]): Args {
     seedsPerStep: Number(get('seeds-per-step', '4')),
     threads: Number(get('threads', '1')),
     evalLimit: Number(get('eval-limit', '0')),
+    backend: get('backend', 'wasm'),
   };
 }
 
@@ -101,7 +104,7 @@ async function main(): Promise<void> {
       evalEvery: args.evalLimit > 0 ? args.steps : 0,
       ...(args.evalLimit > 0 ? { evalLimit: args.evalLimit } : { evalData: undefined }),
       out: args.out,
-      backend: 'wasm',
+      backend: args.backend as typeof TRAIN_DEFAULTS.backend,
       threads: args.threads,
     },
     { log: () => undefined },

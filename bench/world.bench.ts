@@ -1,4 +1,5 @@
-// Costs in the embedded world (docs/world.md), on the wasm backend:
+// Costs in the embedded world (docs/world.md), on the wasm backend and, for the step, on each backend measured
+// (native and wasm by default):
 // - SFT throughput (all tokens through forward and backward per second) of the world's model spec
 //   (DEMO_MODEL_SPEC, random init, world tokenizer) on expert transcripts of a training world;
 // - the default world step (`npx sesa-train`'s settings: the shipped warm start, seed 0, 4 seeds × 8 proposals,
@@ -7,12 +8,13 @@
 //   world). Each run is a process of its own (bench/world-step-child.ts).
 //
 // Side by side: with SESA_BENCH_BASE=<folder> (a git worktree of an older commit, e.g.
-// `git worktree add ../base <commit>`), the same runs of that tree alternate with this tree's (base, this;
-// this, base; ...), so that both see the same machine state, and each phase gets its speed-up as a ratio
-// (base seconds / this tree's, medians over the repetitions). Both trees must compute the same bits: the
-// digests of the metrics (timings left out), the eval predictions and the adapters are compared, and a row
-// says whether they are identical. The machine's other load moves the seconds, never the ratios' meaning:
-// read the ratios, and run it again when they disagree.
+// `git worktree add ../base <commit>`), the runs of that tree (on wasm, which every tree has) alternate with
+// this tree's on each backend (base, this; this, base; ...), so that all see the same machine state, and each
+// phase gets its speed-up as a ratio (base seconds / this tree's, medians over the repetitions). The digests of
+// the metrics (timings left out), the eval predictions and the adapters are compared, and a row says whether
+// the base and this tree on wasm computed the same bits (native computes other floats: its rows say how far
+// its results moved only through the held-out evaluation, docs/world.md). The machine's other load moves the
+// seconds, never the ratios' meaning: read the ratios, and run it again when they disagree.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,7 +26,7 @@ import { DEMO_MODEL_SPEC, initDemoModel, trainWorldTokenizer } from '../src/worl
 import { DEFAULT_EXPERT_RATES } from '../src/world/experts.js';
 import { buildTranscripts, DEFAULT_TRANSCRIPT_OPTIONS, writeTranscripts } from '../src/world/transcripts.js';
 import { trainingWorldSeeds } from '../src/world/world.js';
-import { median } from './run.js';
+import { benchBackends, median } from './run.js';
 import type { BenchContext, BenchRow, BenchSuite } from './types.js';
 
 /** Evaluation questions per evaluation world in each eval of a step run (the default run evaluates 57); quick: 2. */
@@ -45,9 +47,9 @@ function evalQuestions(ctx: BenchContext): number {
   return ctx.quick ? 2 : EVAL_QUESTIONS_PER_WORLD;
 }
 
-function runStep(root: string, ctx: BenchContext, out: string): StepRun {
+function runStep(root: string, backend: string, ctx: BenchContext, out: string): StepRun {
   const child = join(repoRoot(), 'bench', 'world-step-child.ts');
-  const args = ['--import', 'tsx', child, '--root', root, '--out', out, '--steps', '1', '--seeds-per-step', '4', '--threads', String(ctx.threads), '--eval-limit', String(evalQuestions(ctx))];
+  const args = ['--import', 'tsx', child, '--root', root, '--out', out, '--steps', '1', '--seeds-per-step', '4', '--threads', String(ctx.threads), '--eval-limit', String(evalQuestions(ctx)), '--backend', backend];
   const r = spawnSync(process.execPath, args, { cwd: repoRoot(), encoding: 'utf8', maxBuffer: 64 * 2 ** 20 });
   const line = r.stdout.split('\n').find((l) => l.startsWith('WORLD-STEP-RESULT '));
   if (r.status !== 0 || !line) throw new Error(`world step of ${root} failed (exit ${r.status}): ${r.stderr.slice(-2000)}`);
@@ -110,7 +112,9 @@ export const suite: BenchSuite = {
       }
       const base = process.env.SESA_BENCH_BASE ? resolve(process.env.SESA_BENCH_BASE) : undefined;
       if (base !== undefined && !existsSync(join(base, 'src', 'selfplay', 'trainer.ts'))) throw new Error(`SESA_BENCH_BASE=${base} is not a source tree of this project`);
-      const trees = base !== undefined ? [{ label: 'base', root: base }, { label: 'this', root: here }] : [{ label: 'this', root: here }];
+      // This tree on each in-process backend measured that runs the step (native, wasm), the base on wasm.
+      const mine = benchBackends(ctx).filter((b) => b === 'native' || b === 'wasm');
+      const trees = [...(base !== undefined ? [{ label: 'base', root: base, backend: 'wasm' }] : []), ...mine.map((b) => ({ label: `this/${b}`, root: here, backend: b }))];
       const runs = new Map<string, StepRun[]>(trees.map((t) => [t.label, []]));
       const reps = ctx.quick ? 1 : REPETITIONS;
       for (let rep = 0; rep < reps; rep++) {
@@ -118,11 +122,11 @@ export const suite: BenchSuite = {
         for (const tree of order) {
           ctx.log(`world step ${rep + 1}/${reps}: ${tree.label} (${tree.root})`);
           const out = join(tmp, `${tree.label}-${rep}`);
-          runs.get(tree.label)?.push(runStep(tree.root, ctx, out));
+          runs.get(tree.label)?.push(runStep(tree.root, tree.backend, ctx, out));
           rmSync(out, { recursive: true, force: true });
         }
       }
-      const first = (runs.get('this') ?? [])[0] as StepRun;
+      const first = (runs.get(trees.at(-1)?.label as string) ?? [])[0] as StepRun;
       const step = first.steps[0];
       const caseName = `default world step (${step?.proposals ?? 0} proposals, ${step?.valid ?? 0} valid; eval ${evalQuestions(ctx)}/world, skills on+off, steps 0 and 1), ${ctx.threads} thread${ctx.threads === 1 ? '' : 's'}`;
       const medians = new Map<string, Record<string, number>>();
@@ -131,18 +135,19 @@ export const suite: BenchSuite = {
         const keys = Object.keys(per[0] ?? {});
         medians.set(tree.label, Object.fromEntries(keys.map((k) => [k, median(per.map((p) => p[k] ?? 0))])));
       }
-      const mine = medians.get('this') ?? {};
       const theirs = medians.get('base');
-      for (const phase of Object.keys(mine)) {
-        for (const tree of trees) rows.push({ case: caseName, engine: `sesa/wasm ${tree.label}`, metric: phase, value: medians.get(tree.label)?.[phase] ?? 0, unit: 's', notes: `median of ${reps} run${reps === 1 ? '' : 's'}` });
-        if (theirs) {
-          const now = mine[phase] ?? 0;
-          rows.push({ case: caseName, engine: 'speed-up', metric: phase, value: now > 0 ? (theirs[phase] ?? 0) / now : 0, unit: '× (base / this)', notes: 'base seconds over this tree\'s, medians, runs interleaved' });
+      for (const phase of Object.keys(medians.get(trees.at(-1)?.label as string) ?? {})) {
+        for (const tree of trees) rows.push({ case: caseName, engine: `sesa ${tree.label === 'base' ? 'base/wasm' : tree.label}`, metric: phase, value: medians.get(tree.label)?.[phase] ?? 0, unit: 's', notes: `median of ${reps} run${reps === 1 ? '' : 's'}` });
+        if (!theirs) continue;
+        for (const tree of trees.filter((t) => t.label !== 'base')) {
+          const now = medians.get(tree.label)?.[phase] ?? 0;
+          rows.push({ case: caseName, engine: `speed-up, ${tree.label}`, metric: phase, value: now > 0 ? (theirs[phase] ?? 0) / now : 0, unit: '× (base / this)', notes: "base seconds over this tree's, medians, runs interleaved" });
         }
       }
-      if (base !== undefined) {
-        const digests = [...runs.values()].flat().map((r) => JSON.stringify(r.digest));
-        rows.push({ case: caseName, engine: 'base vs this', metric: 'bit-identical results', value: new Set(digests).size === 1 ? 1 : 0, unit: '1 = yes', notes: 'digests of metrics (timings left out), eval predictions and adapter bytes of every run' });
+      const wasmHere = runs.get('this/wasm');
+      if (base !== undefined && wasmHere) {
+        const digests = [...(runs.get('base') ?? []), ...wasmHere].map((r) => JSON.stringify(r.digest));
+        rows.push({ case: caseName, engine: 'base vs this/wasm', metric: 'bit-identical results', value: new Set(digests).size === 1 ? 1 : 0, unit: '1 = yes', notes: 'digests of metrics (timings left out), eval predictions and adapter bytes of every wasm run' });
       }
     } finally {
       rmSync(tmp, { recursive: true, force: true });

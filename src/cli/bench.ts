@@ -29,9 +29,9 @@ interface BenchArgs extends CommonArgs {
  * kernels as the synchronous backends run them, which says nothing on webgpu (its kernels run after the call
  * returns): its numbers come from the device check.
  */
-function backendsFor(choice: CommonArgs['backend']): BenchBackend[] {
+function backendsFor(choice: CommonArgs['backend'], defaults: BenchBackend[]): BenchBackend[] {
   if (choice === 'webgpu') throw new Error('sesa-train bench times synchronous backends only; the webgpu numbers come from the device check (bench/gpu-check.ts, scripts/gpu-check.sh; docs/scale-out.md)');
-  return choice === 'auto' ? ['wasm', 'cpu'] : [choice];
+  return choice === 'auto' ? defaults : [choice];
 }
 
 export const command: CommandModule<object, BenchArgs> = {
@@ -47,16 +47,16 @@ export const command: CommandModule<object, BenchArgs> = {
       })
       .option('quick', { type: 'boolean', default: false, describe: 'small sizes and few repeats (a smoke run)' })
       .option('out', { type: 'string', describe: 'results folder (default: bench/results)' })
-      .epilog('--backend auto measures wasm and cpu; --backend wasm|cpu|tensorflow measures only that backend.')
+      .epilog('--backend auto measures native (where onnxruntime-node loads), wasm and cpu; --backend native|wasm|cpu|tensorflow measures only that backend.')
       .check((a) => {
         if (a.threads !== undefined && (!Number.isInteger(a.threads) || a.threads < 1)) throw new Error('--threads must be a positive integer');
         return true;
       }) as unknown as Argv<BenchArgs>,
   handler: async (args) => {
-    const { runBenchmarks } = await import('../../bench/run.js');
+    const { defaultBackends, runBenchmarks } = await import('../../bench/run.js');
     const opts: RunOptions = {
       quick: args.quick,
-      backends: backendsFor(args.backend),
+      backends: backendsFor(args.backend, defaultBackends()),
       ...(args.only ? { only: args.only } : {}),
       ...(args.threads !== undefined ? { threads: args.threads } : {}),
       ...(args.out !== undefined ? { resultsDir: args.out } : {}),
