@@ -16,7 +16,7 @@ export function withCommonOptions<T>(y: Argv<T>): Argv<T & CommonArgs> {
       default: 'auto' as BackendChoice,
       describe: 'tensor backend (auto picks the fastest available and says which)',
     })
-    .option('threads', { type: 'number', describe: 'compute threads of the wasm backend (default: all cores)' })
+    .option('threads', { type: 'number', describe: "compute threads of the wasm backend, or of the native backend's matMuls (default: all cores)" })
     .option('json', { type: 'boolean', default: false, describe: 'print one JSON object for scripts' }) as Argv<T & CommonArgs>;
 }
 

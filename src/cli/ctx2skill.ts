@@ -72,7 +72,7 @@ export const command: CommandModule<object, Ctx2SkillArgs> = {
       .option('model', { type: 'string', describe: `in-process model for the roles without a URL (a folder, a name such as qwen3-0.6b, or '${TINY_DEFAULT_NAME}')` })
       .option('download', { type: 'boolean', default: false, describe: 'fetch --model into the Hugging Face cache when missing' })
       .option('backend', { choices: BACKEND_CHOICES, default: 'auto' as BackendChoice, describe: 'tensor backend of the in-process model' })
-      .option('threads', { type: 'number', describe: 'compute threads of the wasm backend for the in-process model (default: all cores)' })
+      .option('threads', { type: 'number', describe: "compute threads of the wasm backend, or of the native backend's matMuls, for the in-process model (default: all cores)" })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON summary at the end' });
     for (const [flag, o] of Object.entries(yargsOptionsOf(CTX2SKILL_SETTINGS))) b = b.option(flag, o);
     for (const [flag, o] of Object.entries(endpointFlags('llm', 'every role'))) b = b.option(flag, o);

@@ -57,7 +57,7 @@ export const command: CommandModule<object, SftArgs> = {
       .option('full', { type: 'boolean', describe: 'train every weight (small models): --mode full' })
       .option('lora', { type: 'boolean', describe: 'train a LoRA adapter on the frozen model: --mode lora' })
       .option('resume', { type: 'string', describe: 'continue the run in this folder from its last checkpoint (its saved settings are used)' })
-      .option('threads', { type: 'number', describe: 'compute threads of the wasm backend (default: all cores; not saved with the run, so --resume may give another count)' })
+      .option('threads', { type: 'number', describe: "compute threads of the wasm backend, or of the native backend's matMuls (default: all cores; not saved with the run, so --resume may give another count)" })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON summary at the end' });
     for (const [flag, o] of Object.entries(yargsOptionsOf(SFT_SETTINGS))) b = b.option(flag, { ...o, group: 'Settings:' });
     // The old names, hidden, so that using one is refused with the new name rather than as an unknown argument.

@@ -13,7 +13,7 @@ export const SKILL_SP_SETTINGS = fixedOnResumeExcept(
   {
     model: str('tiny', { help: "model folder or name for the proposer and solver (one frozen base, two LoRA adapters); 'tiny' = the embedded tiny random Qwen3" }),
     backend: choice(BACKEND_CHOICES, 'auto', { help: 'tensor backend (auto picks the fastest available)' }),
-    threads: optionalNum({ min: 1, check: (v) => (v === undefined || Number.isInteger(v) ? undefined : `must be a whole number of threads, got ${v}`), help: 'compute threads of the wasm backend (default: all cores; a count the backend does not honour is an error)' }),
+    threads: optionalNum({ min: 1, check: (v) => (v === undefined || Number.isInteger(v) ? undefined : `must be a whole number of threads, got ${v}`), help: "compute threads of the wasm backend, or of the native backend's matMuls (default: all cores; a count the backend does not honour is an error)" }),
     out: str('runs/skill-sp', { help: 'run folder (config.json, metrics.jsonl, library.json, adapters)' }),
     iterations: int(5, { help: 'self-play iterations (the paper: 5; on --resume: a larger value extends the run)' }),
     promptsPerIteration: int(8, { help: 'proposer prompts per iteration (each a skill-stream or open-stream slot)' }),
