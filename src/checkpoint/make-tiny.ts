@@ -8,7 +8,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic.js';
-import { encodeSafetensors, type SafetensorsDtype, type TensorToWrite } from '../formats/safetensors.js';
+import { type SafetensorsDtype, type TensorToWrite, writeSafetensors } from '../formats/safetensors.js';
 import { expectedTensors, parseModelConfig, type Architecture, type ModelConfig } from '../model/config.js';
 import { Rng } from '../util/rng.js';
 import { byteLevelBpeJson, bytesToUnicode, trainByteLevelBpe } from '../model/bpe-trainer.js';
@@ -393,8 +393,6 @@ export function makeTinyCheckpoint(opts: MakeTinyOptions): MakeTinyResult {
     tensors.set(name, { dtype: stDtype, shape, data: tensorValues(seed, name, shape, config, qkNormWeight) });
     parameters += shape.reduce((a, b) => a * b, 1);
   }
-  const weights = encodeSafetensors(tensors, { format: 'pt' });
-  tensors.clear();
 
   const eosIds = vocab === 'full' ? [QWEN_IM_END, QWEN_ENDOFTEXT] : [vocab - 1, vocab - 3];
   const generationConfig = {
@@ -411,7 +409,11 @@ export function makeTinyCheckpoint(opts: MakeTinyOptions): MakeTinyResult {
   };
   write('config.json', `${JSON.stringify(configJson, null, 2)}\n`);
   write('generation_config.json', `${JSON.stringify(generationConfig, null, 2)}\n`);
-  write('model.safetensors', weights);
+  // Written piece by piece: a Qwen3-0.6B shape in f32 is over Node's 2 GiB buffer limit.
+  const weightsPath = join(opts.out, 'model.safetensors');
+  writeSafetensors(weightsPath, tensors, { format: 'pt' });
+  tensors.clear();
+  files.push({ name: 'model.safetensors', bytes: statSync(weightsPath).size });
   for (const [name, data] of tokenizerFiles) write(name, data);
   return { dir: opts.out, configJson, config, files, tensors: expectedTensors(config).size, parameters };
 }

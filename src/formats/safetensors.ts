@@ -3,7 +3,7 @@
 // then the raw little-endian data; offsets are relative to the end of the header.
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { writeFileAtomic } from '../util/atomic.js';
+import { writeStreamAtomic } from '../util/atomic.js';
 import { own } from '../util/own.js';
 import { cut, echo } from '../util/text-file.js';
 
@@ -330,8 +330,8 @@ function encodeTensor(name: string, t: TensorToWrite): Uint8Array {
   return bytes;
 }
 
-/** Serializes tensors (in the given order) to safetensors bytes. */
-export function encodeSafetensors(tensors: Map<string, TensorToWrite> | Record<string, TensorToWrite>, metadata?: Record<string, string>): Buffer {
+/** The pieces of a safetensors file, in order: the header's length, the header, each tensor's bytes. */
+function safetensorsParts(tensors: Map<string, TensorToWrite> | Record<string, TensorToWrite>, metadata?: Record<string, string>): Uint8Array[] {
   const entries = tensors instanceof Map ? [...tensors.entries()] : Object.entries(tensors);
   const header: Record<string, unknown> = {};
   if (metadata) header.__metadata__ = metadata;
@@ -348,11 +348,21 @@ export function encodeSafetensors(tensors: Map<string, TensorToWrite> | Record<s
   const headerBytes = Buffer.from(json, 'utf8');
   const len = Buffer.alloc(8);
   len.writeBigUInt64LE(BigInt(headerBytes.length));
-  return Buffer.concat([len, headerBytes, ...blobs]);
+  return [len, headerBytes, ...blobs];
 }
 
-/** Writes a .safetensors file atomically. */
+/** Serializes tensors (in the given order) to safetensors bytes (one buffer: at most 2 GiB). */
+export function encodeSafetensors(tensors: Map<string, TensorToWrite> | Record<string, TensorToWrite>, metadata?: Record<string, string>): Buffer {
+  return Buffer.concat(safetensorsParts(tensors, metadata));
+}
+
+/**
+ * Writes a .safetensors file atomically, piece by piece (so a file over Node's 2 GiB buffer limit, such as a
+ * Qwen3-0.6B in f32, is written too).
+ */
 export function writeSafetensors(path: string, tensors: Map<string, TensorToWrite> | Record<string, TensorToWrite>, metadata?: Record<string, string>): void {
-  writeFileAtomic(path, encodeSafetensors(tensors, metadata));
+  const parts = safetensorsParts(tensors, metadata);
+  writeStreamAtomic(path, (put) => {
+    for (const p of parts) put(p);
+  });
 }
-
