@@ -18,6 +18,7 @@ import { grpoGradients, type TrainingSequence } from '../src/rl/grpo-update.js';
 import { activeBackend, initBackend, tf } from '../src/tensor/backend.js';
 import { holdsNatively, NATIVE_LINEAR, NATIVE_MIN_FLOATS, NativeMatrix, TensorMatrix } from '../src/tensor/frozen-matrix.js';
 import { MIN_ROWS, MIN_WORK, nativeMatMulCalls, nativeMatMulThreads } from '../src/tensor/native-matmul.js';
+import { matMulT } from '../src/tensor/ops.js';
 import { Rng } from '../src/util/rng.js';
 import { ReferenceModel } from './helpers/reference-forward.js';
 
@@ -124,6 +125,20 @@ describe('tf.matMul on the native backend', () => {
       expect(nativeMatMulCalls()).toBe(calls);
       expect(Array.from(got)).toEqual(Array.from(want));
     }
+  });
+
+  it('forms a small product with a transposed operand as the wasm path does (explicit transpose, XNNPACK): the same bits', async () => {
+    const rng = new Rng(12);
+    const [M, K, N] = [40, 24, 32]; // 30,720 multiply-adds, under MIN_WORK
+    const a = values(M * K, rng);
+    const b = values(N * K, rng);
+    await initBackend('wasm', { threads: 1 });
+    const want = tf.tidy(() => tf.matMul(tf.tensor2d(a, [M, K]), tf.transpose(tf.tensor2d(b, [N, K]))).dataSync());
+    await initBackend('native', { threads: 1 });
+    const got = tf.tidy(() => matMulT(tf.tensor2d(a, [M, K]), tf.tensor2d(b, [N, K]), false, true).dataSync());
+    const kernels = (await tf.profile(() => void matMulT(tf.tensor2d(a, [M, K]), tf.tensor2d(b, [N, K]), false, true).dispose())).kernels.map((k) => k.name);
+    expect(kernels).not.toContain('Transpose'); // the flag reaches the kernel, which transposes inside
+    expect(Array.from(got)).toEqual(Array.from(want));
   });
 
   it('carries tfjs matMul gradients (their transposed products reach the same kernel) within the float32 bound', async () => {
@@ -262,9 +277,10 @@ describe('a model on the native backend', () => {
     expect(scale).toBeGreaterThan(0);
     expect(diff).toBeLessThanOrEqual(1e-5 * scale);
     // The same model; natively, q, o, the MLP (each with the transpose the wasm update holds for its backward)
-    // and the head (the embedding's transpose) left the heap.
+    // and the head (the embedding's transpose) left the heap, and k and v hold no transpose (the native path
+    // multiplies by Wᵀ without forming it).
     expect(native.parameters).toBe(wasm.parameters);
-    const held = 2 * 2 * (2 * 512 * 512 + 3 * 512 * 1024) + 512 * 512;
+    const held = 2 * 2 * (2 * 512 * 512 + 3 * 512 * 1024) + 2 * 2 * 512 * 128 + 512 * 512;
     expect(wasm.heapFloats - native.heapFloats).toBe(held);
   });
 });

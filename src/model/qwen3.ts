@@ -22,6 +22,7 @@ import { tf } from '../tensor/backend.js';
 import { linearFrozen, matMulTrainable } from '../tensor/ops.js';
 import { type FrozenMatrix, holdsNatively, NativeMatrix, TensorMatrix } from '../tensor/frozen-matrix.js';
 import { batchedMatMul } from '../tensor/batched-matmul.js';
+import { nativeMatMulThreads } from '../tensor/native-matmul.js';
 import { recomputed } from '../tensor/recompute.js';
 import { addScaledKernel, fusedInference, rmsNormKernel, ropeKernel } from '../tensor/fused-kernels.js';
 import { SafetensorsCheckpoint } from '../formats/safetensors.js';
@@ -120,6 +121,9 @@ function attentionBias(keyMask: number[][], pastLength: number, T: number, S: nu
  * full size per call, ~4% of a world step's update).
  */
 function planarMatMuls(a: tf.Tensor3D, b: tf.Tensor3D, transposeB: boolean): tf.Tensor3D {
+  // On the native path one batched matMul with the flag serves every plane (MLAS takes batches and transposed
+  // operands at full speed: src/tensor/native-matmul.ts), and tfjs's own gradient is the same kind of product.
+  if (nativeMatMulThreads() !== undefined) return tf.matMul(a, b, false, transposeB);
   const f = tf.customGrad((...inputs: Array<tf.Tensor | tf.GradSaveFunc>) => {
     const [aIn, bIn, save] = inputs as [tf.Tensor3D, tf.Tensor3D, tf.GradSaveFunc];
     save([aIn, bIn]);

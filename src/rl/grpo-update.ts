@@ -11,6 +11,7 @@ import { tokenLogProbsWithEntropy } from '../../kernels/token-logprob.js';
 import type { LoraAdapter } from '../model/lora.js';
 import type { CausalLM } from '../model/qwen3.js';
 import { tf } from '../tensor/backend.js';
+import { nativeMatMulThreads } from '../tensor/native-matmul.js';
 import { disposeGrads, GradientAccumulator } from './accumulate.js';
 import { type GrpoLossConfig, grpoLoss, type LossNormalizer } from './grpo-loss.js';
 import { yieldToEventLoop } from '../util/yield.js';
@@ -135,7 +136,8 @@ export function wasmHeapInUse(model: CausalLM): number {
 export function holdTransposesIfRoom(model: CausalLM, cfg: Pick<GrpoUpdateConfig, 'memoryBudgetBytes'>): boolean {
   if (model.holdsTransposedProjections) return true;
   const budget = passBudget(cfg);
-  if (budget === undefined || tf.getBackend() !== 'wasm') return false;
+  // The native path multiplies by Wᵀ without forming it (src/tensor/ops.ts, matMulT): nothing to hold.
+  if (budget === undefined || tf.getBackend() !== 'wasm' || nativeMatMulThreads() !== undefined) return false;
   // The copies (4 bytes a float) and XNNPACK's packing of them, beside a whole pass budget.
   const copies = model.projectionParameters();
   if (wasmHeapInUse(model) + 4 * copies + packedWeightBytes(copies) + budget > WASM_HEAP_LIMIT_BYTES) return false;

@@ -13,6 +13,7 @@ import * as tf from '@tensorflow/tfjs';
 import { ONNX_FLOAT, encodeOnnxModel } from '../formats/onnx.js';
 import { createSession, type OrtNativeSession, view } from './ort-binding.js';
 import { heapView, nativeMatMulThreads } from './native-matmul.js';
+import { matMulT } from './ops.js';
 
 export interface FrozenMatrix {
   /** [in, out]. */
@@ -61,7 +62,7 @@ export class TensorMatrix implements FrozenMatrix {
   }
 
   timesTransposed(dy: tf.Tensor2D): tf.Tensor2D {
-    return tf.matMul(dy, this.transposed ?? tf.transpose(this.weight));
+    return this.transposed ? tf.matMul(dy, this.transposed) : matMulT(dy, this.weight, false, true);
   }
 
   /** Holds Wᵀ for the backward from now on (the caller decides whether the heap has room). Idempotent. */

@@ -5,7 +5,10 @@
 // the machine's own vector width, on its own threads. On the `native` backend (./backend.ts) the wasm backend's
 // BatchMatMul kernel, which every tf.matMul and tfjs's matMul gradient reach, is replaced by one that sends a
 // product of at least `MIN_WORK` multiply-adds and `MIN_ROWS` output rows per plane to MLAS and the rest to the
-// stock kernel (a small product costs less than the binding's call: a decoded token's row, a LoRA rank).
+// stock kernel (a small product costs less than the binding's call: a decoded token's row, a LoRA rank). MLAS
+// multiplies transposed operands at full speed, so on this path the model passes transposes as matMul flags
+// (./ops.ts, `matMulT`) instead of forming them; a small single-plane product with a flag is then formed here
+// as the wasm path does it, an explicit transpose and XNNPACK (the stock kernel would run its scalar loop).
 //
 // The product runs where the tensors are: the single-threaded wasm build's heap is a plain ArrayBuffer, so MLAS
 // reads both operands from it and writes the output into a tensor allocated there (./ort-binding.ts). One
@@ -110,7 +113,9 @@ function batchMatMul(args: { inputs: tf.NamedTensorInfoMap; backend: unknown; at
   const planes = Math.max(planesA, planesB);
   // Broadcasting of leading dims other than one side's single plane is left to the stock kernel (tfjs checks it).
   const simple = planesA === planes || planesA === 1 ? planesB === planes || planesB === 1 : false;
-  if (!simple || M < MIN_ROWS || planes * M * K * N < MIN_WORK || K === 0 || N === 0) return base.kernelFunc(args);
+  if (!simple || M < MIN_ROWS || planes * M * K * N < MIN_WORK || K === 0 || N === 0) {
+    return (transposeA || transposeB) && planes === 1 ? withExplicitTransposes(args, base) : base.kernelFunc(args);
+  }
   const wasm = args.backend as WasmBackendLike;
   const outShape = [...(planesA >= planesB ? a.shape : b.shape).slice(0, -2), M, N];
   const out = wasm.makeOutput(outShape, 'float32');
@@ -122,6 +127,29 @@ function batchMatMul(args: { inputs: tf.NamedTensorInfoMap; backend: unknown; at
   );
   state.calls++;
   return out;
+}
+
+/** A single-plane product with transposed operands as explicit transposes and a plain stock matMul (XNNPACK). */
+function withExplicitTransposes(args: { inputs: tf.NamedTensorInfoMap; backend: unknown; attrs: tf.NamedAttrMap }, base: { kernelFunc: KernelFunc }): tf.TensorInfo {
+  const { a, b } = args.inputs as { a: tf.TensorInfo; b: tf.TensorInfo };
+  const { transposeA, transposeB } = args.attrs as unknown as { transposeA: boolean; transposeB: boolean };
+  const transpose = tf.getKernel('Transpose', 'wasm');
+  if (!transpose) throw new Error('the native matMul path: tfjs-backend-wasm registers no Transpose kernel');
+  const backend = args.backend as { disposeData(dataId: object): void };
+  const made: tf.TensorInfo[] = [];
+  const plain = (x: tf.TensorInfo, flip: boolean): tf.TensorInfo => {
+    if (!flip) return x;
+    const perm = x.shape.map((_, i) => i);
+    [perm[perm.length - 2], perm[perm.length - 1]] = [perm[perm.length - 1] as number, perm[perm.length - 2] as number];
+    const t = transpose.kernelFunc({ inputs: { x }, backend: args.backend as tf.KernelBackend, attrs: { perm } }) as tf.TensorInfo;
+    made.push(t);
+    return t;
+  };
+  try {
+    return base.kernelFunc({ inputs: { a: plain(a, transposeA), b: plain(b, transposeB) }, backend: args.backend, attrs: { ...args.attrs, transposeA: false, transposeB: false } }) as tf.TensorInfo;
+  } finally {
+    for (const t of made) backend.disposeData(t.dataId);
+  }
 }
 
 /** Replaces the wasm BatchMatMul kernel with the routing one (once per process; it routes only while active). */

@@ -1,6 +1,7 @@
 // Small tensor helpers shared by the model and the trainer. Backend-agnostic.
 import { tf } from './backend.js';
 import type { FrozenMatrix } from './frozen-matrix.js';
+import { nativeMatMulThreads } from './native-matmul.js';
 
 type Inputs = Array<tf.Tensor | tf.GradSaveFunc>;
 
@@ -32,7 +33,19 @@ export function linearFrozen(x: tf.Tensor2D, w: FrozenMatrix): tf.Tensor2D {
 }
 
 /**
- * `a @ b` for two trainable 2-D operands, with both gradients computed from explicit transposes
+ * op(a)·op(b), an operand transposed where its flag says: on the native path as matMul flags (MLAS multiplies a
+ * transposed operand as fast as a plain one, and forming the transpose would be a pass over memory for nothing:
+ * ./native-matmul.ts), elsewhere as explicit transposes, because XNNPACK's transposed path is ~7× slower on wasm
+ * (docs/method.md, "The tensor stack"). The same product either way.
+ */
+export function matMulT<R extends tf.Rank.R2 | tf.Rank.R3>(a: tf.Tensor<R>, b: tf.Tensor<R>, transposeA: boolean, transposeB: boolean): tf.Tensor<R> {
+  if (nativeMatMulThreads() !== undefined) return tf.matMul(a, b, transposeA, transposeB) as tf.Tensor<R>;
+  const flip = (x: tf.Tensor<R>): tf.Tensor<R> => (x.rank === 2 ? tf.transpose(x) : tf.transpose(x, [0, 2, 1])) as tf.Tensor<R>;
+  return tf.matMul(transposeA ? flip(a) : a, transposeB ? flip(b) : b) as tf.Tensor<R>;
+}
+
+/**
+ * `a @ b` for two trainable 2-D operands, with both gradients computed as `matMulT` forms them
  * (see `linearFrozen` for why).
  */
 export function matMulTrainable(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
@@ -46,7 +59,7 @@ export function matMulTrainable(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
       value: tf.matMul(aIn, bIn),
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
         const [sa, sb] = saved as [tf.Tensor2D, tf.Tensor2D];
-        return [tf.matMul(dy as tf.Tensor2D, tf.transpose(sb)), tf.matMul(tf.transpose(sa), dy as tf.Tensor2D)];
+        return [matMulT(dy as tf.Tensor2D, sb, false, true), matMulT(sa, dy as tf.Tensor2D, true, false)];
       },
     };
   });
