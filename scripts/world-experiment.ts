@@ -19,7 +19,7 @@
 // bootstrap 95% interval over questions, per hop count, in-world; then the bank's own effect, SESA-On − SESA-Off;
 // then each run's loop), results.json (every mode's per-question scores, so runs merge and intervals are exact),
 // one eval folder per mode (modes/) and report.html (the first SESA run, the modes compared and the table).
-//   npx tsx scripts/world-experiment.ts [--seeds 0,1,2] [--threads 1] [--variants sesa,ssp | --ablations] [--out runs/world-experiment]
+//   npx tsx scripts/world-experiment.ts [--seeds 0,1,2] [--threads 1] [--backend auto] [--variants sesa,ssp | --ablations] [--out runs/world-experiment]
 //     [--steps N] [--max-hops N] [--set '{"solverLr":0.0005}'] [--curve-every N] [--model demo] [--eval-limit N (a quick check)]
 // --set overrides any setting of every run (TrainConfig keys, as a config file holds them); --curve-every N
 // also evaluates the SESA solver (off and on) at every N-th step's checkpoint on the in-world questions.
@@ -47,7 +47,7 @@ import { evalSettingsOf } from '../src/selfplay/step-settings.js';
 import { train } from '../src/selfplay/trainer.js';
 import { SkillBank } from '../src/skills/bank.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
-import { initBackend } from '../src/tensor/backend.js';
+import { initBackend, parseBackendChoice } from '../src/tensor/backend.js';
 import { EVAL_WORLDS_DATA } from '../src/world/eval-worlds.js';
 import { DEMO_MODEL_NAME, demoModelDir, WORLD_EVAL_DATA, worldEvalSets } from '../src/world/setup.js';
 import { DEMO_WORLD } from '../src/world/world.js';
@@ -101,6 +101,8 @@ const { values } = parseArgs({
     steps: { type: 'string', default: String(WORLD.steps) },
     seeds: { type: 'string', default: '0,1,2' },
     threads: { type: 'string', default: '1' },
+    // The tensor backend of every run and eval (auto: native where onnxruntime-node loads, else wasm).
+    backend: { type: 'string', default: 'auto' },
     'max-hops': { type: 'string', default: String(WORLD.maxHops) },
     variants: { type: 'string' },
     // The earlier name of --variants (it took ssp and sesa).
@@ -123,6 +125,7 @@ const out = values.out as string;
 const seeds = (values.seeds as string).split(',').map(Number);
 const steps = Number(values.steps);
 const threads = Number(values.threads);
+const backend = parseBackendChoice(values.backend as string);
 if (!seeds.every(Number.isInteger) || !Number.isInteger(steps) || steps < 1) throw new Error('--seeds must be integers (0,1,2) and --steps a positive integer');
 if (!Number.isInteger(threads) || threads < 1) throw new Error(`--threads must be a positive integer, got ${values.threads}`);
 const maxHops = Number(values['max-hops']);
@@ -166,9 +169,10 @@ const fixedSettings = (seed: number, recipe: 'sesa' | 'ssp', dir: string): Parti
   saveEvery: curveEvery > 0 ? curveEvery : steps,
   evalEvery: 0,
   threads,
+  backend,
 });
 const clashes = Object.keys(overrides).filter((k) => k in fixedSettings(0, 'sesa', out));
-if (clashes.length > 0) throw new Error(`--set: ${clashes.join(', ')} set by the script itself (use its flags: --steps, --max-hops, --seeds, --out, --threads, --curve-every, --variants, --model)`);
+if (clashes.length > 0) throw new Error(`--set: ${clashes.join(', ')} set by the script itself (use its flags: --steps, --max-hops, --seeds, --out, --threads, --backend, --curve-every, --variants, --model)`);
 const runConfig = (seed: number, variant: Variant, dir: string): TrainConfig =>
   validateConfig({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, ...RECIPE_PRESETS[variant.recipe], ...variant.set, ...overrides, ...fixedSettings(seed, variant.recipe, dir) } as TrainConfig);
 
@@ -204,7 +208,7 @@ function rowOf(mode: string, seed: number, set: Row['set'], records: readonly Pr
 }
 
 async function evaluate(mode: string, seed: number, adapterDir: string | undefined, bankPath: string | undefined, which: ReadonlyArray<Row['set']> = ['eval', 'in-world'], minScore = WORLD.skillsMinScore): Promise<Row[]> {
-  await initBackend('wasm', { threads });
+  await initBackend(backend, { threads });
   const model = await CausalLM.load(modelDir);
   const tokenizer = await loadTokenizer(modelDir);
   const adapter = adapterDir ? loadPeftAdapter(adapterDir, 'solver', model.config) : undefined;
