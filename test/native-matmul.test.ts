@@ -205,6 +205,24 @@ describe('frozen matrices', () => {
     expect(() => tf.tidy(() => m.times(tf.zeros([2, inDim])))).toThrow(/disposed/);
   });
 
+  it("layout 'once' holds W once, unpacked, in one session of both products: the same products within the bound", async () => {
+    await initBackend('native', { threads: 2 });
+    const rng = new Rng(8);
+    const [inDim, outDim, rows] = [72, 120, 33];
+    const stored = values(outDim * inDim, rng);
+    const x = values(rows * inDim, rng);
+    const dy = values(rows * outDim, rng);
+    let loads = 0;
+    const m = new NativeMatrix(inDim, outDim, () => (loads++, stored), 'once');
+    expect(m.hasBackward).toBe(true);
+    const y = tf.tidy(() => m.times(tf.tensor2d(x, [rows, inDim])).dataSync() as Float32Array);
+    const dx = tf.tidy(() => m.timesTransposed(tf.tensor2d(dy, [rows, outDim])).dataSync() as Float32Array);
+    expect(loads).toBe(1); // one read of the checkpoint, one copy
+    expect(boundMultiple(y, reference(x, [1, rows, inDim], stored, [1, outDim, inDim], false, true))).toBeLessThanOrEqual(4);
+    expect(boundMultiple(dx, reference(dy, [1, rows, outDim], stored, [1, outDim, inDim], false, false))).toBeLessThanOrEqual(4);
+    m.dispose();
+  });
+
   it('only large matrices are held natively, and only on the native backend', async () => {
     await initBackend('native', { threads: 1 });
     expect(holdsNatively(512, 512)).toBe(512 * 512 >= NATIVE_MIN_FLOATS);

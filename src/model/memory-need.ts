@@ -11,8 +11,9 @@
 // - native (onnxruntime-node's MLAS beside the wasm heap: src/tensor/frozen-matrix.ts): onnxruntime holds each
 //   frozen weight matrix packed for MLAS in system memory, once for the forward and, when the model trains, once
 //   more for the backward's dy·Wᵀ; the wasm heap keeps the activations, adapters and the embedding table. So
-//   twice the f32 weights, plus working memory, must fit the machine (measured on a Qwen3-0.6B shape:
-//   docs/models.md).
+//   twice the f32 weights, plus working memory, should fit the machine (measured on a Qwen3-0.6B shape:
+//   docs/models.md). Where they do not but one copy does, onnxruntime holds each matrix once, unpacked, for
+//   both products (layout `once`, slower: src/tensor/frozen-matrix.ts).
 // - tensorflow with @tensorflow/tfjs-node-gpu (CUDA 11.2, cuDNN 8.1): the weights and the working memory on
 //   each GPU (with --gpus N every worker holds the whole model).
 // - tensorflow with @tensorflow/tfjs-node, and cpu: the same in system memory (cpu is the slow JS reference).
@@ -98,7 +99,7 @@ export function memoryNeedLines(n: MemoryNeed): string[] {
       const verdict = b.fits === 'no' ? 'does not fit' : b.fits === 'tight' ? 'runs, with less working memory left than this estimate' : 'fits';
       return `wasm: ${gib(b.runBytes)} with XNNPACK's packed copy of the weights, ≈ ${gib(b.needBytes)} with working memory: ${verdict} (heap 4.0 GiB)`;
     }
-    if (b.backend === 'native') return `native: ≈ ${gib(b.needBytes)} of system memory to train (the weights packed twice by onnxruntime, ${gib(b.runBytes)}, + working memory)`;
+    if (b.backend === 'native') return `native: ≈ ${gib(b.needBytes)} of system memory to train (the weights packed twice by onnxruntime, ${gib(b.runBytes)}, + working memory; where that does not fit, held once, unpacked, and slower: ≥ ${gib(n.weightBytes)})`;
     return `${MEMORY_BACKEND_LABELS[b.backend]}: ≈ ${gib(b.needBytes)} (${gib(b.runBytes)} of weights + working memory)`;
   });
 }
@@ -125,9 +126,9 @@ export function backendRefusal(label: string, n: MemoryNeed, backend: string | u
       'The memory each model needs per backend: docs/models.md, or sesa-train doctor --model NAME'
     );
   }
-  if (backend === 'native' && native && native.runBytes > systemBytes) {
+  if (backend === 'native' && native && n.weightBytes > systemBytes) {
     return (
-      `${label}: ${paramsText(n)}; the native backend keeps them packed twice in system memory to train (${gib(native.runBytes)}), more than this machine's ${gib(systemBytes)}. ` +
+      `${label}: ${paramsText(n)}; the native backend keeps them in system memory (packed twice to train, ${gib(native.runBytes)}; at least once, unpacked), more than this machine's ${gib(systemBytes)}. ` +
       `Backends that would: ${others.filter((b) => b.backend !== 'native').map((b) => `${MEMORY_BACKEND_LABELS[b.backend]} with ≈ ${gib(b.needBytes)}`).join(', or ')} (docs/models.md)`
     );
   }
@@ -137,6 +138,17 @@ export function backendRefusal(label: string, n: MemoryNeed, backend: string | u
     return `${label}: ${paramsText(n)}, more than this machine's ${gib(systemBytes)} of memory, which the cpu backend keeps them in. Backends that would: ${alternatives} (docs/models.md)`;
   }
   return undefined;
+}
+
+/**
+ * How the native backend holds a model's frozen weights on a machine of `systemBytes`: packed twice (forward and
+ * backward) where that and the working memory fit, else once, unpacked, where one copy does; undefined where
+ * not even that fits (`backendRefusal` refuses it).
+ */
+export function nativeLayout(n: MemoryNeed, systemBytes: number = totalmem()): 'packed' | 'once' | undefined {
+  const native = n.backends.find((b) => b.backend === 'native');
+  if (!native || native.needBytes <= systemBytes) return 'packed';
+  return n.weightBytes <= systemBytes ? 'once' : undefined;
 }
 
 /**
@@ -157,7 +169,7 @@ export function modelMemoryMarkdown(): string {
     const b = (k: MemoryBackend) => n.backends.find((x) => x.backend === k) as MemoryNeed['backends'][number];
     const w = b('wasm');
     const wasm = w.fits === 'no' ? `no (${gib(w.runBytes)} with the packed copy)` : w.fits === 'tight' ? `only just (${gib(w.runBytes)} to run, ≈ ${gib(w.needBytes)} with working memory)` : `yes (${gib(w.needBytes)})`;
-    return `| \`${e.name}\` | ${e.paramsB}B | ${gib(n.weightBytes)} | ${wasm} | ≥ ${gib(b('native').needBytes)} | ≥ ${gib(b('tensorflow-gpu').needBytes)} | ≥ ${gib(b('tensorflow-cpu').needBytes)} |`;
+    return `| \`${e.name}\` | ${e.paramsB}B | ${gib(n.weightBytes)} | ${wasm} | ≥ ${gib(b('native').needBytes)} (once, slower: ≥ ${gib(n.weightBytes)}) | ≥ ${gib(b('tensorflow-gpu').needBytes)} | ≥ ${gib(b('tensorflow-cpu').needBytes)} |`;
   });
   return [head, '|---|---|---|---|---|---|---|', ...rows].join('\n');
 }

@@ -27,7 +27,7 @@ import { recomputed } from '../tensor/recompute.js';
 import { addScaledKernel, fusedInference, rmsNormKernel, ropeKernel } from '../tensor/fused-kernels.js';
 import { SafetensorsCheckpoint } from '../formats/safetensors.js';
 import { type ModelConfig, expectedTensors, loadModelConfig } from './config.js';
-import { activeBackendName, backendRefusal, memoryNeedOfConfig } from './memory-need.js';
+import { activeBackendName, backendRefusal, memoryNeedOfConfig, nativeLayout } from './memory-need.js';
 import { inverseFrequencies, ropeTables } from './rope.js';
 import { KVCache } from './kv-cache.js';
 
@@ -200,8 +200,11 @@ export class CausalLM {
   static async load(dir: string, opts: LoadOptions = {}): Promise<CausalLM> {
     const cfg = loadModelConfig(dir);
     // Refused before a weight is read when the active backend cannot hold the model (./memory-need.ts).
-    const refusal = backendRefusal(dir, memoryNeedOfConfig(cfg), activeBackendName());
+    const need = memoryNeedOfConfig(cfg);
+    const refusal = backendRefusal(dir, need, activeBackendName());
     if (refusal !== undefined) throw new Error(refusal);
+    // Natively: packed twice where that fits this machine, else once (src/tensor/frozen-matrix.ts).
+    const layout = nativeLayout(need) ?? 'once';
     const ckpt = new SafetensorsCheckpoint(dir);
     const shapes = expectedTensors(cfg);
     for (const name of shapes.keys()) {
@@ -227,7 +230,7 @@ export class CausalLM {
     const projection = (name: string): FrozenMatrix | tf.Tensor2D => {
       if (opts.trainable) return param(name, transposed(name));
       const [out, inDim] = shapes.get(name) as [number, number];
-      return holdsNatively(inDim, out) ? new NativeMatrix(inDim, out, () => read(name)) : new TensorMatrix(transposed(name));
+      return holdsNatively(inDim, out) ? new NativeMatrix(inDim, out, () => read(name), layout) : new TensorMatrix(transposed(name));
     };
 
     const layers: LayerWeights[] = [];
@@ -258,7 +261,7 @@ export class CausalLM {
     let lmHead: FrozenMatrix | tf.Tensor2D | undefined;
     if (!cfg.tieWordEmbeddings) lmHead = projection('lm_head.weight');
     else if (opts.trainable) lmHead = undefined;
-    else if (holdsNatively(cfg.hiddenSize, cfg.vocabSize)) lmHead = new NativeMatrix(cfg.hiddenSize, cfg.vocabSize, () => read(embedName));
+    else if (holdsNatively(cfg.hiddenSize, cfg.vocabSize)) lmHead = new NativeMatrix(cfg.hiddenSize, cfg.vocabSize, () => read(embedName), layout);
     else lmHead = new TensorMatrix(tf.transpose(embed) as tf.Tensor2D, { transposed: embed });
     return new CausalLM(cfg, embed, layers, vector('model.norm.weight'), lmHead, dir, variables);
   }
@@ -490,6 +493,18 @@ export class CausalLM {
   variables(): Map<string, tf.Variable> {
     if (!this.trainable) throw new Error(`variables: ${this.dir} was loaded frozen; load it with { trainable: true } to train its weights`);
     return new Map(this.trainableWeights);
+  }
+
+  /**
+   * Where the frozen base lives, for the line commands print: 'tensors' (the tfjs heap), or how onnxruntime
+   * holds the matrices it holds (src/tensor/frozen-matrix.ts), with how many of them.
+   */
+  describeFrozenBase(): string {
+    const all = [...this.layers.flatMap((w) => Object.values(w.proj)), ...(this.lmHead ? [this.lmHead] : [])];
+    const native = all.filter((m): m is NativeMatrix => m instanceof NativeMatrix);
+    if (native.length === 0) return 'frozen base as tensors';
+    const layout = native[0]?.layout === 'once' ? 'once, unpacked (two packed copies would not fit this machine: slower products)' : 'packed for MLAS';
+    return `frozen base: ${native.length} of ${all.length} matrices held by onnxruntime, ${layout}`;
   }
 
   /** The frozen projections held as tfjs tensors (the ones a held transpose can serve). */

@@ -172,7 +172,7 @@ export async function buildRun(run: RunFolder, config: TrainConfig, hooks: Train
   const modelDir = resolvedModel.dir;
   const model = await CausalLM.load(modelDir);
   const tokenizer = await loadTokenizer(modelDir);
-  log(`model: ${modelDir} (${model.config.architecture}, ${(model.parameterCount() / 1e6).toFixed(1)}M parameters)`);
+  log(`model: ${modelDir} (${model.config.architecture}, ${(model.parameterCount() / 1e6).toFixed(1)}M parameters; ${model.describeFrozenBase()})`);
   const maxPositions = model.config.maxPositionEmbeddings;
   for (const [flag, value] of [['--max-new-tokens', config.maxNewTokens], ['--max-response-tokens', config.maxResponseTokens]] as const) {
     if (value >= maxPositions) {

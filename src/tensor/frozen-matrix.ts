@@ -9,9 +9,13 @@
 //   is in the wasm heap. The backward's session is made on first use (a model that only generates never makes
 //   it), from the same loader that gave the forward's weights (the checkpoint is read again).
 //   The products run as one tfjs kernel each, reading x or dy from the heap and writing the output there.
+//   Layout `once` (for a model whose two packed copies would not fit in memory: src/model/memory-need.ts): one
+//   session holds W once, unpacked, for both products (prepacking off), and MLAS packs its panels per product:
+//   half the memory, for a slower product (a decoded row's product most of all). Each run feeds both inputs,
+//   the unused one with no rows (onnxruntime runs every node of a session).
 import * as tf from '@tensorflow/tfjs';
-import { ONNX_FLOAT, encodeOnnxModel } from '../formats/onnx.js';
-import { createSession, type OrtNativeSession, view } from './ort-binding.js';
+import { ONNX_FLOAT, encodeOnnxModel, type OnnxValueInfo } from '../formats/onnx.js';
+import { createSession, type OrtNativeSession, type OrtTensorView, view } from './ort-binding.js';
 import { heapView, nativeMatMulThreads } from './native-matmul.js';
 import { matMulT } from './ops.js';
 
@@ -115,29 +119,32 @@ function registerKernel(): void {
       const width = transposed ? inDim : outDim;
       if (inner !== (transposed ? outDim : inDim)) throw new Error(`${NATIVE_LINEAR}: [${x.shape.join(', ')}] cannot multiply W${transposed ? 'ᵀ' : ''} of W [${inDim}, ${outDim}]`);
       const out = wasm.makeOutput([rows, width], 'float32');
-      if (rows > 0) {
-        m.session(transposed).run(
-          { x: view(heapView(wasm, x, rows * inner), [rows, inner]) },
-          { y: view(heapView(wasm, out, rows * width), [rows, width]) },
-        );
-      }
+      if (rows > 0) m.run(transposed, view(heapView(wasm, x, rows * inner), [rows, inner]), view(heapView(wasm, out, rows * width), [rows, width]));
       return out;
     },
   });
 }
 
-/** The one-node model of a product with W ([out, in], as stored) held as an initializer. */
-function productModel(weight: Float32Array, inDim: number, outDim: number, transposed: boolean): Uint8Array {
-  const node = transposed
-    ? { op: 'MatMul', inputs: ['x', 'w'], outputs: ['y'] } // dy [N, out] · W [out, in]
-    : { op: 'Gemm', inputs: ['x', 'w'], outputs: ['y'], attrs: [{ name: 'transB', int: 1 }] }; // x [N, in] · Wᵀ
+/** How onnxruntime holds a frozen W: packed for each product (two copies), or once, unpacked (see the header). */
+export type NativeLayout = 'packed' | 'once';
+
+/** The product nodes: x [n, in] · Wᵀ (the forward, from W as stored [out, in]) and dy [m, out] · W. */
+const FORWARD = { op: 'Gemm', inputs: ['x', 'w'], outputs: ['y'], attrs: [{ name: 'transB', int: 1 }] };
+const BACKWARD = { op: 'MatMul', inputs: ['dy', 'w'], outputs: ['dx'] };
+
+const value = (name: string, shape: Array<number | string>): OnnxValueInfo => ({ name, elemType: ONNX_FLOAT, shape });
+
+/** The model of one product (`packed`) or of both (`once`) with W ([out, in], as stored) as an initializer. */
+function productModel(weight: Float32Array, inDim: number, outDim: number, products: 'forward' | 'backward' | 'both'): Uint8Array {
+  const forward = products !== 'backward';
+  const backward = products !== 'forward';
   return encodeOnnxModel(
     {
-      name: transposed ? 'frozen-backward' : 'frozen-forward',
-      nodes: [node],
+      name: `frozen-${products}`,
+      nodes: [...(forward ? [FORWARD] : []), ...(backward ? [BACKWARD] : [])],
       initializers: [{ name: 'w', dims: [outDim, inDim], dataType: ONNX_FLOAT, data: weight }],
-      inputs: [{ name: 'x', elemType: ONNX_FLOAT, shape: ['n', transposed ? outDim : inDim] }],
-      outputs: [{ name: 'y', elemType: ONNX_FLOAT, shape: ['n', transposed ? inDim : outDim] }],
+      inputs: [...(forward ? [value('x', ['n', inDim])] : []), ...(backward ? [value('dy', ['m', outDim])] : [])],
+      outputs: [...(forward ? [value('y', ['n', outDim])] : []), ...(backward ? [value('dx', ['m', inDim])] : [])],
     },
     { opset: 17 },
   );
@@ -152,6 +159,7 @@ export class NativeMatrix implements FrozenMatrix {
   readonly heapFloats = 0;
   private readonly id: number;
   private readonly threads: number;
+  /** `packed`: the forward's session; `once`: the one session of both products. */
   private forward: OrtNativeSession | undefined;
   private backward: OrtNativeSession | undefined;
 
@@ -159,6 +167,7 @@ export class NativeMatrix implements FrozenMatrix {
     inDim: number,
     outDim: number,
     private readonly load: () => Float32Array,
+    readonly layout: NativeLayout = 'packed',
   ) {
     const threads = nativeMatMulThreads();
     if (threads === undefined) throw new Error('NativeMatrix needs the native backend (initBackend("native"))');
@@ -166,28 +175,39 @@ export class NativeMatrix implements FrozenMatrix {
     this.shape = [inDim, outDim];
     registerKernel();
     this.id = nextId++;
-    this.forward = this.makeSession(false);
+    this.forward = this.makeSession(layout === 'once' ? 'both' : 'forward');
     live.set(this.id, this);
   }
 
-  private makeSession(transposed: boolean): OrtNativeSession {
+  private makeSession(products: 'forward' | 'backward' | 'both'): OrtNativeSession {
     const [inDim, outDim] = this.shape;
     const w = this.load();
     if (w.length !== inDim * outDim) throw new Error(`NativeMatrix: the loader gave ${w.length} floats for a [${outDim}, ${inDim}] weight`);
-    return createSession(productModel(w, inDim, outDim, transposed), { threads: this.threads });
+    return createSession(productModel(w, inDim, outDim, products), { threads: this.threads, prepack: products !== 'both' });
   }
 
-  /** The session of one product (the backward's made on first use). */
-  session(transposed: boolean): OrtNativeSession {
+  /** Runs one product: x·W (`transposed` false) or dy·Wᵀ, from `input` into `output` (the backward's session made on first use). */
+  run(transposed: boolean, input: OrtTensorView, output: OrtTensorView): void {
     if (!this.forward) throw new Error('NativeMatrix: used after dispose');
-    if (!transposed) return this.forward;
-    this.backward ??= this.makeSession(true);
-    return this.backward;
+    const [inDim, outDim] = this.shape;
+    if (this.layout === 'once') {
+      // Both nodes run: the other product gets no rows.
+      const none = (width: number): OrtTensorView => view(new Float32Array(0), [0, width]);
+      if (transposed) this.forward.run({ x: none(inDim), dy: input }, { dx: output });
+      else this.forward.run({ x: input, dy: none(outDim) }, { y: output });
+      return;
+    }
+    if (!transposed) {
+      this.forward.run({ x: input }, { y: output });
+      return;
+    }
+    this.backward ??= this.makeSession('backward');
+    this.backward.run({ dy: input }, { dx: output });
   }
 
-  /** Whether the backward's session exists (its packed copy counts in memory). */
+  /** Whether the backward's product can run without making a session (its packed copy counts in memory). */
   get hasBackward(): boolean {
-    return this.backward !== undefined;
+    return this.layout === 'once' || this.backward !== undefined;
   }
 
   times(x: tf.Tensor2D): tf.Tensor2D {

@@ -74,6 +74,8 @@ export function ortAvailability(): OrtAvailability {
 export interface SessionOptions {
   /** Intra-op threads (the caller's thread included). */
   threads: number;
+  /** Whether constant operands are packed for MLAS when the session is made (default true). */
+  prepack?: boolean;
 }
 
 /** A session of the model `bytes` on `threads` threads; throws where the binding is unavailable. */
@@ -88,7 +90,7 @@ export function createSession(bytes: Uint8Array, options: SessionOptions): OrtNa
     graphOptimizationLevel: 'all',
     // The arena would keep the largest allocation of each session for its lifetime; outputs are ours anyway.
     enableCpuMemArena: false,
-    extra: { session: { 'intra_op.allow_spinning': '0' } },
+    extra: { session: { 'intra_op.allow_spinning': '0', ...(options.prepack === false ? { disable_prepacking: '1' } : {}) } },
   });
   return session;
 }
