@@ -55,6 +55,25 @@ describe('training in a world', () => {
     expect(other.join('\n')).toMatch(/generated world of seed 5 \(300 passages/);
   });
 
+  it('trains in several worlds, one a step, writes the reuse pool with every checkpoint, and resumes to the same bits', async () => {
+    const base = { ...config('run-worlds', DEMO_WORLD.seed), trainingWorlds: 2, steps: 2, evalEvery: 0, evalData: undefined };
+    const lines: string[] = [];
+    const full = await train(base, { log: (l) => lines.push(l) });
+    expect(lines.join('\n')).toMatch(/BM25 over 2 generated worlds, each its own corpus \(seeds 0, 1;/);
+    expect(full.metrics.map((m) => m.corpus)).toEqual([0, 1]);
+    for (const m of full.metrics) expect(m.solverQuestions + m.emptySlots).toBe(m.proposals);
+    const poolFile = (dir: string, step: number): string => join(root, dir, 'checkpoints', `step-${step}`, 'reuse-pool.json');
+    const pool = JSON.parse(readFileSync(poolFile('run-worlds', 2), 'utf8')) as { version: number; questions: unknown[] };
+    expect(pool.version).toBe(1);
+    expect(pool.questions.length).toBe(full.metrics.reduce((n, m) => n + m.solverQuestions, 0));
+    // The same run stopped after step 1 and resumed gives the same adapters and pool.
+    await train({ ...base, out: join(root, 'run-worlds-2'), steps: 1 }, { log: () => undefined });
+    await train(undefined, { log: () => undefined }, join(root, 'run-worlds-2'), { steps: 2 });
+    for (const f of ['reuse-pool.json', 'solver/adapter_model.safetensors', 'proposer/adapter_model.safetensors']) {
+      expect(readFileSync(join(root, 'run-worlds-2', 'checkpoints', 'step-2', f)).equals(readFileSync(join(root, 'run-worlds', 'checkpoints', 'step-2', f))), f).toBe(true);
+    }
+  });
+
   it('refuses --eval-data world without --corpus world', async () => {
     await expect(train({ ...config('run-bad', 0), corpus: 'encyclopedia' }, { log: () => undefined })).rejects.toThrow(/--eval-data world needs --corpus world/);
   });

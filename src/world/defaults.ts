@@ -37,9 +37,11 @@ export const WORLD_DEFAULTS: Partial<TrainConfig> = {
   worldSeed: 0,
   embedder: 'lexical',
   steps: 8,
-  seedsPerStep: 4,
-  proposalsPerSeed: 8,
-  groupSize: 4,
+  seedsPerStep: 8,
+  proposalsPerSeed: 1,
+  groupSize: 5,
+  hopMix: '1,1,1',
+  trainingWorlds: 8,
   temperature: 0.7,
   maxTurns: 4,
   maxNewTokens: 64,
@@ -51,7 +53,7 @@ export const WORLD_DEFAULTS: Partial<TrainConfig> = {
   evalEvery: 8,
   evalData: 'eval-worlds',
   // The card budget the warm start's transcripts were written with (WORLD_CARD_BUDGET, src/world/demo-model.ts).
-  renderTokenBudget: 120,
+  renderTokenBudget: 250,
   // Primed with the cards mined from the warm start's own bootstrap runs (models/demo/priming-cards.jsonl), not
   // the hand-written seed cards: on training worlds' questions the seed cards cost the warm start 7.9 points
   // [3.5, 12.3], the mined cards +0.4 [−3.5, +4.4] (docs/world.md, "Mined priming").
@@ -62,6 +64,4 @@ export const WORLD_DEFAULTS: Partial<TrainConfig> = {
   consolidateMinPending: 1,
   skipUniformGroups: true,
   solverEpochs: 4,
-  maxHops: 2,
-  minHops: 2,
 };
