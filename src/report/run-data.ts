@@ -24,6 +24,12 @@ export interface StepRow {
   proposer?: UpdateRow;
   bankSize?: number;
   activeSkills?: number;
+  /** Cards in the bank retrieved at least once (docs/method.md, "One step"). */
+  activeCards?: number;
+  /** The solver batch: its questions, those reused from the pool, the slots left empty. */
+  solverQuestions?: number;
+  reusedQuestions?: number;
+  emptySlots?: number;
   bankVersion?: number;
   queueLength?: number;
   consolidation?: { started?: boolean; committed?: { admitted?: number; evicted?: unknown[] | number; duplicates?: number } };
