@@ -30,6 +30,9 @@ export interface StepRow {
   solverQuestions?: number;
   reusedQuestions?: number;
   emptySlots?: number;
+  /** The solver's accuracy on the step's own valid questions, and its rollouts. */
+  validQuestionAccuracy?: number;
+  validQuestionRollouts?: number;
   bankVersion?: number;
   queueLength?: number;
   consolidation?: { started?: boolean; committed?: { admitted?: number; evicted?: unknown[] | number; duplicates?: number } };
