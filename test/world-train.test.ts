@@ -11,6 +11,12 @@ import { train } from '../src/selfplay/trainer.js';
 import { initDemoModel } from '../src/world/demo-model.js';
 import { trainBpe } from '../src/world/tokenizer.js';
 import { DEMO_WORLD, World } from '../src/world/world.js';
+import { CausalLM } from '../src/model/qwen3.js';
+import { LoraAdapter } from '../src/model/lora.js';
+import { createWorkerTasks } from '../src/selfplay/step-worker.js';
+import type { JudgeTaskResult } from '../src/selfplay/step-judging.js';
+import { ragCheckMessages } from '../src/agent/prompts.js';
+import type { Passage } from '../src/search/types.js';
 
 let root: string;
 let modelDir: string;
@@ -71,6 +77,25 @@ describe('training in a world', () => {
     await train(undefined, { log: () => undefined }, join(root, 'run-worlds-2'), { steps: 2 });
     for (const f of ['reuse-pool.json', 'solver/adapter_model.safetensors', 'proposer/adapter_model.safetensors']) {
       expect(readFileSync(join(root, 'run-worlds-2', 'checkpoints', 'step-2', f)).equals(readFileSync(join(root, 'run-worlds', 'checkpoints', 'step-2', f))), f).toBe(true);
+    }
+  });
+
+  it("a step worker RAG-checks each question with its own training world's reader", async () => {
+    const cfg: TrainConfig = { ...config('unused', DEMO_WORLD.seed), trainingWorlds: 2 };
+    const model = await CausalLM.load(modelDir);
+    const adapter = LoraAdapter.create('solver', model.config, { r: 2, alpha: 4, dropout: 0, targets: ['q_proj'] }, { seed: 1 });
+    try {
+      const tasks = await createWorkerTasks({ rank: 0, worldSize: 1, modelDir, model, adapter: () => adapter }, { config: cfg });
+      // A question of world 1 with its supporting passages: world 1's reader follows its chain, world 0's cannot.
+      const w1 = new World({ seed: 1, passages: DEMO_WORLD.passages });
+      const q = w1.heldOut.find((h) => h.hops === 2) as (typeof w1.heldOut)[number];
+      const docs = q.supporting_ids.map((id) => w1.passage(id) as Passage);
+      const item = (corpus: number) => ({ shard: 0, messages: ragCheckMessages(q.question, docs), question: q.question, golds: q.golden_answers, corpus });
+      const verdicts = (await tasks.run({ kind: 'rag', items: [item(1), item(0)], maxTokens: 64 })) as JudgeTaskResult;
+      expect(verdicts.verdicts).toEqual([true, false]);
+    } finally {
+      adapter.dispose();
+      model.dispose();
     }
   });
 
