@@ -279,7 +279,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   t = clock('validate', t);
   begin('solve');
 
-  // 3. The solver batch (docs/method.md, "The solver batch and the reuse pool"): one slot per proposal (or
+  // 3-4. The solver batch (docs/method.md, "The solver batch and the reuse pool"): one slot per proposal (or
   // --solver-batch slots), in proposal order; a valid proposal fills its own, and an empty slot takes a question
   // reused from the pool (its own draw, from a stream of its own) while the pool has one at most the threshold.
   // Then each question is solved G times in its corpus, with the top-k skills retrieved for it (solver only).
@@ -311,8 +311,8 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   t = clock('solve', t);
   begin('judge');
 
-  // 4-7. Judge, rewards, skill utility, failure queue. The verdicts come back in global-index order, and the
-  // bank (one writer: this process) takes the outcomes and failures in that order.
+  // 5-9. Judge, rewards, skill utility, failure queue, the reuse pool. The verdicts come back in global-index
+  // order, and the bank (one writer: this process) takes the outcomes and failures in that order.
   const verdicts = await judging.judge(
     items.flatMap((it, k) => {
       const group = groups[k] as (typeof groups)[number];
@@ -385,10 +385,11 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   t = clock('judge', t);
   begin('update');
 
-  // 9 (start). Consolidation runs alongside the updates; it is committed below, at this step's boundary.
+  // 11 (start). Consolidation runs alongside the updates; it is committed below, at this step's boundary.
   const job = bank && deps.distiller ? bank.startConsolidation(step, deps.distiller) : null;
 
-  // 8. GRPO updates: solver groups = the G rollouts of a question; proposer groups = the n_p proposals of a seed.
+  // 10. GRPO updates: solver groups = the G rollouts of a question of the batch; proposer groups = the n_p
+  // proposals of a seed.
   const trained = (groups: RolloutGroup[]): RolloutGroup[] => (settings.skipUniformGroups ? groups.filter(hasAdvantageSignal) : groups);
   // Each role's groups go through `epochs` updates; the step reports the last one's metrics.
   const updateRole = async (role: Role, groups: RolloutGroup[]): Promise<RoleUpdateMetrics | undefined> => {
@@ -408,7 +409,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   t = clock('update', t);
   begin('consolidate');
 
-  // 9 (commit). The step boundary: wait for the job, apply its change, persist stats and queue.
+  // 11 (commit). The step boundary: wait for the job, apply its change, persist stats and queue.
   let consolidation: StepMetrics['consolidation'];
   if (bank) {
     if (job) await job.done;
