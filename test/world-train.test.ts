@@ -2,7 +2,8 @@
 // searches the world of `--world-seed`, judges by exact match with aliases, runs the scripted RAG reader and
 // template distiller (named as such in the log), and writes held-out eval rows for the world (skills on and
 // off) at step 0 and at the end. Mechanics only: a random model learns nothing here.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { writeManifest } from '../src/formats/manifest.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -78,6 +79,26 @@ describe('training in a world', () => {
     for (const f of ['reuse-pool.json', 'solver/adapter_model.safetensors', 'proposer/adapter_model.safetensors']) {
       expect(readFileSync(join(root, 'run-worlds-2', 'checkpoints', 'step-2', f)).equals(readFileSync(join(root, 'run-worlds', 'checkpoints', 'step-2', f))), f).toBe(true);
     }
+  });
+
+  it("a resumed run draws from its checkpoint's reuse pool: every empty slot of the next step takes one of its questions", async () => {
+    const dir = join(root, 'run-pool');
+    await train({ ...config('run-pool', DEMO_WORLD.seed), trainingWorlds: 2, steps: 1, evalEvery: 0, evalData: undefined }, { log: () => undefined });
+    // The random model writes no valid question, so its pool is empty: put two world-1 questions in the
+    // checkpoint's pool (and its manifest), as a run whose proposer had written them would have.
+    const ckpt = join(dir, 'checkpoints', 'step-1');
+    const w1 = new World({ seed: 1, passages: DEMO_WORLD.passages });
+    const pooled = w1.heldOut.slice(0, 2).map((h) => ({ question: h.question, answer: h.golden_answers[0] as string, hops: h.hops, corpus: 1, successRate: 0.4, step: 1 }));
+    writeFileSync(join(ckpt, 'reuse-pool.json'), JSON.stringify({ version: 1, questions: pooled }));
+    writeManifest(ckpt);
+    const lines: string[] = [];
+    const s = await train(undefined, { log: (l) => lines.push(l) }, dir, { steps: 2 });
+    expect(lines.join('\n')).toContain('reuse pool: 2 questions (from checkpoint step 1)');
+    const m = s.metrics[0] as (typeof s.metrics)[number];
+    expect([m.step, m.validQuestions, m.reusedQuestions, m.solverQuestions, m.emptySlots]).toEqual([2, 0, 2, 2, 0]);
+    const after = JSON.parse(readFileSync(join(dir, 'checkpoints', 'step-2', 'reuse-pool.json'), 'utf8')) as { questions: Array<{ question: string; step: number }> };
+    expect(after.questions.length).toBe(4);
+    expect(after.questions.slice(2).every((q) => q.step === 2 && pooled.some((p) => p.question === q.question))).toBe(true);
   });
 
   it("a step worker RAG-checks each question with its own training world's reader", async () => {
