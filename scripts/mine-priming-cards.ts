@@ -63,6 +63,8 @@ for (const w of worlds) {
     ...TRAIN_DEFAULTS,
     ...WORLD_DEFAULTS,
     worldSeed: w,
+    // Each bootstrap run mines its own world (the world run trains in several: --training-worlds).
+    trainingWorlds: 1,
     steps,
     seed,
     threads,

@@ -1,5 +1,6 @@
 // The comparison in the world and the paper's ablations at small scale (docs/world.md, "The evaluation
-// worlds" and "Ablations"): every variant trains in the self-play world (seed 0) from the shipped warm start,
+// worlds" and "Ablations"): every variant trains in the world default's training worlds (the demo world, seed 0,
+// and the warm-start worlds after it: --training-worlds) from the shipped warm start,
 // and every mode is evaluated, greedily, on the evaluation worlds' held-out questions (342 questions in six
 // worlds no training touched, each searched in its own corpus) and, for reference, on the self-play world's own
 // 57 (in-world: their facts are reachable by training questions).
@@ -7,7 +8,8 @@
 // Variants (--variants, or --ablations for all of them):
 //   sesa         SESA as `npx sesa-train` runs it        → modes SESA-Off (its solver, no bank) and SESA-On (with its bank)
 //   ssp          the Search Self-Play baseline            → SSP (no bank; one proposal a seed: 4 questions a step)
-//   ssp-supply   SSP with as many proposals a step as SESA makes (32 seeds × 1)  → SSP, same supply
+//   ssp-supply   SSP with as many proposals a step as SESA makes (its seeds × n_p, one proposal each) → SSP, same
+//                supply; with the SSP layout of both (n_p = 1) it is the ssp run again, so not among --ablations
 //   no-priming   SESA with an empty bank at the start     → SESA-On, no priming
 //   no-frontier  SESA with the proposer reward 1 − p̂      → SESA-On, no frontier
 //   no-distill   SESA without failure distillation        → SESA-On, no distillation
@@ -21,8 +23,14 @@
 // one eval folder per mode (modes/) and report.html (the first SESA run, the modes compared and the table).
 //   npx tsx scripts/world-experiment.ts [--seeds 0,1,2] [--threads 1] [--backend auto] [--variants sesa,ssp | --ablations] [--out runs/world-experiment]
 //     [--steps N] [--max-hops N] [--set '{"solverLr":0.0005}'] [--curve-every N] [--model demo] [--eval-limit N (a quick check)]
+//     [--eval-every K [--eval-data training-worlds|world|eval-worlds] [--curve-limit N]]
 // --set overrides any setting of every run (TrainConfig keys, as a config file holds them); --curve-every N
 // also evaluates the SESA solver (off and on) at every N-th step's checkpoint on the in-world questions.
+// --eval-every K has every run evaluate its solver (skills on and off) during training, at step 0, every K steps
+// and at the end, on --eval-data (default training-worlds: the held-out questions of the run's training worlds,
+// N per world with --curve-limit N; nothing is chosen on the evaluation worlds): the rows go to the run's
+// metrics.jsonl, and table.md's Figure 3 section and report.html's curves show them per step, beside the
+// valid-question rate, the solver batch and the active cards (docs/world.md, "Figure 3 at small scale").
 // Run seeds as separate processes (one wasm thread each on a 2-core machine; --no-base in all but one, since
 // base and base-On do not depend on the run seed), then merge their tables:
 //   npx tsx scripts/world-experiment.ts --merge runs/x0,runs/x1,runs/x2 --out runs/world-experiment
@@ -79,7 +87,7 @@ const VARIANTS: Record<string, Variant> = {
   },
 };
 /** The paper's table: --ablations runs these. */
-const ABLATIONS = ['sesa', 'ssp', 'ssp-supply', 'no-priming', 'no-frontier', 'no-distill'];
+const ABLATIONS = ['sesa', 'ssp', 'no-priming', 'no-frontier', 'no-distill'];
 const MODE_ORDER = [
   'base',
   'base-On',
@@ -103,7 +111,11 @@ const { values } = parseArgs({
     threads: { type: 'string', default: '1' },
     // The tensor backend of every run and eval (auto: native where onnxruntime-node loads, else wasm).
     backend: { type: 'string', default: 'auto' },
-    'max-hops': { type: 'string', default: String(WORLD.maxHops) },
+    // Unset: each seed asks for its own hop count (the world default draws them a third each, --hop-mix 1,1,1).
+    'max-hops': { type: 'string' },
+    'eval-every': { type: 'string', default: '0' },
+    'eval-data': { type: 'string', default: 'training-worlds' },
+    'curve-limit': { type: 'string' },
     variants: { type: 'string' },
     // The earlier name of --variants (it took ssp and sesa).
     recipes: { type: 'string' },
@@ -128,8 +140,12 @@ const threads = Number(values.threads);
 const backend = parseBackendChoice(values.backend as string);
 if (!seeds.every(Number.isInteger) || !Number.isInteger(steps) || steps < 1) throw new Error('--seeds must be integers (0,1,2) and --steps a positive integer');
 if (!Number.isInteger(threads) || threads < 1) throw new Error(`--threads must be a positive integer, got ${values.threads}`);
-const maxHops = Number(values['max-hops']);
-if (!Number.isInteger(maxHops) || maxHops < 1) throw new Error(`--max-hops must be a positive integer, got ${values['max-hops']}`);
+const maxHops = values['max-hops'] !== undefined ? Number(values['max-hops']) : undefined;
+if (maxHops !== undefined && (!Number.isInteger(maxHops) || maxHops < 1)) throw new Error(`--max-hops must be a positive integer, got ${values['max-hops']}`);
+const evalEvery = Number(values['eval-every']);
+if (!Number.isInteger(evalEvery) || evalEvery < 0) throw new Error(`--eval-every must be a whole number of steps (0 = off), got ${values['eval-every']}`);
+const curveLimit = values['curve-limit'] !== undefined ? Number(values['curve-limit']) : undefined;
+if (curveLimit !== undefined && (!Number.isInteger(curveLimit) || curveLimit < 1)) throw new Error(`--curve-limit must be a positive integer, got ${values['curve-limit']}`);
 if (values.ablations && (values.variants !== undefined || values.recipes !== undefined)) throw new Error('--ablations runs every variant: give it or --variants, not both');
 const variantNames = values.ablations ? ABLATIONS : (values.variants ?? values.recipes ?? 'ssp,sesa').split(',');
 const unknown = variantNames.filter((v) => !(v in VARIANTS));
@@ -163,16 +179,17 @@ const fixedSettings = (seed: number, recipe: 'sesa' | 'ssp', dir: string): Parti
   corpus: 'world',
   worldSeed: DEMO_WORLD.seed,
   steps,
-  maxHops,
+  ...(maxHops !== undefined ? { maxHops } : {}),
   seed,
   out: dir,
   saveEvery: curveEvery > 0 ? curveEvery : steps,
-  evalEvery: 0,
+  evalEvery,
+  ...(evalEvery > 0 ? { evalData: values['eval-data'] as string, ...(curveLimit !== undefined ? { evalLimit: curveLimit } : {}) } : {}),
   threads,
   backend,
 });
 const clashes = Object.keys(overrides).filter((k) => k in fixedSettings(0, 'sesa', out));
-if (clashes.length > 0) throw new Error(`--set: ${clashes.join(', ')} set by the script itself (use its flags: --steps, --max-hops, --seeds, --out, --threads, --backend, --curve-every, --variants, --model)`);
+if (clashes.length > 0) throw new Error(`--set: ${clashes.join(', ')} set by the script itself (use its flags: --steps, --max-hops, --seeds, --out, --threads, --backend, --curve-every, --eval-every, --eval-data, --curve-limit, --variants, --model)`);
 const runConfig = (seed: number, variant: Variant, dir: string): TrainConfig =>
   validateConfig({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, ...RECIPE_PRESETS[variant.recipe], ...variant.set, ...overrides, ...fixedSettings(seed, variant.recipe, dir) } as TrainConfig);
 
@@ -420,6 +437,48 @@ for (const name of allVariants) {
   if (found > 1) loopLines.push(loopRow(`${name}, ${found} seeds pooled`, pooled));
 }
 if (loopLines.length > 3) lines.push(...loopLines, '', "first half of the steps → second half; p̂ of the valid questions, the solver group's success rate");
+
+// The paper's Figure 3 at small scale (docs/world.md, "Figure 3 at small scale"), per variant and step, pooled
+// over run seeds: the valid-question rate (SSP's extraction success), the solver batch (valid + reused of its
+// slots), the solver's accuracy on the whole batch and on the step's new questions, the active cards (retrieved
+// at least once) and, where the runs evaluated during training (--eval-every), the held-out EM off / on.
+const fig3Lines: string[] = [];
+for (const name of allVariants) {
+  const runs = runSeeds.flatMap((seed) => {
+    const dir = runDirs.map((d) => join(d, `${name}-seed${seed}`)).find((d) => existsSync(join(d, 'metrics.jsonl')));
+    return dir === undefined ? [] : [readRun(dir)];
+  });
+  if (runs.length === 0) continue;
+  const stepNumbers = [...new Set(runs.flatMap((r) => [...r.steps.map((x) => x.step), ...r.evals.map((e) => e.step)]))].sort((a, b) => a - b);
+  for (const step of stepNumbers) {
+    const rowsAt = runs.flatMap((r) => r.steps.filter((x) => x.step === step));
+    const sum = (f: (x: StepRow) => number | undefined): number => rowsAt.reduce((a, x) => a + (f(x) ?? 0), 0);
+    const emOf = (skills: 'on' | 'off'): string => {
+      const ems = runs.flatMap((r) => r.evals.filter((e) => e.step === step && e.skills === skills).map((e) => e.em));
+      return ems.length === 0 ? '—' : pct(mean(ems));
+    };
+    const rollouts = sum((x) => x.solverRollouts);
+    const validRollouts = sum((x) => x.validQuestionRollouts);
+    const cards = rowsAt.filter((x) => x.activeCards !== undefined);
+    fig3Lines.push(
+      `| ${name} | ${step} | ${rowsAt.length === 0 ? '—' : `${share(sum((x) => x.validQuestions), Math.max(1, sum((x) => x.proposals)))} (${sum((x) => x.validQuestions)}/${sum((x) => x.proposals)})`} | ` +
+        `${rowsAt.length === 0 ? '—' : `${sum((x) => x.solverQuestions)} (${sum((x) => x.reusedQuestions)} reused, ${sum((x) => x.emptySlots)} empty)`} | ` +
+        `${rollouts === 0 ? '—' : share(Math.round(sum((x) => (x.solverAccuracy ?? 0) * (x.solverRollouts ?? 0))), rollouts)} | ` +
+        `${validRollouts === 0 ? '—' : share(Math.round(sum((x) => (x.validQuestionAccuracy ?? 0) * (x.validQuestionRollouts ?? 0))), validRollouts)} | ` +
+        `${cards.length === 0 ? '—' : (cards.reduce((a, x) => a + (x.activeCards as number), 0) / cards.length).toFixed(1)} | ${emOf('off')} / ${emOf('on')} | ${runs.length} |`,
+    );
+  }
+}
+if (fig3Lines.length > 0) {
+  lines.push(
+    '',
+    '| variant | step | valid questions | solver batch | solver accuracy (batch) | solver accuracy (new questions) | active cards | held-out EM off / on | runs |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...fig3Lines,
+    '',
+    "per step, pooled over run seeds (Figure 3 at small scale): counts summed over the runs; active cards = cards in the bank retrieved at least once, mean over runs; held-out EM = the runs' --eval-every evals (mean over runs), step 0 before training",
+  );
+}
 
 // Card use in training (docs/method.md, "Card use"), pooled over each variant's runs: per category of learned
 // card, how often a rollout with it in its prompt followed it, the mean reward of following and not, and the

@@ -59,12 +59,27 @@ describe('renderReport', () => {
     expect(chartIds).toEqual([
       'held-out', 'training-accuracy', 'p-hat-heatmap', 'invalid-reasons', 'rewards', 'phase-timings',
       'update-kl', 'update-clipFrac', 'update-entropy', 'update-gradNorm', 'bank-size', 'bank-changes',
+      'figure3-held-out-em', 'figure3-valid-rate',
     ]);
     for (const id of chartIds) expect(html).toMatch(new RegExp(`<section class="chart" data-chart="${id}">.*?<svg`, 's'));
     expect(html).not.toMatch(/<script|(?:src|href)="https?:/i);
     // KPIs: before → after of the held-out eval, per skills mode.
     expect(html).toContain('10.0% → 30.0%');
     expect(html).toContain('5.0% → 20.0%');
+  });
+
+  it("draws the paper's Figure 3 (held-out EM, valid-question rate, active cards over steps) and the solver batch", () => {
+    const steps = [1, 2, 3].map((s) => step(s, { validityRate: 0.1 * s, activeCards: 2 * s, solverQuestions: 8, reusedQuestions: s === 1 ? 0 : 8 - s, emptySlots: s === 1 ? 7 : 0 }));
+    const { html, chartIds } = renderReport({ run: run({ steps }), evals: [], generatedAt: '2026-01-01T00:00:00Z' });
+    expect(chartIds.filter((id) => id.startsWith('figure3-') || id === 'solver-batch')).toEqual(['figure3-held-out-em', 'figure3-valid-rate', 'figure3-active-cards', 'solver-batch']);
+    expect(html).toContain('Self-evolution (the paper’s Figure 3, at small scale)');
+    const section = (id: string): string => /<section class="chart" data-chart="[^"]+">.*?<\/section>/s.exec(html.slice(html.indexOf(`data-chart="${id}"`) - 30))?.[0] ?? '';
+    expect(section('figure3-active-cards')).toContain('active cards');
+    expect(section('solver-batch')).toContain('reused from the pool');
+    // A run without those metrics (an older run, skills off) leaves the charts out.
+    const bare = renderReport({ run: run({ steps: [step(1, { validityRate: undefined })], evals: [] }), evals: [], generatedAt: '2026-01-01T00:00:00Z' });
+    expect(bare.chartIds.filter((id) => id.startsWith('figure3-') || id === 'solver-batch')).toEqual([]);
+    expect(bare.html).not.toContain('Figure 3');
   });
 
   it('draws a short run (one point per series) with no Plot warning: no ⚠ mark in a chart, nothing on the console', () => {

@@ -20,6 +20,9 @@ import { initBackend } from '../src/tensor/backend.js';
 import type { Rollout } from '../src/agent/rollout.js';
 import { checkQuestion, type InvalidReason, QUESTION_RULES } from '../src/selfplay/validate.js';
 import { SkillBank } from '../src/skills/bank.js';
+import { ReusePool } from '../src/selfplay/reuse-pool.js';
+import { hopQuotas } from '../src/selfplay/seed-draw.js';
+import { Rng } from '../src/util/rng.js';
 import { DEFAULT_RENDER_HEADER } from '../src/skills/render.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
 import { FakeSearcher } from './helpers/fake-searcher.js';
@@ -124,6 +127,9 @@ interface World {
   proposerPolicy: ScriptedPolicy;
   solverPolicy: ScriptedPolicy;
   searcher: FakeSearcher;
+  /** With corpora: each corpus's searcher and RAG reader (corpus k holds the plans corpusOf maps to k). */
+  searchers: FakeSearcher[];
+  ragJudges: ScriptedTextGenerator[];
   ragJudge: ScriptedTextGenerator;
   semantic: ScriptedTextGenerator;
   updater: RecordingUpdater;
@@ -134,7 +140,24 @@ function userText(messages: ChatMessage[]): string {
   return messages.map((m) => m.content).join('\n');
 }
 
-async function makeWorld(plans: Plan[], opts: { seedsPerStep?: number; proposalsPerSeed?: number; seed?: number; tagQuestions?: boolean; distiller?: ScriptedTextGenerator; skipUniformGroups?: boolean } = {}): Promise<World> {
+interface WorldOptions {
+  seedsPerStep?: number;
+  proposalsPerSeed?: number;
+  seed?: number;
+  tagQuestions?: boolean;
+  distiller?: ScriptedTextGenerator;
+  skipUniformGroups?: boolean;
+  /** Plan i's corpus: the seeds name it, and each corpus has its own searcher and RAG reader. */
+  corpusOf?: (planIndex: number) => number;
+  /** SSP's reuse (a pool in the deps, its rules in the settings). */
+  reuse?: { threshold: number; clearEvery: number };
+  solverBatch?: number;
+  hopMix?: number[];
+  /** No skill bank (as the SSP recipe). */
+  noSkills?: boolean;
+}
+
+async function makeWorld(plans: Plan[], opts: WorldOptions = {}): Promise<World> {
   const proposalsPerSeed = opts.proposalsPerSeed ?? 1;
   const byAnswer = new Map(plans.map((p, i) => [p.answer, i]));
   const proposerScript: PolicyScript = (_text, turn, ctx) => {
@@ -160,6 +183,8 @@ async function makeWorld(plans: Plan[], opts: { seedsPerStep?: number; proposals
   const proposerPolicy = new ScriptedPolicy(proposerScript, { name: 'scripted proposer (test double)' });
   const solverPolicy = new ScriptedPolicy(solverScript, { name: 'scripted solver (test double)' });
   const searcher = new FakeSearcher(passagesOf(plans));
+  const corpusCount = opts.corpusOf ? Math.max(...plans.map((_, i) => (opts.corpusOf as (i: number) => number)(i))) + 1 : 0;
+  const searchers = Array.from({ length: corpusCount }, (_, k) => new FakeSearcher(passagesOf(plans.filter((_, i) => opts.corpusOf?.(i) === k))));
   const dir = mkdtempSync(join(tmpdir(), 'sesa-step-'));
   dirs.push(dir);
   const bank = await SkillBank.open(join(dir, 'bank.json'), { embedder: new LexicalEmbedder() });
@@ -174,14 +199,29 @@ async function makeWorld(plans: Plan[], opts: { seedsPerStep?: number; proposals
     ],
     { cycle: true, name: 'scripted RAG judge (fake LLM)' },
   );
+  const ragJudges = searchers.map(
+    (_, k) =>
+      new ScriptedTextGenerator(
+        [
+          (messages) => {
+            const plan = plans[planIndexOf(/\nQuestion: (.*)$/m.exec(userText(messages))?.[1] ?? '')] as Plan;
+            return `<answer>${plan.answer}</answer>`;
+          },
+        ],
+        { cycle: true, name: `scripted RAG reader of corpus ${k} (fake LLM)` },
+      ),
+  );
   const semantic = new ScriptedTextGenerator(['Wrong'], { cycle: true, name: 'scripted semantic judge (fake LLM)' });
-  const updater = new RecordingUpdater(bank);
+  const updater = new RecordingUpdater(opts.noSkills ? undefined : bank);
+  const tools = corpusCount > 0 ? searchers : searcher;
   const deps: StepDeps = {
-    proposer: new ProposerRole(proposerPolicy, searcher, rollout),
-    solver: new SolverRole(solverPolicy, searcher, bank, rollout),
-    skills: bank,
+    proposer: new ProposerRole(proposerPolicy, tools, rollout),
+    solver: new SolverRole(solverPolicy, tools, opts.noSkills ? undefined : bank, rollout),
+    skills: opts.noSkills ? undefined : bank,
     judge: new AnswerJudge(semantic),
     ragJudge,
+    ...(corpusCount > 0 ? { ragJudges } : {}),
+    ...(opts.reuse ? { reusePool: new ReusePool() } : {}),
     updater,
     ...(opts.distiller ? { distiller: opts.distiller } : {}),
   };
@@ -196,9 +236,12 @@ async function makeWorld(plans: Plan[], opts: { seedsPerStep?: number; proposals
     rules: { ...QUESTION_RULES },
     failureEvidenceChars: 2000,
     skipUniformGroups: opts.skipUniformGroups ?? false,
+    ...(opts.reuse ? { reuse: opts.reuse } : {}),
+    ...(opts.solverBatch !== undefined ? { solverBatch: opts.solverBatch } : {}),
+    ...(opts.hopMix ? { hopMix: opts.hopMix } : {}),
   };
-  const seedPool = plans.map((p) => ({ answer: p.answer, hops: p.hops ?? 2, ...(p.aliases ? { aliases: p.aliases } : {}) }));
-  return { deps, settings, seedPool, plans, proposerPolicy, solverPolicy, searcher, ragJudge, semantic, updater, bank };
+  const seedPool = plans.map((p, i) => ({ answer: p.answer, hops: p.hops ?? 2, ...(p.aliases ? { aliases: p.aliases } : {}), ...(opts.corpusOf ? { corpus: opts.corpusOf(i) } : {}) }));
+  return { deps, settings, seedPool, plans, proposerPolicy, solverPolicy, searcher, searchers, ragJudges, ragJudge, semantic, updater, bank };
 }
 
 function byAnswer(result: StepResult, answer: string): StepResult['proposals'] {
@@ -786,5 +829,212 @@ describe('sesaStep under --recipe ssp (the SSP baseline)', () => {
     for (const prompt of w.solverPolicy.prompts) expect(prompt).not.toContain(DEFAULT_RENDER_HEADER);
     expect(w.bank.cards.map((c) => c.stats)).toEqual(statsBefore);
     expect(w.bank.pendingFailures()).toEqual([]);
+  });
+});
+
+describe('the reuse pool (SSP extraction_failure = reuse)', () => {
+  const q = (question: string, successRate: number, step = 1): Parameters<ReusePool['add']>[0][number] => ({ question, answer: `A ${question}`, hops: 2, successRate, step });
+
+  it('is emptied before every step whose number is a multiple of the clear interval, and draws only questions at most the threshold', () => {
+    const pool = new ReusePool();
+    expect(pool.beginStep(10, 10)).toBe(false);
+    pool.add([q('easy', 1), q('mid', 0.4), q('hard', 0)]);
+    expect(pool.beginStep(11, 10)).toBe(false);
+    expect(pool.size).toBe(3);
+    const rng = new Rng(7);
+    const drawn = pool.draw(200, 0.5, rng);
+    expect(drawn.length).toBe(200);
+    expect(new Set(drawn.map((d) => d.question))).toEqual(new Set(['mid', 'hard']));
+    // Each slot is its own draw: both eligible questions come up, some twice.
+    expect(pool.draw(3, 0, rng).map((d) => d.question)).toEqual(['hard', 'hard', 'hard']);
+    expect(new ReusePool([q('easy', 1)]).draw(4, 0.99, rng)).toEqual([]);
+    expect(pool.beginStep(20, 10)).toBe(true);
+    expect(pool.size).toBe(0);
+    expect(pool.draw(2, 1, rng)).toEqual([]);
+  });
+
+  it('round-trips through its file, and a malformed file names the file and the question', () => {
+    const pool = new ReusePool([{ ...q('mid', 0.4, 3), aliases: ['a'], corpus: 2 }]);
+    const back = ReusePool.fromFile(JSON.parse(JSON.stringify(pool.toFile())), 'p.json');
+    expect(back.entries()).toEqual(pool.entries());
+    expect(() => ReusePool.fromFile({ version: 1, questions: [{ ...q('x', 1.5) }] }, 'p.json')).toThrow("p.json: question 0: field 'successRate' must be in [0, 1]");
+    expect(() => ReusePool.fromFile([], 'p.json')).toThrow('p.json: not a reuse pool');
+  });
+});
+
+describe('sesaStep: the solver batch and the reuse pool', () => {
+  // Seeds 0–2 write valid questions (p̂ 0.4, 1 and 0.2), seeds 3–5 never do; four seeds a step, one proposal each.
+  const plans: Plan[] = [
+    { answer: 'Varrowen', correct: 2 },
+    { answer: 'Quillmarsh', correct: 5 },
+    { answer: 'Brennock', correct: 1 },
+    { answer: 'Tessaly', kinds: ['too-short'], correct: 3 },
+    { answer: 'Ormwick', kinds: ['no-question'], correct: 3 },
+    { answer: 'Fennhollow', kinds: ['too-few-words'], correct: 3 },
+  ];
+  const pHatOf: Record<string, number> = { Varrowen: 0.4, Quillmarsh: 1, Brennock: 0.2 };
+
+  it('fills every empty slot from the pool once it holds a question (exactly N questions), clears it every K steps, and never reuses a question above the threshold', async () => {
+    const w = await makeWorld(plans, { seedsPerStep: 4, reuse: { threshold: 0.5, clearEvery: 5 }, skipUniformGroups: false });
+    const pool = w.deps.reusePool as ReusePool;
+    const N = 4;
+    let reusedAny = 0;
+    for (let step = 1; step <= 12; step++) {
+      const before = step % 5 === 0 ? [] : pool.entries();
+      const r = await sesaStep(step, w.seedPool, w.deps, w.settings);
+      const m = r.metrics;
+      const valid = r.proposals.filter((p) => !p.invalid).length;
+      expect(m.validQuestions).toBe(valid);
+      expect(m.reusePoolCleared).toBe(step % 5 === 0 && step > 1);
+      const eligible = before.filter((e) => e.successRate <= 0.5);
+      if (eligible.length > 0) {
+        // The invariant: a full solver batch, every empty slot filled.
+        expect(m.solverQuestions, `step ${step}`).toBe(N);
+        expect([m.reusedQuestions, m.emptySlots]).toEqual([N - valid, 0]);
+      } else {
+        expect([m.solverQuestions, m.reusedQuestions, m.emptySlots]).toEqual([valid, 0, N - valid]);
+      }
+      // A reused question is one the pool held, at most the threshold: never Quillmarsh's (p̂ = 1).
+      for (const q of r.reused) {
+        expect(before).toContainEqual(q);
+        expect(q.successRate).toBeLessThanOrEqual(0.5);
+        expect(q.answer).not.toBe('Quillmarsh');
+      }
+      reusedAny += r.reused.length;
+      // The pool grows by every question solved (valid and reused), with this step's p̂.
+      expect(pool.size).toBe(before.length + m.solverQuestions);
+      for (const e of pool.entries().slice(before.length)) expect([e.step, e.successRate]).toEqual([step, pHatOf[e.answer]]);
+      expect(m.reusePool).toBe(pool.size);
+      // The solver trains on every group of the batch; the proposer's rewards come from its own questions only.
+      const solverCall = w.updater.calls.filter((c) => c.role === 'solver').at(-1);
+      expect(solverCall?.rewards.length).toBe(m.solverQuestions);
+      expect(m.solverRollouts).toBe(m.solverQuestions * G);
+      for (const p of r.proposals) {
+        if (p.invalid) expect(p.reward).toBe(-1);
+        else expect(p.pHat).toBe(pHatOf[p.answer]);
+      }
+    }
+    expect(reusedAny).toBeGreaterThan(0);
+  });
+
+  it('a reused question is judged against its own answer and queued as a failure of it; the proposer group of the failed slot still gets r_invalid', async () => {
+    const w = await makeWorld(plans, { seedsPerStep: 6, reuse: { threshold: 1, clearEvery: 10 } });
+    await sesaStep(1, w.seedPool, w.deps, w.settings);
+    const r = await sesaStep(2, w.seedPool, w.deps, w.settings);
+    expect(r.metrics.reusedQuestions).toBe(3);
+    expect(r.metrics.solverQuestions).toBe(6);
+    // Its outcomes follow its own plan (the scripted solver answers by the question), judged by its answer.
+    const solverCall = w.updater.calls.filter((c) => c.role === 'solver').at(-1);
+    const expectedRewards = (answer: string): number[] => Array.from({ length: G }, (_, j) => (j < ((plans.find((p) => p.answer === answer) as Plan).correct ?? 0) ? 1 : 0));
+    const reusedRewards = r.reused.map((q) => expectedRewards(q.answer));
+    for (const rw of reusedRewards) expect(solverCall?.rewards).toContainEqual(rw);
+    expect(r.metrics.validQuestionRollouts).toBe(3 * G);
+    expect(r.metrics.solverRollouts).toBe(6 * G);
+    // Invalid proposals keep r_invalid whatever question filled their slot.
+    expect(r.proposals.filter((p) => p.invalid).map((p) => p.reward)).toEqual([-1, -1, -1]);
+    const proposerCall = w.updater.calls.filter((c) => c.role === 'proposer').at(-1);
+    expect(proposerCall?.rewards).toEqual(r.proposals.map((p) => [p.reward]));
+  });
+
+  it('--solver-batch N tops the valid questions up to N, and --extraction-failure dummy (no pool) leaves the slots empty', async () => {
+    const w = await makeWorld(plans, { seedsPerStep: 6, reuse: { threshold: 1, clearEvery: 10 }, solverBatch: 8 });
+    await sesaStep(1, w.seedPool, w.deps, w.settings);
+    const r = await sesaStep(2, w.seedPool, w.deps, w.settings);
+    expect([r.metrics.validQuestions, r.metrics.reusedQuestions, r.metrics.solverQuestions, r.metrics.emptySlots]).toEqual([3, 5, 8, 0]);
+    const d = await makeWorld(plans, { seedsPerStep: 6 });
+    await sesaStep(1, d.seedPool, d.deps, d.settings);
+    const e = await sesaStep(2, d.seedPool, d.deps, d.settings);
+    expect([e.metrics.solverQuestions, e.metrics.reusedQuestions, e.metrics.emptySlots, e.metrics.reusePool]).toEqual([3, 0, 3, undefined]);
+  });
+
+  it('resumes bit-exact: steps 3–4 after the pool went through its file give the records of an uninterrupted run', async () => {
+    const strip = (r: StepResult) => ({ ...r, metrics: { ...r.metrics, seconds: undefined } });
+    const run = async (resumeAt?: number) => {
+      let w = await makeWorld(plans, { seedsPerStep: 3, reuse: { threshold: 1, clearEvery: 3 }, noSkills: true });
+      const out: unknown[] = [];
+      for (let step = 1; step <= 4; step++) {
+        if (step === resumeAt) {
+          // A new process: fresh roles and updater, the pool read back from the checkpoint's file.
+          const file = JSON.parse(JSON.stringify((w.deps.reusePool as ReusePool).toFile()));
+          w = await makeWorld(plans, { seedsPerStep: 3, reuse: { threshold: 1, clearEvery: 3 }, noSkills: true });
+          w.deps.reusePool = ReusePool.fromFile(file, 'reuse-pool.json');
+        }
+        const r = await sesaStep(step, w.seedPool, w.deps, w.settings);
+        if (step >= 3) out.push({ r: strip(r), updates: w.updater.calls.slice(-2), pool: (w.deps.reusePool as ReusePool).entries() });
+      }
+      return out;
+    };
+    const full = await run();
+    expect(await run(3)).toEqual(full);
+    expect(JSON.stringify(full)).toContain('"reusedQuestions":');
+  });
+});
+
+describe('sesaStep: the hop mix and the training corpora', () => {
+  it('draws each hop count its share of the step (largest remainder), shuffled together', async () => {
+    expect(hopQuotas(8, [1, 1, 1])).toEqual([3, 3, 2]);
+    expect(hopQuotas(256, [1, 1, 1])).toEqual([86, 85, 85]);
+    expect(hopQuotas(5, [0, 1, 0])).toEqual([0, 5, 0]);
+    expect(hopQuotas(7, [1, 2])).toEqual([2, 5]);
+    const plans: Plan[] = Array.from({ length: 12 }, (_, i) => ({ answer: `Hamlet${'ABCDEFGHIJKL'[i]}orn`, hops: 1 + (i % 3), correct: 2 }));
+    const w = await makeWorld(plans, { seedsPerStep: 6, hopMix: [1, 1, 1] });
+    for (let step = 1; step <= 3; step++) {
+      const r = await sesaStep(step, w.seedPool, w.deps, w.settings);
+      expect(r.metrics.validByHops).toEqual({ '1': { proposals: 2, valid: 2 }, '2': { proposals: 2, valid: 2 }, '3': { proposals: 2, valid: 2 } });
+    }
+    // A mix whose hop count has no seed is refused, naming it.
+    const two = await makeWorld(plans.filter((p) => p.hops !== 3), { seedsPerStep: 3, hopMix: [1, 1, 1] });
+    await expect(sesaStep(1, two.seedPool, two.deps, two.settings)).rejects.toThrow('--hop-mix 1,1,1 asks for 3-hop answer seeds, but the pool has none');
+  });
+
+  it('step s proposes in corpus (s − 1) mod C; every search and RAG check of a question goes to its own corpus, a reused one too', async () => {
+    const plans: Plan[] = Array.from({ length: 9 }, (_, i) => ({ answer: `Hamlet${'ABCDEFGHI'[i]}orn`, correct: 2, kinds: i % 3 === 2 ? ['too-short'] : ['valid'] }));
+    const corpusOf = (i: number): number => Math.floor(i / 3);
+    const w = await makeWorld(plans, { seedsPerStep: 3, corpusOf, reuse: { threshold: 1, clearEvery: 10 } });
+    const answersIn = (k: number): Set<string> => new Set(plans.filter((_, i) => corpusOf(i) === k).map((p) => p.answer.toLowerCase()));
+    const seen = w.searchers.map(() => 0);
+    for (let step = 1; step <= 4; step++) {
+      const calls = w.ragJudges.map((j) => j.calls.length);
+      const r = await sesaStep(step, w.seedPool, w.deps, w.settings);
+      const k = (step - 1) % 3;
+      expect(r.metrics.corpus).toBe(k);
+      // The step's seeds are all of its corpus.
+      for (const p of r.proposals) expect(answersIn(k).has(p.answer.toLowerCase())).toBe(true);
+      // Only the step's corpus's reader ran the RAG checks.
+      w.ragJudges.forEach((j, c) => expect(j.calls.length - calls[c]!, `reader ${c} at step ${step}`).toBe(c === k ? 2 : 0));
+      // From step 2 on a question reused from an earlier step (another corpus) fills the invalid slot.
+      if (step > 1) expect(r.reused.length).toBe(1);
+      for (const q of r.reused) expect(answersIn(q.corpus as number).has(q.answer.toLowerCase())).toBe(true);
+    }
+    // Every query a corpus's searcher got names one of its own answers (the scripted agents search the answer).
+    w.searchers.forEach((s, c) => {
+      for (const b of s.batches) for (const query of b.queries) expect([...answersIn(c)].some((a) => query.toLowerCase().includes(a)), `corpus ${c}: ${query}`).toBe(true);
+      seen[c] = s.batches.length;
+    });
+    expect(seen.every((n) => n > 0)).toBe(true);
+    expect(w.searcher.batches).toEqual([]);
+  });
+});
+
+describe('sesaStep: counterfactual card utility (--card-utility counterfactual)', () => {
+  it('counts one retrieval per split group, helpful when the half with cards earned more, hurt when less', async () => {
+    // G = 5, the first ⌊5/2⌋ = 2 rollouts get the cards: correct 2 → with 1.0, without 0 (helpful); correct 0 → equal (neither).
+    const plans: Plan[] = [
+      { answer: 'Varrowen', correct: 2 },
+      { answer: 'Brennock', correct: 0 },
+    ];
+    const w = await makeWorld(plans);
+    const before = new Map(w.bank.cards.map((c) => [c.id, { ...c.stats }]));
+    const r = await sesaStep(1, w.seedPool, w.deps, { ...w.settings, cardsInGroup: 'half', cardUtility: 'counterfactual' });
+    const want = new Map([...before].map(([id, s]) => [id, { ...s }]));
+    for (const p of r.proposals) {
+      for (const id of p.skillIds ?? []) {
+        const s = want.get(id) as { retrieved: number; helpful: number; hurt: number };
+        s.retrieved += 1;
+        if (p.answer === 'Varrowen') s.helpful += 1;
+      }
+    }
+    expect(new Map(w.bank.cards.map((c) => [c.id, c.stats]))).toEqual(want);
+    expect(r.metrics.activeCards).toBe(w.bank.cards.filter((c) => c.stats.retrieved > 0).length);
   });
 });

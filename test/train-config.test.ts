@@ -24,7 +24,13 @@ describe('resolveTrainConfig', () => {
     const { config } = resolveTrainConfig({ json: false }, new Set());
     expect(config).toEqual({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS });
     expect(configProblems(config)).toEqual([]);
-    expect(config).toMatchObject({ model: 'demo', corpus: 'world', worldSeed: 0, embedder: 'lexical', evalData: 'eval-worlds', renderTokenBudget: WORLD_CARD_BUDGET });
+    expect(config).toMatchObject({ model: 'demo', corpus: 'world', worldSeed: 0, embedder: 'lexical', evalData: 'eval-worlds' });
+    // The bank as the paper runs it: the top 3 cards fit the render budget (the warm start's transcripts had one).
+    expect(config.renderTokenBudget).toBeGreaterThan(WORLD_CARD_BUDGET);
+    // SSP's layout: one proposal per seed, G = 5, a solver batch of one question per proposal, topped up from the reuse pool.
+    expect(config).toMatchObject({ proposalsPerSeed: 1, groupSize: 5, solverBatch: 0, extractionFailure: 'reuse', reuseThreshold: 1, reusePoolClearEvery: 10, hopMix: '1,1,1' });
+    expect(config.trainingWorlds).toBeGreaterThan(1);
+    expect([config.maxHops, config.minHops]).toEqual([undefined, undefined]);
     // --model demo is the same run.
     expect(resolveTrainConfig({ json: false, model: 'demo' }, new Set(['model'])).config).toEqual(config);
   });
@@ -42,7 +48,7 @@ describe('resolveTrainConfig', () => {
     const args = { json: false, config: file, steps: 7, klCoef: 0.5, groupSize: 99 };
     const { config, fromFlags } = resolveTrainConfig(args, new Set(['config', 'steps']));
     expect(fromFlags).toEqual({ steps: 7 });
-    expect(config).toMatchObject({ model: 'qwen3-4b', steps: 7, groupSize: 8, klCoef: 0.02, skills: false, proposalsPerSeed: 4, lr: 1e-5, lambda: 0.5, embedder: 'e5' });
+    expect(config).toMatchObject({ model: 'qwen3-4b', steps: 7, groupSize: 8, klCoef: 0.02, skills: false, seedsPerStep: 256, proposalsPerSeed: 1, lr: 1e-5, lambda: 0.5, embedder: 'e5' });
   });
 
   it('--skills on|off and --no-priming style switches', () => {
@@ -155,8 +161,8 @@ describe('answer seeds', () => {
     expect(floorHops(capHops(seeds, 2), 2).map((s) => s.hops)).toEqual([2, 2, 2]);
     expect(() => validateConfig({ ...TRAIN_DEFAULTS, minHops: 3, maxHops: 2 })).toThrow('--min-hops (3) must be ≤ --max-hops (2)');
     expect(() => validateConfig({ ...TRAIN_DEFAULTS, minHops: 1.5 })).toThrow(/min-hops.*whole number/);
-    // The world run sets --min-hops 2, so --max-hops 1 alone there names the flag to add.
-    expect(() => validateConfig({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, maxHops: 1 })).toThrow('--min-hops (2) must be ≤ --max-hops (1) (the world run sets --min-hops 2: give --min-hops too)');
+    // The world run asks each seed for its own hop count (--hop-mix 1,1,1), so --max-hops 1 alone is fine there.
+    expect(validateConfig({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, maxHops: 1 })).toMatchObject({ maxHops: 1 });
     expect(validateConfig({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, maxHops: 1, minHops: 1 })).toMatchObject({ maxHops: 1, minHops: 1 });
     // A two-hop chain into an answer: a fact into it whose subject is itself the object of a fact.
     const world = new World(DEMO_WORLD);

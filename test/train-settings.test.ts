@@ -145,6 +145,13 @@ const EVERY_SETTING: Record<string, unknown> = {
   'eval-limit': 40,
   'eval-batch-size': 16,
   'api-key-env': 'MY_KEY',
+  'solver-batch': 6,
+  'hop-mix': '1,2,1',
+  'training-worlds': 2,
+  'extraction-failure': 'dummy',
+  'reuse-threshold': 0.5,
+  'reuse-pool-clear-every': 5,
+  'card-utility': 'counterfactual',
 };
 
 describe('the settings table', () => {
@@ -193,6 +200,12 @@ describe('the settings table', () => {
     expect(bad({ dualClip: 0.5 })).toEqual(['--dual-clip must be 0 (off) or > 1, got 0.5']);
     expect(bad({ questionMinChars: 50, questionMaxChars: 40 })).toEqual(['--question-min-chars (50) must be ≤ --question-max-chars (40)']);
     expect(bad({ loraTargets: ['q_proj', 'x_proj'] as TrainConfig['loraTargets'] })).toEqual(["--lora-targets has unknown 'x_proj' (known: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj)"]);
+    expect(bad({ cardUtility: 'counterfactual' })).toEqual(['--card-utility counterfactual compares the rollouts of a group with and without its cards: it needs --skills on and --cards-in-group half']);
+    expect(bad({ cardUtility: 'counterfactual', cardsInGroup: 'half' })).toEqual([]);
+    expect(bad({ hopMix: '1,x,1' })).toEqual(["--hop-mix must be shares of 1-, 2-, 3-, … hop seeds as non-negative numbers 'a,b,c', got 1,x,1"]);
+    expect(bad({ hopMix: '0,0' })).toEqual(['--hop-mix must give some hop count a share above 0, got 0,0']);
+    expect(bad({ hopMix: '1,1,1' })).toEqual([]);
+    expect(bad({ evalEvery: 2, evalData: 'training-worlds' })).toEqual(['--eval-data training-worlds needs --corpus world (a world\'s held-out questions are searched in that world\'s corpus)']);
   });
 
   it("the encyclopedia's old name, demo, is refused as --corpus or --eval-data naming the new one; a saved config.json with it still reads", () => {

@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { TRAIN_DEFAULTS, type TrainConfig } from '../src/settings/train.js';
 import { WORLD_DEFAULTS } from '../src/world/defaults.js';
 import { train } from '../src/selfplay/trainer.js';
+import { hopQuotas } from '../src/selfplay/seed-draw.js';
 import { repoRoot } from '../src/util/shared-data.js';
 
 const shipped = existsSync(join(repoRoot(), 'models', 'demo', 'model.safetensors'));
@@ -17,13 +18,15 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 const reason = !shipped ? ' (skipped: models/demo has no model.safetensors; run scripts/make-demo-model.ts)' : '';
 
 describe.skipIf(reason !== '')(`the default world loop${reason}`, () => {
-  // One step of the world's 4 seeds × 8 proposals, each asked for two hops, and one solver epoch (the default's
-  // four passes over the same rollouts only cost time here): the shipped proposer writes a valid question asked
-  // for two hops about one time in ten (docs/world.md), and the run is deterministic, so this step has some. The
-  // solver's groups on them are mostly all wrong or all right at this size (p̂ of 0 or 1: no solver
-  // advantage). The world run leaves such groups out of the update (--skip-uniform-groups), so the solver is
-  // updated, with a non-zero gradient, exactly when some group has 0 < p̂ < 1.
-  it('proposes valid questions, solves each G times, and updates the proposer with a non-zero gradient', async () => {
+  // One step of the world default's layout (SSP's: seeds × 1 proposal, a third each of 1-, 2- and 3-hop seeds, in
+  // the first training world) and one solver epoch (the default's four passes over the same rollouts only cost
+  // time here): the shipped proposer writes a valid question about one time in eight, and the run is
+  // deterministic, so this step has some. The reuse pool is empty at step 1, so the solver batch is the valid
+  // questions and the other slots stay empty. The solver's groups are mostly all wrong or all right at this size
+  // (p̂ of 0 or 1: no solver advantage); the world run leaves such groups out of the update
+  // (--skip-uniform-groups), so the solver is updated, with a non-zero gradient, exactly when some group has
+  // 0 < p̂ < 1.
+  it('proposes valid questions in the hop mix, solves each G times, and updates the proposer with a non-zero gradient', async () => {
     const config: TrainConfig = {
       ...TRAIN_DEFAULTS,
       ...WORLD_DEFAULTS,
@@ -40,12 +43,16 @@ describe.skipIf(reason !== '')(`the default world loop${reason}`, () => {
     const m = summary.metrics[0];
     expect(m).toBeDefined();
     if (!m) return;
-    expect(lines.join('\n')).toMatch(/generated world of seed 0/);
+    expect(lines.join('\n')).toMatch(new RegExp(`BM25 over ${config.trainingWorlds} generated worlds, each its own corpus \\(seeds 0, 1,`));
+    expect(m.corpus).toBe(0);
     expect(m.proposals).toBe(config.seedsPerStep * config.proposalsPerSeed);
-    // --min-hops 2 --max-hops 2: every seed of the step was asked for two hops.
-    expect(Object.keys(m.validByHops)).toEqual(['2']);
+    // --hop-mix 1,1,1: the step's seeds are a third each of 1-, 2- and 3-hop (largest remainder).
+    const quotas = hopQuotas(config.seedsPerStep, [1, 1, 1]);
+    expect(Object.fromEntries(Object.entries(m.validByHops).map(([h, v]) => [h, v.proposals]))).toEqual({ '1': quotas[0], '2': quotas[1], '3': quotas[2] });
     expect(m.validQuestions).toBeGreaterThan(0);
-    expect(m.solverRollouts).toBe(m.validQuestions * config.groupSize);
+    expect([m.solverQuestions, m.reusedQuestions, m.emptySlots]).toEqual([m.validQuestions, 0, m.proposals - m.validQuestions]);
+    expect(m.solverRollouts).toBe(m.solverQuestions * config.groupSize);
+    expect(m.reusePool).toBe(m.solverQuestions);
     const mixed = Object.entries(m.pHatHistogram).filter(([p]) => Number(p) > 0 && Number(p) < 1).reduce((n, [, c]) => n + c, 0);
     if (mixed > 0) expect(m.solver?.gradNorm ?? 0).toBeGreaterThan(0);
     else expect(m.solver).toBeUndefined();

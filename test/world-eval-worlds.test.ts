@@ -5,7 +5,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EVAL_WORLD_SEEDS, evalWorlds, heldOutFactProblems, questionFactKeys, trainedFactKeys, trainedWorldSeeds, WARM_START_WORLDS } from '../src/world/eval-worlds.js';
-import { worldEvalSets } from '../src/world/setup.js';
+import { TRAINING_WORLDS_DATA, worldEvalSets } from '../src/world/setup.js';
+import { MAX_TRAINING_WORLDS, selfPlayWorldSeeds } from '../src/world/training-worlds.js';
+import { worldEnvironment } from '../src/world/environment.js';
+import { TRAIN_DEFAULTS } from '../src/settings/train.js';
+import { WORLD_DEFAULTS } from '../src/world/defaults.js';
 import { DEMO_WORLD, FRESH_WORLD, trainingWorldSeeds, World } from '../src/world/world.js';
 
 describe('the evaluation worlds', () => {
@@ -23,6 +27,46 @@ describe('the evaluation worlds', () => {
     // However many training worlds a later warm start takes, they skip the evaluation worlds.
     const many = new Set(trainingWorldSeeds(Math.max(...EVAL_WORLD_SEEDS) + 10));
     for (const s of EVAL_WORLD_SEEDS) expect(many.has(s)).toBe(false);
+  });
+
+  it('and the worlds self-play trains in are disjoint, whatever --training-worlds, and their facts count as trained', () => {
+    const trained = new Set(trainedWorldSeeds());
+    const evalSet = new Set(EVAL_WORLD_SEEDS);
+    for (let n = 1; n <= MAX_TRAINING_WORLDS; n++) {
+      const worlds = selfPlayWorldSeeds(DEMO_WORLD.seed, n);
+      expect(worlds.length).toBe(n);
+      expect(new Set(worlds).size).toBe(n);
+      expect(worlds.filter((w) => evalSet.has(w))).toEqual([]);
+      // Every training world is one whose facts the evaluation set's check already counts as trained.
+      expect(worlds.filter((w) => !trained.has(w))).toEqual([]);
+    }
+    // The default run's worlds, and the world of another --world-seed.
+    const defaults = { ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS };
+    expect(selfPlayWorldSeeds(defaults.worldSeed, defaults.trainingWorlds).filter((w) => evalSet.has(w))).toEqual([]);
+    expect(selfPlayWorldSeeds(5, 3)).toEqual([5, 1, 2]);
+    expect(() => selfPlayWorldSeeds(DEMO_WORLD.seed, MAX_TRAINING_WORLDS + 1)).toThrow(/--training-worlds 50: at most 49/);
+    for (const s of EVAL_WORLD_SEEDS) expect(() => selfPlayWorldSeeds(s, 1)).toThrow(`--world-seed ${s} is an evaluation world`);
+  });
+
+  it('a run of several training worlds: one corpus each, every answer seed naming its own, and their held-out sets', async () => {
+    const env = await worldEnvironment(DEMO_WORLD.seed, 3);
+    expect(env.corpora?.length).toBe(3);
+    expect(env.description).toMatch(/3 generated worlds, each its own corpus \(seeds 0, 1, 2;/);
+    const byCorpus = [0, 1, 2].map((k) => (env.seeds ?? []).filter((s) => s.corpus === k));
+    for (const [k, seeds] of byCorpus.entries()) {
+      const world = new World({ seed: [0, 1, 2][k] as number, passages: DEMO_WORLD.passages });
+      expect(seeds.map((s) => s.answer)).toEqual(world.synth.seeds.map((s) => s.answer));
+      // Each corpus's search tool is its own world's index.
+      const [hit] = await (env.corpora?.[k]?.searcher as NonNullable<typeof env.searcher>).search([world.passages[0]?.title as string], 1);
+      expect(hit?.[0]?.title).toBe(world.passages[0]?.title);
+    }
+    const sets = await env.heldOut(TRAINING_WORLDS_DATA, 4);
+    expect(sets.map((s) => s.dataset)).toEqual(['world-0', 'world-1', 'world-2']);
+    for (const s of sets) expect(s.questions.length).toBe(4);
+    // One world: the seeds name no corpus, as before there were several.
+    const one = await worldEnvironment(DEMO_WORLD.seed);
+    expect(one.corpora).toBeUndefined();
+    expect((one.seeds ?? []).every((s) => s.corpus === undefined)).toBe(true);
   });
 
   it('cover every warm-start world the shipped model was trained in', () => {

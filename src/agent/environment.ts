@@ -37,12 +37,28 @@ export interface ScriptedRoles {
   distiller: TextGenerator;
 }
 
+/**
+ * One corpus a run trains in (docs/method.md, "Training corpora"): its search tool and, where the environment
+ * plays it without an LLM, its RAG reader. Corpus k is the one an answer seed with `corpus: k` (and every
+ * question proposed for it) is searched in.
+ */
+export interface TrainingCorpus {
+  /** One log line: what it is. */
+  readonly description: string;
+  readonly searcher: Searcher;
+  /** Answers the RAG validity check from given documents of this corpus (undefined: the judge model reads them). */
+  readonly ragReader?: TextGenerator;
+}
+
 export interface TaskEnvironment {
   /** One log line: the search tool and what it holds. */
   readonly description: string;
+  /** The search tool (of corpus 0 when there are several). */
   readonly searcher: Searcher;
-  /** The answer seeds it supplies; undefined: the run needs --seeds FILE. */
+  /** The answer seeds it supplies, each with its corpus when there are several; undefined: the run needs --seeds FILE. */
   readonly seeds?: AnswerSeed[];
+  /** The corpora the run trains in, when more than one (the generated world's --training-worlds); else the one `searcher`. */
+  readonly corpora?: readonly TrainingCorpus[];
   /** Names of the held-out sets it defines (`--eval-data NAME`). */
   readonly heldOutNames: readonly string[];
   /** The held-out sets of one of its names, `limit` questions per set (all when undefined). */

@@ -46,6 +46,20 @@ export interface RolloutRequest {
    * sharded runners only.
    */
   shard?: number;
+  /** The corpus its searches go to, an index into the runner's search tools (docs/method.md, "Training corpora"); default 0. */
+  corpus?: number;
+}
+
+/** The search tools of a rollout call: one, or one per corpus (a request searches the one its `corpus` names). */
+export type SearchTools = Searcher | readonly Searcher[];
+
+/** The search tool of corpus `corpus` (default 0); a single tool serves corpus 0 only. */
+export function searcherOf(tools: SearchTools, corpus: number | undefined): Searcher {
+  const k = corpus ?? 0;
+  const list = Array.isArray(tools) ? (tools as readonly Searcher[]) : [tools as Searcher];
+  const s = list[k];
+  if (!Number.isInteger(k) || k < 0 || s === undefined) throw new Error(`a rollout asks for corpus ${k}, but the runner has ${list.length} search tool${list.length === 1 ? '' : 's'}`);
+  return s;
 }
 
 export type RolloutOutcome = 'final' | 'eos' | 'max-turns' | 'budget';
@@ -162,15 +176,18 @@ export function invalidActionText(finalTag: FinalTag): string {
 interface Live {
   rollout: Rollout;
   done: boolean;
+  /** The search tool of the request's corpus. */
+  searcher: Searcher;
 }
 
-export async function runRollouts(policy: Policy, searcher: Searcher, requests: RolloutRequest[], config: RolloutConfig): Promise<Rollout[]> {
+export async function runRollouts(policy: Policy, searcher: SearchTools, requests: RolloutRequest[], config: RolloutConfig): Promise<Rollout[]> {
   const stopStrings = ['</search>', `</${config.finalTag}>`];
   const streams = requests.map((r, i) => r.stream ?? i);
   if (new Set(streams).size !== streams.length) throw new Error('runRollouts: two requests share a sampling stream');
   const live: Live[] = requests.map((r) => ({
     rollout: { id: r.id, promptIds: r.promptIds, responseIds: [], responseMask: [], logprobs: [], samplingTemperature: config.temperature > 0 ? config.temperature : 1, queries: [], retrieved: [], outcome: 'max-turns', turns: 0, invalidActions: 0, text: '' },
     done: false,
+    searcher: searcherOf(searcher, r.corpus),
   }));
   const append = (r: Rollout, ids: number[], logprobs: number[] | undefined): void => {
     r.responseIds.push(...ids);
@@ -180,7 +197,7 @@ export async function runRollouts(policy: Policy, searcher: Searcher, requests: 
 
   const session = policy.openSession?.() ?? replaySession(policy);
   try {
-    await runTurns(live, streams, session, searcher, config, stopStrings, append, policy);
+    await runTurns(live, streams, session, config, stopStrings, append, policy);
   } finally {
     session.close();
   }
@@ -191,7 +208,6 @@ async function runTurns(
   live: Live[],
   streams: readonly number[],
   session: PolicySession,
-  searcher: Searcher,
   config: RolloutConfig,
   stopStrings: string[],
   append: (r: Rollout, ids: number[], logprobs: number[] | undefined) => void,
@@ -240,12 +256,16 @@ async function runTurns(
       }
     });
 
-    if (searches.length > 0) {
-      const results = await searcher.search(
-        searches.map((s) => s.query),
+    // One batch of searches per search tool (one tool: one batch, as before there were corpora), in the
+    // order the tools first appear.
+    const tools = [...new Set(searches.map((s) => s.live.searcher))];
+    for (const tool of tools) {
+      const mine = searches.filter((s) => s.live.searcher === tool);
+      const results = await tool.search(
+        mine.map((s) => s.query),
         config.passagesPerQuery,
       );
-      searches.forEach((s, i) => {
+      mine.forEach((s, i) => {
         const passages = results[i] ?? [];
         s.live.rollout.queries.push(s.query);
         s.live.rollout.retrieved.push(passages);

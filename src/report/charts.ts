@@ -316,3 +316,71 @@ export function comparisonChart(folders: readonly EvalFolderData[]): Chart | und
     }),
   };
 }
+
+/**
+ * The paper's Figure 3 at small scale (docs/report.md, docs/world.md): three curves over the steps of a run —
+ * held-out exact match (the evals of --eval-every, skills on and off), the valid-question rate (the share of
+ * proposals that became a valid question: SSP's extraction success) and the active cards (cards in the bank
+ * retrieved at least once). Each is left out when the run has nothing for it.
+ */
+export function figure3Charts(steps: readonly StepRow[], evals: readonly EvalRow[]): Chart[] {
+  const out: Chart[] = [];
+  const em: Point[] = evals.flatMap((e) => (num(e.em) ? [{ step: e.step, value: e.em, series: `skills ${e.skills}` }] : []));
+  if (em.length > 0) {
+    out.push({
+      id: 'figure3-held-out-em',
+      title: 'Held-out exact match',
+      caption: `Greedy EM on the held-out questions at each eval (--eval-every)${evals[0]?.questions ? `, ${evals[0].questions} questions` : ''}, with the bank and without.`,
+      svg: lineChart(em, { y: 'EM (%)', percent: true, width: NARROW, height: 230, domain: yDomain(em.map((p) => 100 * p.value), { zero: true, minSpan: 10 }) }),
+    });
+  }
+  const valid = series(steps, { 'valid questions': (s) => s.validityRate });
+  if (valid.length > 0) {
+    out.push({
+      id: 'figure3-valid-rate',
+      title: 'Valid-question rate',
+      caption: 'Per step, the share of proposals that became a valid question (the rules and the RAG check): SSP’s extraction success.',
+      svg: lineChart(valid, { y: 'valid (%)', percent: true, width: NARROW, height: 230, domain: [0, 100] }),
+    });
+  }
+  const active = series(steps, { 'active cards': (s) => s.activeCards, 'cards in the bank': (s) => s.bankSize });
+  if (active.some((p) => p.series === 'active cards')) {
+    out.push({
+      id: 'figure3-active-cards',
+      title: 'Active cards',
+      caption: 'Per step, the cards in the bank that have been retrieved at least once, beside the bank’s size.',
+      svg: lineChart(active, { y: 'cards', width: NARROW, height: 230, zero: true }),
+    });
+  }
+  return out;
+}
+
+/**
+ * The solver batch per step (docs/method.md, "The solver batch and the reuse pool"): the step's valid questions,
+ * the questions reused from the pool, and the slots left empty (no valid question and nothing to reuse).
+ */
+export function solverBatchChart(steps: readonly StepRow[]): Chart | undefined {
+  const rows: Array<{ step: number; kind: string; count: number }> = [];
+  for (const s of steps) {
+    if (!num(s.solverQuestions)) continue;
+    const reused = num(s.reusedQuestions) ? s.reusedQuestions : 0;
+    rows.push({ step: s.step, kind: 'valid this step', count: s.solverQuestions - reused });
+    rows.push({ step: s.step, kind: 'reused from the pool', count: reused });
+    if (num(s.emptySlots)) rows.push({ step: s.step, kind: 'empty slot', count: s.emptySlots });
+  }
+  if (rows.length === 0) return undefined;
+  return {
+    id: 'solver-batch',
+    title: 'The solver batch',
+    caption: 'Questions the solver got per step: this step’s valid questions, questions reused from the pool, and slots left empty.',
+    svg: render({
+      width: NARROW,
+      height: 230,
+      marginLeft: 40,
+      x: stepBand(steps),
+      y: { label: 'questions', grid: true },
+      color: { legend: true, domain: ['valid this step', 'reused from the pool', 'empty slot'], range: ['#f28e2b', '#4e79a7', '#d3d3d3'] },
+      marks: [Plot.barY(rows, { x: 'step', y: 'count', fill: 'kind', tip: true }), Plot.ruleY([0])],
+    }),
+  };
+}

@@ -24,6 +24,15 @@ export interface StepRow {
   proposer?: UpdateRow;
   bankSize?: number;
   activeSkills?: number;
+  /** Cards in the bank retrieved at least once (docs/method.md, "One step"). */
+  activeCards?: number;
+  /** The solver batch: its questions, those reused from the pool, the slots left empty. */
+  solverQuestions?: number;
+  reusedQuestions?: number;
+  emptySlots?: number;
+  /** The solver's accuracy on the step's own valid questions, and its rollouts. */
+  validQuestionAccuracy?: number;
+  validQuestionRollouts?: number;
   bankVersion?: number;
   queueLength?: number;
   consolidation?: { started?: boolean; committed?: { admitted?: number; evicted?: unknown[] | number; duplicates?: number } };

@@ -74,9 +74,24 @@ export interface SearchCounts {
  * search fails for --stop-after-failed-steps steps. Any other error (a bug in a local index) ends the step.
  */
 export class CountingSearcher implements Searcher {
-  private counts: SearchCounts = { queries: 0, empty: 0, failed: 0 };
+  /** The counts, shared with the siblings (the search tools of other corpora; docs/method.md, "Training corpora"). */
+  private readonly tally: { counts: SearchCounts };
 
-  constructor(readonly inner: Searcher) {}
+  constructor(
+    readonly inner: Searcher,
+    tally?: { counts: SearchCounts },
+  ) {
+    this.tally = tally ?? { counts: { queries: 0, empty: 0, failed: 0 } };
+  }
+
+  /** A counting tool over another corpus's searcher whose searches count with this one's. */
+  sibling(inner: Searcher): CountingSearcher {
+    return new CountingSearcher(inner, this.tally);
+  }
+
+  private get counts(): SearchCounts {
+    return this.tally.counts;
+  }
 
   describe(): string {
     return this.inner.describe();
@@ -107,7 +122,7 @@ export class CountingSearcher implements Searcher {
 
   take(): SearchCounts {
     const c = this.counts;
-    this.counts = { queries: 0, empty: 0, failed: 0 };
+    this.tally.counts = { queries: 0, empty: 0, failed: 0 };
     return c;
   }
 }

@@ -40,6 +40,8 @@ import { ProposerRole, SolverRole } from '../agent/roles.js';
 import { capHops, floorHops, readSeedsFile } from '../agent/seeds.js';
 import { openEnvironment } from '../env/open.js';
 import { RunFolder } from './run-folder.js';
+import { ReusePool } from './reuse-pool.js';
+import { hopMixProblem } from './seed-draw.js';
 import { type StepPhase } from './step.js';
 import { advantageSettingsOf, grpoConfigOf, optimizerConfigOf, rolloutSettingsOf, stepSettingsOf } from './step-settings.js';
 import { DataParallelPolicyUpdater } from './data-parallel-updater.js';
@@ -88,11 +90,16 @@ export function deviceOf(rank: number, workers: number, visible: string | undefi
   return ids[rank] as string;
 }
 
-/** A checkpoint's adapters with their optimizer state, and its bank file, read and checked in memory. */
+/** A checkpoint's adapters with their optimizer state, its bank file and its reuse pool, read and checked in memory. */
 interface RestoredPayload {
   roles: Record<Role, TrainedRole>;
   bankBytes?: Buffer;
+  /** The reuse pool at the checkpoint; undefined when the checkpoint has none (written before the pool existed). */
+  reusePool?: ReusePool;
 }
+
+/** The reuse pool's file in a checkpoint (docs/method.md, "The solver batch and the reuse pool"). */
+export const REUSE_POOL_FILE = 'reuse-pool.json';
 
 function loadCheckpointPayload(dir: string, config: TrainConfig, model: CausalLM): RestoredPayload {
   const roles: Partial<Record<Role, TrainedRole>> = {};
@@ -111,7 +118,18 @@ function loadCheckpointPayload(dir: string, config: TrainConfig, model: CausalLM
       readBankFile(bankFile); // validates; throws naming the checkpoint's file
       bankBytes = readFileSync(bankFile);
     }
-    return { roles: roles as Record<Role, TrainedRole>, ...(bankBytes ? { bankBytes } : {}) };
+    const poolFile = join(dir, REUSE_POOL_FILE);
+    let reusePool: ReusePool | undefined;
+    if (existsSync(poolFile)) {
+      let raw: unknown;
+      try {
+        raw = JSON.parse(readFileSync(poolFile, 'utf8'));
+      } catch (err) {
+        throw new Error(`${poolFile}: not valid JSON (${(err as Error).message})`);
+      }
+      reusePool = ReusePool.fromFile(raw, poolFile);
+    }
+    return { roles: roles as Record<Role, TrainedRole>, ...(bankBytes ? { bankBytes } : {}), ...(reusePool ? { reusePool } : {}) };
   } catch (err) {
     for (const t of Object.values(roles)) {
       t.optimizer.dispose();
@@ -134,6 +152,8 @@ export interface BuiltRun {
   deps: StepDeps;
   settings: StepSettings;
   seeds: AnswerSeed[];
+  /** The reuse pool (with --extraction-failure reuse): saved with every checkpoint, restored on resume. */
+  reusePool: ReusePool | undefined;
   heldOut: EvalSet[] | undefined;
   firstStep: number;
   resumedFrom?: number;
@@ -190,6 +210,12 @@ export async function buildRun(run: RunFolder, config: TrainConfig, hooks: Train
   const givenSeeds = config.seeds ? readSeedsFile(config.seeds) : corpusSeeds;
   if (!givenSeeds) throw new Error('--seeds FILE is required with --retriever-url (answer seeds: JSONL of {"answer","hops"}); a local --corpus supplies its own');
   const seeds = floorHops(capHops(givenSeeds, config.maxHops), config.minHops);
+  if (env.corpora) log(`training corpora: ${env.corpora.map((c, k) => `${k}: ${c.description}`).join('; ')}; step s proposes in corpus (s − 1) mod ${env.corpora.length}`);
+  const mixProblem = hopMixProblem(seeds, stepSettingsOf(config).hopMix);
+  if (mixProblem) {
+    model.dispose();
+    throw new Error(mixProblem);
+  }
   const hopsText = (n: number) => `${n} hop${n === 1 ? '' : 's'}`;
   if (config.maxHops !== undefined) {
     const capped = givenSeeds.filter((s) => s.hops > (config.maxHops as number)).length;
@@ -218,6 +244,9 @@ export async function buildRun(run: RunFolder, config: TrainConfig, hooks: Train
   }
 
   const roles: Record<Role, TrainedRole> = ckpt ? ckpt.loaded.roles : freshRoles(config, model.config);
+  // The reuse pool: the checkpoint's, else empty (a new run, or a checkpoint written before the pool existed).
+  if (ckpt && config.extractionFailure === 'reuse' && !ckpt.loaded.reusePool) log(`warning: checkpoint step ${ckpt.step} has no ${REUSE_POOL_FILE}: the reuse pool starts empty`);
+  const reusePool = config.extractionFailure === 'reuse' ? (ckpt?.loaded.reusePool ?? new ReusePool()) : undefined;
   const adapters: Record<Role, LoraAdapter> = { proposer: roles.proposer.adapter, solver: roles.solver.adapter };
 
   const policyOptions = { enableThinking: config.enableThinking };
@@ -270,6 +299,8 @@ export async function buildRun(run: RunFolder, config: TrainConfig, hooks: Train
     stopAfter: config.stopAfterFailedSteps,
   });
   const searcher = watch.searcher;
+  // One search tool per training corpus (docs/method.md, "Training corpora"), all counted by the watch.
+  const searchers = env.corpora ? env.corpora.map((c, k) => (k === 0 ? watch.searcher : watch.searcher.sibling(c.searcher))) : searcher;
   const judgeText = watch.judge;
   const distiller = watch.distiller;
   // With --rollout-engine llama.cpp the roles generate through llama.cpp; an adapter's version is its optimizer's
@@ -335,10 +366,13 @@ export async function buildRun(run: RunFolder, config: TrainConfig, hooks: Train
     log(`step: sharded over ${workers} worker processes (${devices}): worker r rolls out, checks and judges seeds r, r + ${workers}, …; updates data-parallel`);
   }
   const deps = {
-    proposer: new ProposerRole(rolloutPolicy('proposer'), searcher, rolloutSettingsOf(config, 'proposer'), runner?.('proposer')),
-    solver: new SolverRole(rolloutPolicy('solver'), searcher, bank, rolloutSettingsOf(config, 'solver'), runner?.('solver')),
+    proposer: new ProposerRole(rolloutPolicy('proposer'), searchers, rolloutSettingsOf(config, 'proposer'), runner?.('proposer')),
+    solver: new SolverRole(rolloutPolicy('solver'), searchers, bank, rolloutSettingsOf(config, 'solver'), runner?.('solver')),
     judge: answerJudge,
     ragJudge: scriptedJudge && scripted ? scripted.ragReader : judgeText,
+    // The scripted RAG reader of each training world (an endpoint judge reads every corpus).
+    ...(scriptedJudge && env.corpora?.every((c) => c.ragReader !== undefined) ? { ragJudges: env.corpora.map((c) => c.ragReader as TextGenerator) } : {}),
+    ...(reusePool ? { reusePool } : {}),
     skills: bank,
     updater,
     ...(distiller ? { distiller } : {}),
@@ -346,6 +380,7 @@ export async function buildRun(run: RunFolder, config: TrainConfig, hooks: Train
     onPhase: (step: number, phase: StepPhase, state: 'start' | 'end', seconds?: number) => hooks.onProgress?.({ kind: 'phase', step, phase, state, ...(seconds !== undefined ? { seconds } : {}) }),
   };
   const settings = stepSettingsOf(config);
+  if (reusePool) log(`reuse pool: ${reusePool.size} questions${ckpt ? ` (from checkpoint step ${ckpt.step})` : ''}; emptied before every step that is a multiple of ${config.reusePoolClearEvery}`);
   // The held-out sets: the environment's own, or a file or benchmark asked against the run's search tool.
   const heldOut = heldOutSets ?? (heldOutFile ? [{ dataset: String(config.evalData), questions: heldOutFile, searcher }] : undefined);
   return {
@@ -359,6 +394,7 @@ export async function buildRun(run: RunFolder, config: TrainConfig, hooks: Train
     deps,
     settings,
     seeds,
+    reusePool,
     heldOut,
     firstStep,
     ...(ckpt ? { resumedFrom: ckpt.step } : {}),

@@ -24,6 +24,16 @@ export interface RagItem {
   messages: ChatMessage[];
   question: string;
   golds: string[];
+  /** The corpus the question was proposed in: its reader answers (docs/method.md, "Training corpora"); default 0. */
+  corpus?: number;
+}
+
+/** The RAG reader of an item's corpus: one of `readers` by index, else `reader` (one reader for every corpus). */
+export function readerOf(reader: TextGenerator, readers: readonly TextGenerator[] | undefined, corpus: number | undefined): TextGenerator {
+  if (!readers) return reader;
+  const r = readers[corpus ?? 0];
+  if (!r) throw new Error(`a RAG check asks for corpus ${corpus ?? 0}, but there are ${readers.length} readers`);
+  return r;
 }
 
 export interface StepJudging {
@@ -51,9 +61,9 @@ export async function ragVerdict(reader: TextGenerator, judge: AnswerJudge, item
 
 /**
  * Judging in this process, one item after another; an in-process judge computes synchronously, so signal
- * handlers (Ctrl-C) are let in before each item.
+ * handlers (Ctrl-C) are let in before each item. `readers`: one RAG reader per corpus, where they differ.
  */
-export function localJudging(judge: AnswerJudge, reader: TextGenerator): StepJudging {
+export function localJudging(judge: AnswerJudge, reader: TextGenerator, readers?: readonly TextGenerator[]): StepJudging {
   return {
     async judge(items) {
       const out: Judgement[] = [];
@@ -67,7 +77,7 @@ export function localJudging(judge: AnswerJudge, reader: TextGenerator): StepJud
       const out: boolean[] = [];
       for (const it of items) {
         await yieldToEventLoop();
-        out.push(await ragVerdict(reader, judge, it, maxTokens));
+        out.push(await ragVerdict(readerOf(reader, readers, it.corpus), judge, it, maxTokens));
       }
       return out;
     },

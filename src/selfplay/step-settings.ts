@@ -5,6 +5,7 @@ import type { GrpoUpdateConfig } from '../rl/grpo-update.js';
 import type { EvalSettings } from '../eval/runner.js';
 import type { AdamWConfig } from '../rl/optimizer.js';
 import type { TrainConfig } from '../settings/train.js';
+import { parseHopMix } from '../settings/train/run.js';
 import type { RolloutSettings } from '../agent/roles.js';
 import type { StepSettings } from './step.js';
 import type { AdvantageSettings, Role } from './updater.js';
@@ -41,7 +42,18 @@ export function stepSettingsOf(config: TrainConfig): StepSettings {
     cardsInGroup: config.cardsInGroup,
     skipUniformGroups: config.skipUniformGroups,
     epochs: { solver: config.solverEpochs, proposer: config.proposerEpochs },
+    ...(config.hopMix !== undefined ? { hopMix: hopMixOf(config.hopMix) } : {}),
+    solverBatch: config.solverBatch,
+    ...(config.extractionFailure === 'reuse' ? { reuse: { threshold: config.reuseThreshold, clearEvery: config.reusePoolClearEvery } } : {}),
+    cardUtility: config.cardUtility,
   };
+}
+
+/** The weights of --hop-mix (checked by the settings table; a bad value here is a bug). */
+function hopMixOf(v: string): number[] {
+  const w = parseHopMix(v);
+  if (typeof w === 'string') throw new Error(`--hop-mix ${w}`);
+  return w;
 }
 
 /**

@@ -14,7 +14,8 @@ import { CountingSearcher, CountingTextGenerator, usableJudgeReply } from './rol
 import { runRollouts } from '../agent/rollout.js';
 import type { RolloutTask, RolloutTaskResult } from './rollout-runner.js';
 import { openEnvironment } from '../env/open.js';
-import { type JudgeTask, type JudgeTaskResult, ragVerdict } from './step-judging.js';
+import { type JudgeTask, type JudgeTaskResult, ragVerdict, readerOf } from './step-judging.js';
+import type { TextGenerator } from '../llm/types.js';
 
 /** What the trainer starts its step workers with. */
 export interface StepWorkerInit {
@@ -29,8 +30,9 @@ export const createWorkerTasks: CreateWorkerTasks = async (ctx, raw) => {
   if (!config || typeof config !== 'object') throw new Error('step worker: no training configuration in its init');
   // The trainer has logged what this search is (and any warning about its corpus) already: the worker is quiet.
   const env = await openEnvironment(config, () => undefined);
-  const searcher = env.searcher;
-  const counting = new CountingSearcher(searcher);
+  // One counting tool per corpus, all counted together (the trainer adds the counts to its own).
+  const counting = new CountingSearcher(env.searcher);
+  const searchers = env.corpora ? env.corpora.map((c, k) => (k === 0 ? counting : counting.sibling(c.searcher))) : counting;
   const tokenizer = await loadTokenizer(ctx.modelDir);
   const policies = new Map<string, ModelPolicy>();
   const policy = (role: string): ModelPolicy => {
@@ -52,12 +54,14 @@ export const createWorkerTasks: CreateWorkerTasks = async (ctx, raw) => {
   const scriptedJudge = env.scripted !== undefined && config.judgeUrl === undefined;
   const judge = new AnswerJudge(scriptedJudge ? undefined : judgeText, config.judgeMaxTokens);
   const reader = scriptedJudge && env.scripted ? env.scripted.ragReader : judgeText;
+  // A scripted reader per corpus (the world's, one per training world); an endpoint reads every corpus.
+  const readers = scriptedJudge && env.corpora?.every((c) => c.ragReader !== undefined) ? env.corpora.map((c) => c.ragReader as TextGenerator) : undefined;
   const judgeTask = async (task: JudgeTask): Promise<JudgeTaskResult> => {
     judgeText.take();
     const unparsedBefore = judge.unparsedReplies;
     const verdicts: JudgeTaskResult['verdicts'] = [];
     if (task.kind === 'judge') for (const it of task.items) (verdicts as unknown[]).push(await judge.judge(it.question, it.golds, it.prediction));
-    else for (const it of task.items) (verdicts as unknown[]).push(await ragVerdict(reader, judge, it, task.maxTokens));
+    else for (const it of task.items) (verdicts as unknown[]).push(await ragVerdict(readerOf(reader, readers, it.corpus), judge, it, task.maxTokens));
     return { verdicts, calls: judgeText.take(), unparsed: judge.unparsedReplies - unparsedBefore };
   };
   const tasks: WorkerTasks = {
@@ -66,7 +70,7 @@ export const createWorkerTasks: CreateWorkerTasks = async (ctx, raw) => {
       if (task?.kind === 'judge' || task?.kind === 'rag') return judgeTask(task);
       if (task?.kind !== 'rollouts') throw new Error(`step worker ${ctx.rank}: unknown task ${JSON.stringify((raw as { kind?: unknown })?.kind)}`);
       counting.take();
-      const rollouts = task.requests.length === 0 ? [] : await runRollouts(policy(task.role), counting, task.requests, task.config);
+      const rollouts = task.requests.length === 0 ? [] : await runRollouts(policy(task.role), searchers, task.requests, task.config);
       return { rollouts, searches: counting.take() };
     },
   };

@@ -1,6 +1,7 @@
 // One SESA training step, in the order of docs/method.md ("One step"):
-//   propose → validate (rules, then the RAG check) → retrieve skills + solve → judge → rewards → skill utility
-//   → failure queue → GRPO updates (solver, proposer) → consolidation, committed at the step boundary → metrics.
+//   propose → validate (rules, then the RAG check) → the solver batch (valid questions, topped up from the reuse
+//   pool) → retrieve skills + solve → judge → rewards → skill utility → failure queue → the reuse pool → GRPO
+//   updates (solver, proposer) → consolidation, committed at the step boundary → metrics.
 // Every arrow is a call to a role or an interface; the records that flow are plain data.
 import type { TextGenerator } from '../llm/types.js';
 import type { Passage } from '../search/types.js';
@@ -16,6 +17,10 @@ import { type CardUse, cardUse } from './card-use.js';
 import { localJudging, type RagItem, type StepJudging } from './step-judging.js';
 import type { PolicyUpdater, Role, RoleUpdateMetrics, RolloutGroup } from './updater.js';
 import { checkQuestion, type InvalidReason, type QuestionRules } from './validate.js';
+import type { PooledQuestion, ReusePool } from './reuse-pool.js';
+import { drawStepSeeds, pickSeeds, stepCorpus } from './seed-draw.js';
+
+export { pickSeeds };
 
 /**
  * What the step does with the skill memory: record each rollout's outcome for its cards, queue failures, run
@@ -35,6 +40,13 @@ export interface StepDeps {
   judge: AnswerJudge;
   /** Answers a question from given passages, for the RAG validity check (docs/method.md, "Validating questions"). */
   ragJudge: TextGenerator;
+  /** One RAG reader per training corpus where they differ (the world's scripted readers); else `ragJudge` reads all. */
+  ragJudges?: readonly TextGenerator[];
+  /**
+   * The reuse pool (docs/method.md, "The solver batch and the reuse pool"); with `settings.reuse` its questions
+   * fill the solver batch's empty slots. Undefined: no reuse (every empty slot stays empty).
+   */
+  reusePool?: ReusePool;
   updater: PolicyUpdater;
   /** The distiller of failure records into cards; undefined = no distillation (ablation). */
   distiller?: TextGenerator;
@@ -77,6 +89,20 @@ export interface StepSettings {
   skipUniformGroups: boolean;
   /** Optimizer updates of each role per step over the same groups (docs/method.md, "GRPO"); 1 if absent. */
   epochs?: Partial<Record<Role, number>>;
+  /** Shares of 1-, 2-, 3-, … hop seeds in each step's draw (docs/method.md, "One step"); absent: the pool as it comes. */
+  hopMix?: readonly number[];
+  /**
+   * Questions in the solver batch (docs/method.md, "The solver batch and the reuse pool"): the valid ones, topped
+   * up to this many from the reuse pool; 0 or absent: one per proposal (seeds × n_p), as SSP.
+   */
+  solverBatch?: number;
+  /** SSP's extraction_failure = reuse: the pool's threshold on p̂ and its clear interval; absent: no reuse. */
+  reuse?: { threshold: number; clearEvery: number };
+  /**
+   * How card utility is counted (docs/method.md, "Card use"): per rollout with the cards (outcome, the paper), or
+   * per split group by the sign of (reward with cards − reward without) (counterfactual, ours); default outcome.
+   */
+  cardUtility?: 'outcome' | 'counterfactual';
 }
 
 /** A group whose advantages are not all 0: one rollout (A = R), or rewards that differ. */
@@ -110,8 +136,24 @@ export interface StepMetrics {
   validQuestions: number;
   /** Proposals and valid questions by the hop count their seed asked for ("1", "2", ...). */
   validByHops: Record<string, { proposals: number; valid: number }>;
+  /** Questions the solver was given: the valid ones and those reused from the pool (docs/method.md, "The solver batch and the reuse pool"). */
+  solverQuestions: number;
+  /** Of them, questions reused from the pool. */
+  reusedQuestions: number;
+  /** Slots of the solver batch that stayed empty (SSP's dummy questions): no valid question and nothing to reuse. */
+  emptySlots: number;
+  /** Questions in the reuse pool after this step's were added (with reuse on). */
+  reusePool?: number;
+  /** Whether the pool was emptied before this step (its number a multiple of the clear interval). */
+  reusePoolCleared?: boolean;
+  /** The training corpus (world) this step proposed in, when the run has several (docs/method.md, "Training corpora"). */
+  corpus?: number;
   solverRollouts: number;
+  /** Share of correct solver rollouts over the whole solver batch (valid and reused questions). */
   solverAccuracy: number;
+  /** Share of correct solver rollouts on this step's valid questions alone (the proposer's new questions). */
+  validQuestionAccuracy: number;
+  validQuestionRollouts: number;
   /** Count of valid questions per p̂ value ("0.00", "0.20", ...). */
   pHatHistogram: Record<string, number>;
   solverMeanReward: number;
@@ -119,7 +161,10 @@ export interface StepMetrics {
   solver?: RoleUpdateMetrics;
   proposer?: RoleUpdateMetrics;
   bankSize?: number;
+  /** Cards retrieved for this step's questions. */
   activeSkills?: number;
+  /** Cards in the bank after the step that have been retrieved at least once (the paper's active skills). */
+  activeCards?: number;
   bankVersion?: number;
   queueLength?: number;
   failuresQueued: number;
@@ -136,6 +181,8 @@ export interface StepMetrics {
 export interface StepResult {
   metrics: StepMetrics;
   proposals: ProposalRecord[];
+  /** The questions reused from the pool this step, as the pool held them (p̂ and step of their last solve). */
+  reused: PooledQuestion[];
 }
 
 function mean(xs: readonly number[]): number {
@@ -146,15 +193,20 @@ function allPassages(r: Rollout): Passage[] {
   return r.retrieved.flat();
 }
 
-/** Picks `n` seeds for a step without replacement (with replacement only when the pool is smaller). */
-export function pickSeeds(pool: readonly AnswerSeed[], n: number, rng: Rng): AnswerSeed[] {
-  if (pool.length === 0) throw new Error('no answer seeds to propose from');
-  const order = pool.map((_, i) => i);
-  for (let i = order.length - 1; i > 0; i--) {
-    const j = rng.int(i + 1);
-    [order[i], order[j]] = [order[j] as number, order[i] as number];
-  }
-  return Array.from({ length: n }, (_, k) => pool[order[k % order.length] as number] as AnswerSeed);
+/** The stream label of the reuse draws: (seed, step) gives them a stream of their own, so reuse changes no other draw. */
+const REUSE_STREAM = 0x52455553;
+
+/** One question of the solver batch: a valid proposal's, or one reused from the pool. */
+interface SolverItem {
+  question: string;
+  answer: string;
+  aliases: string[];
+  hops: number;
+  corpus: number | undefined;
+  /** The step's seed index whose slot it fills (the shard it runs on with the step sharded). */
+  shard: number;
+  /** The valid proposal it is, or undefined for a reused question. */
+  proposal?: ProposalRecord;
 }
 
 export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], deps: StepDeps, settings: StepSettings): Promise<StepResult> {
@@ -170,13 +222,16 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   const rng = Rng.derive(settings.seed, step);
   const rolloutSeed = (): number => rng.nextU32() & 0x7fffffff;
   const bank = deps.skills;
-  const judging = deps.judging ?? localJudging(deps.judge, deps.ragJudge);
+  const judging = deps.judging ?? localJudging(deps.judge, deps.ragJudge, deps.ragJudges);
   const unparsedBefore = deps.judge.unparsedReplies;
+  const pool = settings.reuse ? deps.reusePool : undefined;
+  const poolCleared = pool && settings.reuse ? pool.beginStep(step, settings.reuse.clearEvery) : undefined;
 
-  // 1. Propose: n_p proposals per seed.
+  // 1. Propose: n_p proposals per seed, in the step's corpus, in the hop mix.
   begin('propose');
   let t = performance.now();
-  const seeds = pickSeeds(seedPool, settings.seedsPerStep, rng);
+  const seeds = drawStepSeeds(seedPool, settings.seedsPerStep, rng, step, settings.hopMix);
+  const corpus = stepCorpus(seedPool, step);
   const proposed = await deps.proposer.propose(seeds, settings.proposalsPerSeed, rolloutSeed());
   t = clock('propose', t);
   begin('validate');
@@ -201,6 +256,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     const own = allPassages((flat[i] as { rollout: Rollout }).rollout);
     // Distractors come only from other seeds' rollouts: a sibling proposal for the same answer would carry
     // the answer's own evidence and make the check easier than it should be.
+    // (The step's seeds share one corpus, so every distractor is of the question's corpus.)
     const others = flat.map((f) => ({ seedIndex: f.seedIndex, passages: allPassages(f.rollout) })).filter((o) => o.seedIndex !== p.seedIndex && o.passages.length > 0);
     const blocks: Passage[][] = [own];
     for (let k = 0; k < settings.ragDistractorBlocks && others.length > 0; k++) blocks.push(others.splice(rng.int(others.length), 1)[0]?.passages ?? []);
@@ -211,7 +267,8 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
       [blocks[k], blocks[j]] = [blocks[j] as Passage[], blocks[k] as Passage[]];
     }
     const golds = [p.answer, ...((seeds[p.seedIndex] as AnswerSeed).aliases ?? [])];
-    ragItems.push({ shard: p.seedIndex, messages: ragCheckMessages(p.question, blocks.flat()), question: p.question, golds });
+    const seedCorpus = (seeds[p.seedIndex] as AnswerSeed).corpus;
+    ragItems.push({ shard: p.seedIndex, messages: ragCheckMessages(p.question, blocks.flat()), question: p.question, golds, ...(seedCorpus !== undefined ? { corpus: seedCorpus } : {}) });
     ragOf.push(p);
   }
   await yieldToEventLoop();
@@ -222,27 +279,45 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   t = clock('validate', t);
   begin('solve');
 
-  // 3. Solve each valid question G times, with the top-k skills retrieved for it (solver only).
+  // 3-4. The solver batch (docs/method.md, "The solver batch and the reuse pool"): one slot per proposal (or
+  // --solver-batch slots), in proposal order; a valid proposal fills its own, and an empty slot takes a question
+  // reused from the pool (its own draw, from a stream of its own) while the pool has one at most the threshold.
+  // Then each question is solved G times in its corpus, with the top-k skills retrieved for it (solver only).
   const valid = proposals.map((p, i) => ({ p, i })).filter(({ p }) => !p.invalid && p.question !== undefined);
-  // A question's group is its seed's shard: with the step sharded over workers it runs where the seed's
+  const slots = settings.solverBatch !== undefined && settings.solverBatch > 0 ? settings.solverBatch : proposals.length;
+  const toFill = Math.max(0, slots - valid.length);
+  const reused = pool && settings.reuse ? pool.draw(toFill, settings.reuse.threshold, Rng.derive((settings.seed ^ REUSE_STREAM) >>> 0, step)) : [];
+  const items: SolverItem[] = [];
+  const fromPool = (q: PooledQuestion, shard: number): SolverItem => ({ question: q.question, answer: q.answer, aliases: q.aliases ?? [], hops: q.hops, corpus: q.corpus, shard });
+  let nextReused = 0;
+  for (const p of proposals) {
+    if (!p.invalid && p.question !== undefined) {
+      const seed = seeds[p.seedIndex] as AnswerSeed;
+      items.push({ question: p.question, answer: p.answer, aliases: seed.aliases ?? [], hops: p.hops, corpus: seed.corpus, shard: p.seedIndex, proposal: p });
+    } else if (nextReused < reused.length) items.push(fromPool(reused[nextReused++] as PooledQuestion, p.seedIndex));
+  }
+  // Slots beyond one per proposal (--solver-batch above seeds × n_p).
+  for (let k = 0; nextReused < reused.length; k++) items.push(fromPool(reused[nextReused++] as PooledQuestion, k % seeds.length));
+  // A question's group is its slot's shard: with the step sharded over workers it runs where the seed's
   // proposals ran (docs/scale-out.md).
   const groups = await deps.solver.solve(
-    valid.map(({ p }) => p.question as string),
+    items.map((it) => it.question),
     settings.groupSize,
     rolloutSeed(),
-    valid.map(({ p }) => p.seedIndex),
+    items.map((it) => it.shard),
     settings.cardsInGroup === 'half' ? Math.floor(settings.groupSize / 2) : settings.groupSize,
+    items.some((it) => it.corpus !== undefined) ? items.map((it) => it.corpus) : undefined,
   );
   t = clock('solve', t);
   begin('judge');
 
-  // 4-7. Judge, rewards, skill utility, failure queue. The verdicts come back in global-index order, and the
-  // bank (one writer: this process) takes the outcomes and failures in that order.
+  // 5-9. Judge, rewards, skill utility, failure queue, the reuse pool. The verdicts come back in global-index
+  // order, and the bank (one writer: this process) takes the outcomes and failures in that order.
   const verdicts = await judging.judge(
-    valid.flatMap(({ p }, k) => {
+    items.flatMap((it, k) => {
       const group = groups[k] as (typeof groups)[number];
-      const golds = [p.answer, ...((seeds[p.seedIndex] as AnswerSeed).aliases ?? [])];
-      return group.rollouts.map((r) => ({ shard: p.seedIndex, question: group.question, golds, prediction: r.final }));
+      const golds = [it.answer, ...it.aliases];
+      return group.rollouts.map((r) => ({ shard: it.shard, question: group.question, golds, prediction: r.final }));
     }),
   );
   let nextVerdict = 0;
@@ -251,8 +326,10 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   const cardsThisStep = bank ? bank.cards : [];
   const usedSkills = new Set<string>();
   let failuresQueued = 0;
-  for (let k = 0; k < valid.length; k++) {
-    const { p } = valid[k] as { p: ProposalRecord };
+  const solved: PooledQuestion[] = [];
+  for (let k = 0; k < items.length; k++) {
+    const it = items[k] as SolverItem;
+    const p = it.proposal;
     const group = groups[k] as (typeof groups)[number];
     const outcomes: Outcome[] = [];
     const rewards: number[] = [];
@@ -262,17 +339,30 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
       rewards.push(solverReward(j.correct));
     }
     const pHat = successRate(rewards);
-    p.pHat = pHat;
-    p.reward = proposerReward(pHat, settings.reward);
-    p.solverOutcomes = outcomes;
-    p.skillIds = group.skillIds;
+    // Only a valid proposal's own question rewards its proposer; a reused question rewards no one.
+    if (p) {
+      p.pHat = pHat;
+      p.reward = proposerReward(pHat, settings.reward);
+      p.solverOutcomes = outcomes;
+      p.skillIds = group.skillIds;
+    }
+    solved.push({ question: it.question, answer: it.answer, ...(it.aliases.length > 0 ? { aliases: it.aliases } : {}), hops: it.hops, ...(it.corpus !== undefined ? { corpus: it.corpus } : {}), successRate: pHat, step });
     solverGroups.push({ rollouts: group.rollouts, rewards });
     if (bank) {
       for (const id of group.skillIds) usedSkills.add(id);
-      // A card's utility counts the rollouts that had it in their prompt.
-      outcomes.forEach((outcome, ri) => {
-        if (ri < group.withCards) bank.recordOutcome(group.skillIds, outcome);
-      });
+      if (settings.cardUtility === 'counterfactual') {
+        // Per split group (docs/method.md, "Card use"): helpful when the rollouts with the cards earned more
+        // than those without, hurt when less, retrieved either way.
+        if (group.withCards > 0 && group.withCards < rewards.length && group.skillIds.length > 0) {
+          const diff = mean(rewards.slice(0, group.withCards)) - mean(rewards.slice(group.withCards));
+          bank.recordOutcome(group.skillIds, diff > 0 ? 'correct' : diff < 0 ? 'wrong' : 'malformed');
+        }
+      } else {
+        // A card's utility counts the rollouts that had it in their prompt.
+        outcomes.forEach((outcome, ri) => {
+          if (ri < group.withCards) bank.recordOutcome(group.skillIds, outcome);
+        });
+      }
       // Informative frontier failures: well-formed wrong answers of questions the group sometimes solves
       // (with queueFailures 'all', every well-formed wrong answer: bootstrap mining).
       if (settings.queueFailures === 'all' || (pHat > 0 && pHat < 1)) {
@@ -282,21 +372,24 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
             .map((d) => `${d.title}: ${d.text}`)
             .join('\n')
             .slice(0, settings.failureEvidenceChars);
-          bank.enqueueFailure({ question: group.question, target: p.answer, evidence, prediction: r.final ?? '', retrievedSkillIds: ri < group.withCards ? group.skillIds : [], queries: [...r.queries] }, step);
+          bank.enqueueFailure({ question: group.question, target: it.answer, evidence, prediction: r.final ?? '', retrievedSkillIds: ri < group.withCards ? group.skillIds : [], queries: [...r.queries] }, step);
           failuresQueued++;
         });
       }
     }
   }
   for (const p of proposals) if (p.invalid) p.reward = settings.reward.invalidReward;
+  // The pool takes every question solved this step, with its p̂ (SSP adds a reused question again).
+  pool?.add(solved);
   const cardsUsed = bank ? cardUse(groups.map((g, k) => ({ skillIds: g.skillIds, withCards: g.withCards, rollouts: g.rollouts, rewards: (solverGroups[k] as RolloutGroup).rewards })), cardsThisStep) : undefined;
   t = clock('judge', t);
   begin('update');
 
-  // 9 (start). Consolidation runs alongside the updates; it is committed below, at this step's boundary.
+  // 11 (start). Consolidation runs alongside the updates; it is committed below, at this step's boundary.
   const job = bank && deps.distiller ? bank.startConsolidation(step, deps.distiller) : null;
 
-  // 8. GRPO updates: solver groups = the G rollouts of a question; proposer groups = the n_p proposals of a seed.
+  // 10. GRPO updates: solver groups = the G rollouts of a question of the batch; proposer groups = the n_p
+  // proposals of a seed.
   const trained = (groups: RolloutGroup[]): RolloutGroup[] => (settings.skipUniformGroups ? groups.filter(hasAdvantageSignal) : groups);
   // Each role's groups go through `epochs` updates; the step reports the last one's metrics.
   const updateRole = async (role: Role, groups: RolloutGroup[]): Promise<RoleUpdateMetrics | undefined> => {
@@ -316,7 +409,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   t = clock('update', t);
   begin('consolidate');
 
-  // 9 (commit). The step boundary: wait for the job, apply its change, persist stats and queue.
+  // 11 (commit). The step boundary: wait for the job, apply its change, persist stats and queue.
   let consolidation: StepMetrics['consolidation'];
   if (bank) {
     if (job) await job.done;
@@ -329,6 +422,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   clock('consolidate', t);
 
   const solverRewards = solverGroups.flatMap((g) => g.rewards);
+  const validRewards = solverGroups.flatMap((g, k) => ((items[k] as SolverItem).proposal ? g.rewards : []));
   const pHatHistogram: Record<string, number> = {};
   for (const p of proposals) if (p.pHat !== undefined) pHatHistogram[p.pHat.toFixed(2)] = (pHatHistogram[p.pHat.toFixed(2)] ?? 0) + 1;
   const invalidReasons: StepMetrics['invalidReasons'] = {};
@@ -349,14 +443,23 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     invalidReasons,
     validQuestions: valid.length,
     validByHops,
+    solverQuestions: items.length,
+    reusedQuestions: reused.length,
+    emptySlots: Math.max(0, slots - items.length),
+    ...(pool ? { reusePool: pool.size, reusePoolCleared: poolCleared === true } : {}),
+    ...(corpus !== undefined ? { corpus } : {}),
     solverRollouts: solverRewards.length,
     solverAccuracy: mean(solverRewards),
+    validQuestionAccuracy: mean(validRewards),
+    validQuestionRollouts: validRewards.length,
     pHatHistogram,
     solverMeanReward: mean(solverRewards),
     proposerMeanReward: mean(proposals.map((p) => p.reward)),
     ...(solverUpdate ? { solver: solverUpdate } : {}),
     ...(proposerUpdate ? { proposer: proposerUpdate } : {}),
-    ...(bank ? { bankSize: bank.cards.length, activeSkills: usedSkills.size, bankVersion: bank.version, queueLength: bank.pendingFailures().length } : {}),
+    ...(bank
+      ? { bankSize: bank.cards.length, activeSkills: usedSkills.size, activeCards: bank.cards.filter((c) => c.stats.retrieved > 0).length, bankVersion: bank.version, queueLength: bank.pendingFailures().length }
+      : {}),
     failuresQueued,
     ...(consolidation ? { consolidation } : {}),
     ...(cardsUsed ? { cardUse: cardsUsed } : {}),
@@ -365,5 +468,5 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     ragChecksShortOfDistractors: ragShort,
     seconds,
   };
-  return { metrics, proposals };
+  return { metrics, proposals, reused };
 }

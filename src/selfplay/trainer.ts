@@ -1,12 +1,12 @@
 // The training run: opens or resumes the run folder, builds the run (./run-setup.ts), then runs SESA steps with
 // metrics, held-out evals, checkpoints and a stop on request. The step itself is in step.ts.
 import { join } from 'node:path';
-import { writeFileAtomic } from '../util/atomic.js';
+import { writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
 import { redactSecrets } from '../util/redact.js';
 import { saveOptimizerState } from '../checkpoint/optimizer-state.js';
 import { savePeftAdapter } from '../checkpoint/peft.js';
 import { type HeldOutRow, heldOutRows, pairedGainOfFiles } from '../eval/held-out.js';
-import { buildRun } from './run-setup.js';
+import { buildRun, REUSE_POOL_FILE } from './run-setup.js';
 import { peftBaseModel } from '../checkpoint/model-name.js';
 import { type BackendInfo } from '../tensor/backend.js';
 import { configForDisk, parseSavedConfig, redactedUrlSettings, resumeChanges, showValue, shownValue, flagName, type TrainConfig, validateConfig } from '../settings/train.js';
@@ -161,6 +161,8 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
         saveOptimizerState(join(dir, r), roles[r].optimizer.exportState());
       }
       if (bank) bank.writeSnapshot(join(dir, 'skills.json'));
+      // The reuse pool, so a resumed run draws from the same questions (docs/method.md, "The solver batch and the reuse pool").
+      if (built.reusePool) writeJsonAtomic(join(dir, REUSE_POOL_FILE), built.reusePool.toFile());
     });
     log(`checkpoint: ${lastCheckpoint}`);
   };
@@ -203,7 +205,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
       metrics.push(result.metrics);
       // The run log gets a line per step; the caller shows steps through onStepEnd.
       run.log(
-        `step ${step}: valid ${result.metrics.validQuestions}/${result.metrics.proposals}, solver accuracy ${result.metrics.solverAccuracy.toFixed(3)}, ` +
+        `step ${step}: valid ${result.metrics.validQuestions}/${result.metrics.proposals}, solver batch ${result.metrics.solverQuestions} (${result.metrics.reusedQuestions} reused), solver accuracy ${result.metrics.solverAccuracy.toFixed(3)}, ` +
           `proposer reward ${result.metrics.proposerMeanReward.toFixed(3)}${bank ? `, bank ${bank.cards.length} cards v${bank.version}` : ''}, ${result.metrics.seconds.total.toFixed(1)} s`,
       );
       const short = result.metrics.ragChecksShortOfDistractors;

@@ -113,7 +113,7 @@ const CROSS_CHECKS: CrossCheck[] = [
   (c) =>
     c.minHops === undefined || c.maxHops === undefined || c.minHops <= c.maxHops
       ? undefined
-      : `--min-hops (${c.minHops}) must be ≤ --max-hops (${c.maxHops})${c.corpus === 'world' ? ' (the world run sets --min-hops 2: give --min-hops too)' : ''}`,
+      : `--min-hops (${c.minHops}) must be ≤ --max-hops (${c.maxHops})`,
   (c) => (c.questionMinChars <= c.questionMaxChars ? undefined : `--question-min-chars (${c.questionMinChars}) must be ≤ --question-max-chars (${c.questionMaxChars})`),
   (c) => (c.lrSchedule === 'cosine' || c.minLrRatio === 0 ? undefined : `--min-lr-ratio ${c.minLrRatio} applies only to --lr-schedule cosine`),
   (c) => (c.lrSchedule !== 'cosine' || c.steps > c.warmupSteps ? undefined : `--lr-schedule cosine needs --steps (${c.steps}) > --warmup-steps (${c.warmupSteps})`),
@@ -126,7 +126,11 @@ const CROSS_CHECKS: CrossCheck[] = [
   (c) => (c.retrieverUrl === undefined || c.corpus === ENCYCLOPEDIA ? undefined : `--retriever-url replaces the local index, so --corpus ${c.corpus} would be unused: give one of them`),
   (c) => (c.evalEvery === 0 || (c.evalData !== undefined && c.evalData !== '') ? undefined : '--eval-every needs --eval-data (a FlashRAG JSONL file, a benchmark name or encyclopedia)'),
   (c) =>
-    (c.evalData !== 'world' && c.evalData !== 'eval-worlds') || (c.corpus === 'world' && c.retrieverUrl === undefined)
+    c.cardUtility !== 'counterfactual' || (c.skills && c.cardsInGroup === 'half')
+      ? undefined
+      : '--card-utility counterfactual compares the rollouts of a group with and without its cards: it needs --skills on and --cards-in-group half',
+  (c) =>
+    (c.evalData !== 'world' && c.evalData !== 'eval-worlds' && c.evalData !== 'training-worlds') || (c.corpus === 'world' && c.retrieverUrl === undefined)
       ? undefined
       : `--eval-data ${c.evalData} needs --corpus world (a world's held-out questions are searched in that world's corpus)`,
   (c) => (c.retrieverUrl === undefined || c.seeds !== undefined ? undefined : '--retriever-url needs --seeds FILE (answer seeds: JSONL of {"answer","hops"}); a local --corpus supplies its own'),

@@ -7,7 +7,7 @@ import { RENAMED_DATA, RENAMED_DATA_WHY } from './search.js';
 export const EVAL_SETTINGS = {
   evalEvery: int(0, { min: 0, help: 'evaluate the solver on held-out questions every K steps (and at step 0 and the end); 0 = off' }),
   evalData: optionalStr({
-    help: "held-out questions: a FlashRAG JSONL file, a benchmark name (found in $SESA_DATA), 'encyclopedia' (the embedded encyclopedia's), or with --corpus world: 'world' (the run's own world's held-out questions) or 'eval-worlds' (the evaluation worlds', each in its own corpus; docs/world.md)",
+    help: "held-out questions: a FlashRAG JSONL file, a benchmark name (found in $SESA_DATA), 'encyclopedia' (the embedded encyclopedia's), or with --corpus world: 'world' (the run's own world's held-out questions), 'training-worlds' (those of every world the run trains in, --training-worlds) or 'eval-worlds' (the evaluation worlds'), each world's in its own corpus (docs/world.md)",
     check: (v) => renamedValueProblem('eval-data', v, RENAMED_DATA, RENAMED_DATA_WHY),
   }),
   evalLimit: int(100, { help: 'held-out questions per evaluation (a seeded sample); per world with a world eval set' }),

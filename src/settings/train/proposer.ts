@@ -1,6 +1,6 @@
 // The proposer group: which questions are valid and what a proposal earns (docs/method.md, "Validating
 // questions" and "Rewards").
-import { bool, int, num } from '../setting.js';
+import { bool, choice, int, num } from '../setting.js';
 
 export const PROPOSER_SETTINGS = {
   frontier: bool(true, { help: 'frontier reward r_p = 4·p̂·(1 − p̂), −λ at p̂ ∈ {0, 1}; --no-frontier: r_p = 1 − p̂' }),
@@ -11,4 +11,13 @@ export const PROPOSER_SETTINGS = {
   questionMinWords: int(10, { help: '... and at least this many words' }),
   minDistinctQueries: int(2, { min: 0, help: 'a valid proposal made at least this many distinct searches' }),
   rejectRepeatedQueries: bool(true, { help: 'a proposal that repeats a search query is invalid (repeated-query), as in SSP' }),
+  extractionFailure: choice(['reuse', 'dummy'], 'reuse', {
+    help: "what fills the solver batch's slot of a proposal that gave no valid question (SSP's extraction_failure.strategy): reuse = a question drawn from the reuse pool of recently solved questions, or nothing while the pool is empty; dummy = nothing (SSP solves a dummy question whose rewards are all 0; docs/method.md, \"The solver batch and the reuse pool\")",
+  }),
+  reuseThreshold: num(1, {
+    min: 0,
+    max: 1,
+    help: "a pooled question is reused only if its success rate p̂ when last solved is at most this (SSP's reuse_success_rate_threshold; 1 = any)",
+  }),
+  reusePoolClearEvery: int(10, { help: "the reuse pool is emptied before every step whose number is a multiple of this (SSP's pool_clear_interval, keep_ratio 0)" }),
 };

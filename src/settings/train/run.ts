@@ -1,6 +1,6 @@
 // The run group: what to train, how long, where the run folder is, and the recipe (docs/method.md, "Recipes").
 import { BACKEND_CHOICES } from '../../tensor/backend.js';
-import { choice, fixedForRun, int, optionalNum, str } from '../setting.js';
+import { choice, fixedForRun, int, optionalNum, optionalStr, str } from '../setting.js';
 
 /**
  * Worker processes of a run: --gpus N and --workers N both mean N workers (one device each), which shard the
@@ -8,6 +8,24 @@ import { choice, fixedForRun, int, optionalNum, str } from '../setting.js';
  */
 export function workerCount(c: { gpus: number; workers: number }): number {
   return Math.max(c.gpus, c.workers);
+}
+
+/**
+ * The hop shares of --hop-mix ('1,1,1' → [1, 1, 1], the weights of 1-, 2- and 3-hop seeds), or a problem
+ * (the rest of a sentence after the flag).
+ */
+export function parseHopMix(v: string): number[] | string {
+  const parts = v.split(',').map((x) => x.trim());
+  const w = parts.map(Number);
+  if (parts.some((x) => x === '') || w.some((x) => !Number.isFinite(x) || x < 0)) return `must be shares of 1-, 2-, 3-, … hop seeds as non-negative numbers 'a,b,c', got ${v}`;
+  if (!w.some((x) => x > 0)) return `must give some hop count a share above 0, got ${v}`;
+  return w;
+}
+
+function hopMixProblem(v: string | undefined): string | undefined {
+  if (v === undefined) return undefined;
+  const r = parseHopMix(v);
+  return typeof r === 'string' ? r : undefined;
 }
 
 export const RECIPES = ['sesa', 'ssp'] as const;
@@ -35,8 +53,19 @@ export const RUN_SETTINGS = {
     help: "rollout generation: our own forward, or llama.cpp (needs node-llama-cpp, see docs/usage.md, 'Install size'); old log-probs are recomputed with our forward",
   }),
   steps: int(200, { tiny: 3, help: 'training steps (on --resume: a larger value extends the run)' }),
-  seedsPerStep: int(8, { tiny: 2, help: 'answer seeds per step' }),
-  proposalsPerSeed: int(4, { tiny: 2, help: 'n_p, proposer rollouts per seed (the proposer GRPO group)' }),
+  seedsPerStep: int(256, { tiny: 2, help: "answer seeds per step (SSP's train_batch_size: 256 seeds × 1 proposal)" }),
+  proposalsPerSeed: int(1, {
+    tiny: 2,
+    help: 'n_p, proposer rollouts per seed (the proposer GRPO group; 1, as SSP: a group of one trains with A = R)',
+  }),
+  solverBatch: int(0, {
+    min: 0,
+    help: "questions the solver gets per step: the step's valid questions, topped up to this many from the reuse pool (--extraction-failure reuse); 0 = one per proposal (seeds × n_p), as SSP. More valid questions than this are all solved",
+  }),
+  hopMix: optionalStr({
+    help: "the shares of 1-, 2-, 3-, … hop answer seeds each step draws, as 'a,b,c' (1,1,1 = a third each, as the papers' seed pool); unset: the pool as it comes (docs/method.md, \"One step\")",
+    check: hopMixProblem,
+  }),
   maxHops: optionalNum({
     min: 1,
     check: (v) => (v === undefined || Number.isInteger(v) ? undefined : `must be a whole number of hops, got ${v}`),

@@ -29,6 +29,10 @@ export const SEARCH_SETTINGS = {
     help: "with --corpus world: the seed of the generated world (0 = the demo world; docs/world.md)",
     resume: fixedForRun('the answer seeds and questions of the run come from its world'),
   }),
+  trainingWorlds: int(1, {
+    help: 'with --corpus world: the worlds self-play trains in, the world of --world-seed and the first N − 1 warm-start training worlds (1, 2, 3, …; never an evaluation world); a step proposes in one of them, each in turn (docs/world.md, "Training worlds")',
+    resume: fixedForRun('the answer seeds and questions of the run come from its worlds'),
+  }),
   retrieverUrl: optionalUrl({ help: 'a Search-R1-compatible retrieval server; when set it replaces the local index' }),
   retrieverTimeout: num(60, { above: 0, help: 'seconds per retrieval-server request attempt' }),
   retrieverRetries: int(3, { min: 0, help: 'retries of a failed retrieval request (HTTP 5xx, timeouts), each printed' }),

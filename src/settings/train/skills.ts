@@ -42,6 +42,9 @@ export const SKILLS_SETTINGS = {
   cardsInGroup: choice(['all', 'half'], 'all', {
     help: "which of a question's G solver rollouts get its retrieved cards: all (the paper), or half (the others are asked without cards, so the group's advantages compare answering with and without them; docs/method.md, \"Card use\")",
   }),
+  cardUtility: choice(['outcome', 'counterfactual'], 'outcome', {
+    help: "how a card's helpful/hurt counts are kept: outcome = per rollout that had it, helpful when correct, hurt when wrong (the paper); counterfactual (ours, needs --cards-in-group half) = per split group, helpful when the rollouts with the cards earned more than those without, hurt when less (docs/method.md, \"Card use\")",
+  }),
   distillEvidenceChars: int(B.distillEvidenceChars, { help: 'characters of evidence put into a distillation prompt' }),
   distillConcurrency: int(B.distillConcurrency, { help: 'distiller calls in flight at once' }),
   distillMaxTokens: int(B.distillMaxTokens, { help: "the distiller's reply budget (tokens)" }),
