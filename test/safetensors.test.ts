@@ -138,6 +138,27 @@ describe('write → read round trip', () => {
   });
 });
 
+describe('tensors given as functions', () => {
+  it('are drawn once each, as they are written, and give the same file as arrays', () => {
+    const order: string[] = [];
+    const lazy = (name: string, values: Float32Array) => () => {
+      order.push(name);
+      return values;
+    };
+    const a = new Float32Array([1, 2, 3, 4]);
+    const b = new Float32Array([0.5, -0.25]);
+    const path = join(dir, 'lazy.safetensors');
+    writeSafetensors(path, { a: { dtype: 'F32', shape: [2, 2], data: lazy('a', a) }, b: { dtype: 'BF16', shape: [2], data: lazy('b', b) } }, { format: 'pt' });
+    expect(order).toEqual(['a', 'b']);
+    const eager = encodeSafetensors({ a: { dtype: 'F32', shape: [2, 2], data: a }, b: { dtype: 'BF16', shape: [2], data: b } }, { format: 'pt' });
+    expect(readFileSync(path).equals(eager)).toBe(true);
+    // A function that gives the wrong count fails the write, naming the tensor, and leaves no file.
+    const bad = join(dir, 'bad-lazy.safetensors');
+    expect(() => writeSafetensors(bad, { a: { dtype: 'F32', shape: [3], data: () => a } })).toThrow(/tensor 'a': 4 values for shape \[3\]/);
+    expect(() => readFileSync(bad)).toThrow(/ENOENT/);
+  });
+});
+
 describe('sharded checkpoint', () => {
   const sdir = join(dir, 'sharded');
   writeSafetensors(join(sdir, 'model-00001-of-00002.safetensors'), {

@@ -390,7 +390,8 @@ export function makeTinyCheckpoint(opts: MakeTinyOptions): MakeTinyResult {
   const tensors = new Map<string, TensorToWrite>();
   let parameters = 0;
   for (const [name, shape] of expectedTensors(config)) {
-    tensors.set(name, { dtype: stDtype, shape, data: tensorValues(seed, name, shape, config, qkNormWeight) });
+    // Drawn when written: one tensor's values in memory at a time (a 4B shape is 16 GB of f32).
+    tensors.set(name, { dtype: stDtype, shape, data: () => tensorValues(seed, name, shape, config, qkNormWeight) });
     parameters += shape.reduce((a, b) => a * b, 1);
   }
 

@@ -305,24 +305,30 @@ export class SafetensorsCheckpoint {
 // ---------------------------------------------------------------------------------------------------------
 // Writing.
 
+type TensorData = Float32Array | Uint8Array | Int32Array | BigInt64Array;
+
 export interface TensorToWrite {
   dtype: SafetensorsDtype;
   shape: number[];
-  /** f32 values (converted to the dtype on write) or raw bytes already in that dtype. */
-  data: Float32Array | Uint8Array | Int32Array | BigInt64Array;
+  /**
+   * f32 values (converted to the dtype on write) or raw bytes already in that dtype; or a function giving them,
+   * called when the tensor is written (so that `writeSafetensors` holds one tensor's values at a time).
+   */
+  data: TensorData | (() => TensorData);
 }
 
 function encodeTensor(name: string, t: TensorToWrite): Uint8Array {
   const count = t.shape.reduce((a, b) => a * b, 1);
+  const data = typeof t.data === 'function' ? t.data() : t.data;
   let bytes: Uint8Array;
-  if (t.data instanceof Float32Array) {
-    if (t.data.length !== count) throw new Error(`tensor '${name}': ${t.data.length} values for shape ${JSON.stringify(t.shape)}`);
-    if (t.dtype === 'F32') bytes = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
-    else if (t.dtype === 'BF16') bytes = new Uint8Array(f32ToBf16(t.data).buffer);
-    else if (t.dtype === 'F16') bytes = new Uint8Array(f32ToF16(t.data).buffer);
+  if (data instanceof Float32Array) {
+    if (data.length !== count) throw new Error(`tensor '${name}': ${data.length} values for shape ${JSON.stringify(t.shape)}`);
+    if (t.dtype === 'F32') bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    else if (t.dtype === 'BF16') bytes = new Uint8Array(f32ToBf16(data).buffer);
+    else if (t.dtype === 'F16') bytes = new Uint8Array(f32ToF16(data).buffer);
     else throw new Error(`tensor '${name}': cannot write f32 values as ${t.dtype}`);
   } else {
-    bytes = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+    bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   }
   if (bytes.length !== count * BYTES_PER_ELEMENT[t.dtype]) {
     throw new Error(`tensor '${name}': ${bytes.length} bytes for shape ${JSON.stringify(t.shape)} of ${t.dtype}`);
@@ -330,39 +336,42 @@ function encodeTensor(name: string, t: TensorToWrite): Uint8Array {
   return bytes;
 }
 
-/** The pieces of a safetensors file, in order: the header's length, the header, each tensor's bytes. */
-function safetensorsParts(tensors: Map<string, TensorToWrite> | Record<string, TensorToWrite>, metadata?: Record<string, string>): Uint8Array[] {
+/**
+ * The pieces of a safetensors file, in order: the header's length and the header (its offsets follow from the
+ * shapes and dtypes alone), then a function per tensor that encodes its bytes.
+ */
+function safetensorsParts(tensors: Map<string, TensorToWrite> | Record<string, TensorToWrite>, metadata?: Record<string, string>): { head: Uint8Array[]; bodies: Array<() => Uint8Array> } {
   const entries = tensors instanceof Map ? [...tensors.entries()] : Object.entries(tensors);
   const header: Record<string, unknown> = {};
   if (metadata) header.__metadata__ = metadata;
-  const blobs: Uint8Array[] = [];
   let offset = 0;
   for (const [name, t] of entries) {
-    const bytes = encodeTensor(name, t);
-    header[name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + bytes.length] };
-    blobs.push(bytes);
-    offset += bytes.length;
+    const length = t.shape.reduce((a, b) => a * b, 1) * BYTES_PER_ELEMENT[t.dtype];
+    header[name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + length] };
+    offset += length;
   }
   let json = JSON.stringify(header);
   json += ' '.repeat((8 - ((8 + Buffer.byteLength(json)) % 8)) % 8);
   const headerBytes = Buffer.from(json, 'utf8');
   const len = Buffer.alloc(8);
   len.writeBigUInt64LE(BigInt(headerBytes.length));
-  return [len, headerBytes, ...blobs];
+  return { head: [len, headerBytes], bodies: entries.map(([name, t]) => () => encodeTensor(name, t)) };
 }
 
 /** Serializes tensors (in the given order) to safetensors bytes (one buffer: at most 2 GiB). */
 export function encodeSafetensors(tensors: Map<string, TensorToWrite> | Record<string, TensorToWrite>, metadata?: Record<string, string>): Buffer {
-  return Buffer.concat(safetensorsParts(tensors, metadata));
+  const { head, bodies } = safetensorsParts(tensors, metadata);
+  return Buffer.concat([...head, ...bodies.map((b) => b())]);
 }
 
 /**
- * Writes a .safetensors file atomically, piece by piece (so a file over Node's 2 GiB buffer limit, such as a
- * Qwen3-0.6B in f32, is written too).
+ * Writes a .safetensors file atomically, tensor by tensor (a file over Node's 2 GiB buffer limit, such as a
+ * Qwen3-0.6B in f32, is written too; with `data` given as functions, one tensor's values are held at a time).
  */
 export function writeSafetensors(path: string, tensors: Map<string, TensorToWrite> | Record<string, TensorToWrite>, metadata?: Record<string, string>): void {
-  const parts = safetensorsParts(tensors, metadata);
+  const { head, bodies } = safetensorsParts(tensors, metadata);
   writeStreamAtomic(path, (put) => {
-    for (const p of parts) put(p);
+    for (const p of head) put(p);
+    for (const body of bodies) put(body());
   });
 }
