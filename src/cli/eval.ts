@@ -27,6 +27,7 @@ import { DEMO_MODEL_NAME, isWorldEvalData } from '../world/setup.js';
 import { type CommonArgs, emit, startBackend, withCommonOptions } from './common.js';
 import { type EvalPlanArgs, evalSetsOf, planEval } from './eval-plan.js';
 import { etaText, formatSeconds } from './progress.js';
+import { listenForStop } from './stop-signals.js';
 
 interface EvalArgs extends CommonArgs, EvalPlanArgs {
   [key: string]: unknown;
@@ -113,13 +114,8 @@ async function runEval(args: EvalArgs): Promise<void> {
     // The ETA is the time per question so far (src/cli/progress.ts), said with what it rests on, on a terminal too.
     const bar = tty ? new SingleBar({ format: 'eval [{bar}] {value}/{total} | {percentage}% | EM {em} | {left}', hideCursor: true }) : undefined;
     bar?.start(questions.length, already, { em: '–', left: `${pendingCount} to go` });
-    let stop = false;
-    const onSigint = (): void => {
-      if (stop) process.exit(130);
-      stop = true;
-      process.stderr.write('\nstopping after this batch; rerun the same command to continue\n');
-    };
-    process.on('SIGINT', onSigint);
+    // Ctrl-C and SIGTERM stop after the batch (its predictions are kept); the second one quits at once.
+    const stopSignal = listenForStop('stopping after this batch; rerun the same command to continue', () => `the questions scored so far are in ${folder.predictionsPath}; rerun the same command to continue`);
     const started = Date.now();
     let done = 0;
     try {
@@ -132,11 +128,11 @@ async function runEval(args: EvalArgs): Promise<void> {
           if (bar) bar.update(already + done, { em: pct(em), left: eta });
           else if (human) log(`eval: ${already + done}/${questions.length} (EM so far ${pct(em)}); ${eta}`);
         },
-        shouldStop: () => stop,
+        shouldStop: () => stopSignal.requested(),
       });
     } finally {
       bar?.stop();
-      process.off('SIGINT', onSigint);
+      stopSignal.dispose();
     }
 
     // 4. Results over every question of this evaluation (those of earlier, killed runs included).
