@@ -150,7 +150,8 @@ export function planEval(args: EvalPlanArgs): EvalPlan {
  * --retriever-url), built only when one is needed. `limit` samples each dataset (per world for worlds, the
  * first `limit`, as the trainer's eval takes them).
  */
-export async function evalSetsOf(plan: EvalPlan, args: Pick<EvalPlanArgs, 'dataDir' | 'corpus' | 'retrieverUrl' | 'sampleSeed'>, log: (line: string) => void): Promise<{ sets: EvalSet[]; sources: string[] }> {
+export async function evalSetsOf(plan: EvalPlan, args: Pick<EvalPlanArgs, 'dataDir' | 'corpus' | 'retrieverUrl' | 'sampleSeed'>, log: (line: string) => void): Promise<{ sets: EvalSet[]; sources: string[]; sourceOf: (dataset: string) => string }> {
+  const sourceByDataset = new Map<string, string>();
   const worldSpecs = plan.data.filter(isWorldEvalData);
   const fileSpecs = plan.data.filter((d) => !isWorldEvalData(d));
   const sets: EvalSet[] = [];
@@ -164,6 +165,7 @@ export async function evalSetsOf(plan: EvalPlan, args: Pick<EvalPlanArgs, 'dataD
       const questions: EvalQuestion[] = sampleQuestions(d.questions, plan.limit, args.sampleSeed);
       sets.push({ dataset: d.name, questions, searcher });
       sources.push(d.source);
+      sourceByDataset.set(d.name, d.source);
     }
   }
   for (const spec of worldSpecs) {
@@ -171,7 +173,8 @@ export async function evalSetsOf(plan: EvalPlan, args: Pick<EvalPlanArgs, 'dataD
     if (sets.some((s) => worldSets.some((w) => w.dataset === s.dataset))) throw new Error(`--data: ${spec} repeats a dataset already given`);
     sets.push(...worldSets);
     sources.push(spec === 'world' ? `world ${plan.worldSeed}` : spec);
+    for (const w of worldSets) sourceByDataset.set(w.dataset, `--data ${spec} (${w.dataset})`);
     log(`search: ${worldSets.map((s) => `${s.dataset} (${s.questions.length} questions)`).join(', ')}, each in its own world's corpus`);
   }
-  return { sets, sources };
+  return { sets, sources, sourceOf: (dataset) => sourceByDataset.get(dataset) ?? dataset };
 }

@@ -9,6 +9,7 @@ import type { EvalQuestion } from '../eval/dataset.js';
 import { EvalFolder, questionKey } from '../eval/eval-folder.js';
 import { aggregateResults, type EvalResults, resultsMarkdown } from '../eval/results.js';
 import { evaluateSets } from '../eval/runner.js';
+import { questionsOverContext } from '../eval/context.js';
 import { scorePredictionsFile } from '../eval/score-file.js';
 import { openEvalBank } from '../eval/setup.js';
 import { endpointArgs, endpointOptions, textGeneratorFor } from '../llm/from-args.js';
@@ -60,7 +61,7 @@ async function runEval(args: EvalArgs): Promise<void> {
   const plan = planEval(args);
   if (plan.run) log(`eval of ${plan.run.dir} at checkpoint step ${plan.run.step}: its model, solver, ${plan.bankPath ? 'bank' : 'no bank'} and settings`);
   if (plan.bankPath !== undefined) readBankFile(plan.bankPath);
-  const { sets, sources } = await evalSetsOf(plan, args, log);
+  const { sets, sources, sourceOf } = await evalSetsOf(plan, args, log);
   const questions: EvalQuestion[] = sets.flatMap((s) => s.questions);
   const judgeArgs = endpointArgs('judge', args);
   // What the solver searched besides the worlds' own corpora: predictions over another corpus or server are other predictions.
@@ -101,6 +102,9 @@ async function runEval(args: EvalArgs): Promise<void> {
         : undefined;
     const judge: TextGenerator | undefined = judgeArgs.url !== undefined ? textGeneratorFor('judge', judgeArgs) : undefined;
     const policy = new ModelPolicy('solver', model, tokenizer, adapter, { enableThinking: plan.enableThinking });
+    // Every question must fit the context with its cards and the response budget, before any runs.
+    const tooLong = questionsOverContext(questions, { renderChat: (m) => policy.renderChat(m), cardTokens: bank ? plan.renderTokenBudget : 0, responseTokens: plan.settings.maxResponseTokens }, model.config, modelDir, sourceOf);
+    if (tooLong !== undefined) throw new Error(tooLong);
 
     // 3. The questions not scored yet, each set against its own search tool.
     const pendingSets = sets.map((s) => ({ ...s, questions: folder.pending(s.questions) }));

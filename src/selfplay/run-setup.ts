@@ -10,6 +10,7 @@ import { loadOptimizerState } from '../checkpoint/optimizer-state.js';
 import { loadPeftAdapter } from '../checkpoint/peft.js';
 import { defaultDataDir } from '../eval/dataset.js';
 import { heldOutQuestions } from '../eval/held-out.js';
+import { questionsOverContext } from '../eval/context.js';
 import type { TextGenerator } from '../llm/types.js';
 import { LlamaCppEngine } from '../llama-cpp/engine.js';
 import { LlamaCppPolicy } from '../llama-cpp/policy.js';
@@ -178,6 +179,16 @@ export async function buildRun(run: RunFolder, config: TrainConfig, hooks: Train
     if (value >= maxPositions) {
       model.dispose();
       throw new Error(`${flag} ${value} does not fit the model: ${modelDir} has max_position_embeddings ${maxPositions} for the prompt and the response together`);
+    }
+  }
+  // A held-out file's questions must fit the context with the cards and the response budget (src/eval/context.ts).
+  if (heldOutFile) {
+    const policy = new ModelPolicy('solver', model, tokenizer, undefined, { enableThinking: config.enableThinking });
+    const budget = { renderChat: (m: Parameters<typeof policy.renderChat>[0]) => policy.renderChat(m), cardTokens: config.skills ? config.renderTokenBudget : 0, responseTokens: config.maxResponseTokens };
+    const tooLong = questionsOverContext(heldOutFile, budget, model.config, modelDir, () => `--eval-data ${String(config.evalData)}`);
+    if (tooLong !== undefined) {
+      model.dispose();
+      throw new Error(tooLong);
     }
   }
 
