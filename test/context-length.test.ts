@@ -63,6 +63,8 @@ describe('through the CLI, on the demo model (context 2,048)', () => {
     expect(r.stderr).toContain(`error: 1 question cannot fit the model's context of 2,048 positions`);
     expect(r.stderr).toContain(`${data}: question long7 (field 'question', 52,889 characters)`);
     expect(r.stderr).not.toMatch(/eval: \d+\/2/);
+    // The demo model on a real QA file: said to know only its generated worlds (issue 48, finding 10).
+    expect(r.stderr).toContain(`warning: --model demo is the demo world's small warm start: it knows only the words and facts of its generated worlds (docs/world.md), so on ${data} it scores about 0`);
   }, 120_000);
 
   it('score refuses a text longer than the context; generate says how many new tokens fit', async () => {

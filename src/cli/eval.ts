@@ -60,6 +60,14 @@ async function runEval(args: EvalArgs): Promise<void> {
   //    folder, search.
   const plan = planEval(args);
   if (plan.run) log(`eval of ${plan.run.dir} at checkpoint step ${plan.run.step}: its model, solver, ${plan.bankPath ? 'bank' : 'no bank'} and settings`);
+  // The demo model knows only its generated worlds: on real questions it scores about 0, which is no finding.
+  const realData = plan.data.filter((d) => !isWorldEvalData(d));
+  if (plan.model === DEMO_MODEL_NAME && realData.length > 0) {
+    log(
+      `warning: --model ${DEMO_MODEL_NAME} is the demo world's small warm start: it knows only the words and facts of its generated worlds (docs/world.md), ` +
+        `so on ${realData.join(', ')} it scores about 0. Evaluate a real model (--model qwen3-0.6b, a folder, ...) on real questions, or the demo model on --data world or eval-worlds`,
+    );
+  }
   if (plan.bankPath !== undefined) readBankFile(plan.bankPath);
   const { sets, sources, sourceOf } = await evalSetsOf(plan, args, log);
   const questions: EvalQuestion[] = sets.flatMap((s) => s.questions);
