@@ -136,6 +136,8 @@ export interface StepMetrics {
 export interface StepResult {
   metrics: StepMetrics;
   proposals: ProposalRecord[];
+  /** Each role's GRPO groups as judged (all of them, trained or not): the flat metrics read them (./flat-metrics.ts). */
+  groups: Record<Role, RolloutGroup[]>;
 }
 
 function mean(xs: readonly number[]): number {
@@ -365,5 +367,5 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     ragChecksShortOfDistractors: ragShort,
     seconds,
   };
-  return { metrics, proposals };
+  return { metrics, proposals, groups: { solver: solverGroups, proposer: proposerGroups } };
 }
