@@ -10,6 +10,8 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { notNumberFlags, threadsProblem, typedValue, unknownArgumentsText, WASM_MAX_THREADS } from '../src/cli/common.js';
 import { nearestSetting } from '../src/settings/suggest.js';
+import { printedConfig, resumedConfig } from '../src/cli/print-config.js';
+import { RunFolder } from '../src/selfplay/run-folder.js';
 import { parseConfigObject, SETTING_KEYS, TRAIN_DEFAULTS } from '../src/settings/train.js';
 import { SFT_SETTINGS } from '../src/sft/config.js';
 import { settingsFromObject } from '../src/settings/table.js';
@@ -118,6 +120,12 @@ describe('--print-config', () => {
     expect(existsSync(out)).toBe(false);
     // The printed settings are a valid --config file.
     expect(parseConfigObject(printed, 'printed.json')).toEqual(printed);
+    // With --resume: the run's config.json with the changes the flags may make; a fixed setting is refused.
+    const run = join(root, 'a-run');
+    RunFolder.create(run, { ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, out: run }).release();
+    expect(resumedConfig(run, { steps: 12 })).toEqual({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, out: run, steps: 12 });
+    expect(() => resumedConfig(run, { loraR: 4 })).toThrow(`--resume ${run}: --lora-r cannot change on --resume`);
+    expect(JSON.parse(printedConfig(resumedConfig(run, { steps: 12 }))).steps).toBe(12);
     const bad = await cli(['train', '--print-config', '--group-size', '1']);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('--group-size must be ≥ 2 for the frontier reward');

@@ -63,6 +63,16 @@ describe('resuming an SFT run', () => {
     expect((JSON.parse(readFileSync(join(config.out, 'sft.json'), 'utf8')) as SftConfig).epochs).toBe(2);
   });
 
+  it('sft --print-config prints the resolved settings and makes no run folder', async () => {
+    const out = join(root, 'never');
+    const child = spawn(process.execPath, [CLI, 'sft', '--print-config', '--model', config.model, '--data', config.data, '--out', out, '--lora', '--epochs', '2'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    expect(await new Promise<number | null>((res) => child.on('exit', res))).toBe(0);
+    expect(JSON.parse(stdout)).toEqual({ ...SFT_DEFAULTS, model: config.model, data: config.data, out, mode: 'lora', epochs: 2 });
+    expect(existsSync(out)).toBe(false);
+  }, 60_000);
+
   it('through the CLI, a setting other than --epochs and --max-steps is still refused on --resume', async () => {
     const child = spawn(process.execPath, [CLI, 'sft', '--resume', config.out, '--epochs', '3', '--lr', '1'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
