@@ -181,10 +181,12 @@ describe('model folder', () => {
     expect(config?.numLayers).toBe(1);
   });
 
-  it('a missing folder or name fails with the download command', async () => {
+  it('a missing registry name fails with the download command; a missing folder with the path to check', async () => {
     const [r] = (await checkModelFolder(join(root, 'nowhere'))).results;
     expect(r?.status).toBe('fail');
-    expect(r?.fix).toMatch(/sesa-train download/);
+    expect(r?.fix).toMatch(/^check the path: --model takes a Hugging Face model folder/);
+    const [name] = (await checkModelFolder('qwen3-0.6b')).results;
+    if (name?.status === 'fail') expect(name.fix).toBe('sesa-train download qwen3-0.6b, or pass a model folder');
   });
 
   it('a broken config, missing weights, a missing tokenizer, no chat template: each fails on its own line', async () => {
@@ -301,10 +303,22 @@ describe('retriever (a local server on 127.0.0.1)', () => {
 
 describe('disk and the whole report', () => {
   it('too little free space fails with the need stated', () => {
-    const r = checkDisk(probes({ freeBytes: () => 2 ** 29 }), { out: join(root, 'run') }, 2 ** 20);
+    const need = { oneCheckpoint: 2 ** 20, checkpoints: 3, once: 0 };
+    const r = checkDisk(probes({ freeBytes: () => 2 ** 25 }), { out: join(root, 'run') }, need);
     expect(r.status).toBe('fail');
-    expect(r.detail).toMatch(/512 MiB free/);
-    expect(checkDisk(probes(), { out: join(root, 'run') }, 2 ** 20).status).toBe('ok');
+    expect(r.detail).toMatch(/32 MiB free/);
+    expect(r.detail).toContain('one checkpoint ≈ 1 MiB, 3 checkpoints');
+    expect(checkDisk(probes(), { out: join(root, 'run') }, need).status).toBe('ok');
+  });
+
+  it('the disk need is the run\'s checkpoints and files, not a flat GiB: ~5 MiB checkpoints of the demo model ask for tens of MiB', () => {
+    const need = { oneCheckpoint: 5 * 2 ** 20, checkpoints: 2, once: 0 };
+    // 100 MiB is enough for two 5 MiB checkpoints and the run's other files (it used to ask for ≈ 1 GiB).
+    expect(checkDisk(probes({ freeBytes: () => 100 * 2 ** 20 }), { out: join(root, 'run') }, need)).toMatchObject({ status: 'ok', detail: expect.stringContaining('need ≈ 74 MiB') });
+    // Room for some checkpoints but not all: a warning with how many fit.
+    const some = checkDisk(probes({ freeBytes: () => 80 * 2 ** 20 }), { out: join(root, 'run') }, { ...need, checkpoints: 10 });
+    expect(some.status).toBe('warn');
+    expect(some.detail).toContain('room for 3 of the 10 checkpoints');
   });
 
   const base: DoctorOptions = { model: 'tiny', backend: 'auto', embedder: 'lexical', rolloutEngine: 'native', out: join(root, 'run'), loraR: 16 };

@@ -120,7 +120,7 @@ describe('sesa-train skills', () => {
     await expect(cli('skills', 'init', '--bank', fresh)).rejects.toThrow(/already exists/);
     expect(await cli('skills', 'import', join(dir, 'cards.jsonl'), '--bank', fresh)).toBe(`imported 19 cards from ${join(dir, 'cards.jsonl')} (19 new, 0 replaced); bank version 1\n`);
     expect(readBankFile(fresh).cards).toEqual(readBankFile(path).cards);
-    await expect(cli('skills', 'import', join(dir, 'cards.jsonl'), '--bank', fresh)).rejects.toThrow(/already in the bank \(use replace/);
+    await expect(cli('skills', 'import', join(dir, 'cards.jsonl'), '--bank', fresh)).rejects.toThrow(/cards\.jsonl: cards .* already in .*fresh\.json: give --replace to overwrite them/);
     expect(await cli('skills', 'import', join(dir, 'cards.jsonl'), '--bank', fresh, '--replace')).toContain('(0 new, 19 replaced); bank version 2');
 
     writeFileSync(join(dir, 'bad.jsonl'), `${jsonl.split('\n')[0]}\n{"id":"x","source":"found"}\n`);

@@ -54,6 +54,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   'group-size': 4,
   out: 'runs/everything',
   'save-every': 4,
+  tensorboard: false,
   seed: 9,
   'max-turns': 5,
   'max-hops': 2,

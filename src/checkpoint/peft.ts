@@ -3,7 +3,8 @@
 //   adapter_model.safetensors  base_model.model.<module>.lora_A.weight [r, in], .lora_B.weight [out, r]
 // so `PeftModel.from_pretrained`, vLLM and our trainer all read the same folder.
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
+import { checkManifestFile } from '../formats/manifest.js';
 import type { ModelConfig } from '../model/config.js';
 import { type LoraConfig, LoraAdapter, moduleName, projectionShape } from '../model/lora.js';
 import { PROJECTIONS, type ProjectionName } from '../model/qwen3.js';
@@ -29,7 +30,8 @@ export async function savePeftAdapter(adapter: LoraAdapter, dir: string, meta: P
     tensors.set(`${KEY_PREFIX}${mod}.lora_A.weight`, { dtype: 'F32', shape: [r, w.inDim], data: w.a });
     tensors.set(`${KEY_PREFIX}${mod}.lora_B.weight`, { dtype: 'F32', shape: [w.outDim, r], data: w.b });
   }
-  writeSafetensors(join(dir, PEFT_WEIGHTS_FILE), tensors, { format: 'pt' });
+  // The data's SHA-256 in the header: a copy damaged behind an intact header is refused on load.
+  writeSafetensors(join(dir, PEFT_WEIGHTS_FILE), tensors, { format: 'pt' }, { dataChecksum: true });
   writeJsonAtomic(join(dir, PEFT_CONFIG_FILE), {
     peft_type: 'LORA',
     task_type: 'CAUSAL_LM',
@@ -91,9 +93,13 @@ export function readPeftConfig(dir: string): LoraConfig & { baseModel?: string }
 
 /** Loads a PEFT folder as a named adapter for a model of `modelConfig`; every tensor checked by name and shape. */
 export function loadPeftAdapter(dir: string, name: string, modelConfig: ModelConfig): LoraAdapter {
+  // Inside a run's checkpoint, the adapter's files must match the checkpoint's manifest (checkpoints/step-N/solver).
+  const inCheckpoint = [PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE].map((f) => checkManifestFile(dirname(resolve(dir)), `${basename(resolve(dir))}/${f}`)).find((p) => p !== undefined);
+  if (inCheckpoint !== undefined) throw new Error(`${inCheckpoint}; the adapter cannot be used`);
   const config = readPeftConfig(dir);
   const path = join(dir, PEFT_WEIGHTS_FILE);
   const file = new SafetensorsFile(path);
+  file.verifyDataChecksum();
   const weights = new Map<string, { a: Float32Array; b: Float32Array }>();
   // PEFT strips the adapter name on save; older files may keep ".default". Accept both spellings.
   const find = (mod: string, ab: 'lora_A' | 'lora_B'): string => {
@@ -115,12 +121,21 @@ export function loadPeftAdapter(dir: string, name: string, modelConfig: ModelCon
           throw new Error(`${path}: tensor '${key}' has shape ${JSON.stringify(got)}, expected ${JSON.stringify(want)} (r = ${config.r})`);
         }
       }
-      weights.set(mod, { a: file.readFloat32(keyA), b: file.readFloat32(keyB) });
+      const w = { a: file.readFloat32(keyA), b: file.readFloat32(keyB) };
+      checkFinite(path, keyA, w.a);
+      checkFinite(path, keyB, w.b);
+      weights.set(mod, w);
     }
   }
   // After the modules it lists are found: a tensor left over is one the load would drop.
   checkEveryTensorIsRead(dir, path, file, config.targets, modelConfig.numLayers);
   return LoraAdapter.fromPeftWeights(name, modelConfig, config, weights);
+}
+
+/** A NaN or ±Inf in an adapter weight (damaged bytes, or a diverged run) would make every output NaN: refused. */
+function checkFinite(path: string, key: string, values: Float32Array): void {
+  const i = values.findIndex((v) => !Number.isFinite(v));
+  if (i >= 0) throw new Error(`${path}: tensor '${key}' holds ${String(values[i])} at index ${i}: the adapter is damaged (or its run diverged) and cannot be used`);
 }
 
 /**

@@ -1,6 +1,11 @@
-// Options and output shared by every command: --backend and --json.
+// Options and output shared by every command: --backend and --json; and the checks of what was typed that hold
+// for every command (a number flag given a word, a thread count over the wasm backend's pool, an unknown flag).
 import type { Argv } from 'yargs';
+import { keyOf } from '../settings/table.js';
+import { nearestSetting } from '../settings/suggest.js';
+import { cut } from '../util/text-file.js';
 import { BACKEND_CHOICES, type BackendChoice, describeBackend, initBackend, type BackendInfo } from '../tensor/backend.js';
+import { WASM_MAX_THREADS, wasmThreadsRefusal } from '../tensor/wasm-threads.js';
 
 export interface CommonArgs {
   backend: BackendChoice;
@@ -16,7 +21,7 @@ export function withCommonOptions<T>(y: Argv<T>): Argv<T & CommonArgs> {
       default: 'auto' as BackendChoice,
       describe: 'tensor backend (auto picks the fastest available and says which)',
     })
-    .option('threads', { type: 'number', describe: "compute threads of the wasm backend, or of the native backend's matMuls (default: all cores)" })
+    .option('threads', { type: 'number', describe: `compute threads of the wasm backend (at most ${WASM_MAX_THREADS}), or of the native backend's matMuls (default: all cores)` })
     .option('json', { type: 'boolean', default: false, describe: 'print one JSON object for scripts' }) as Argv<T & CommonArgs>;
 }
 
@@ -70,4 +75,68 @@ export function repeatedScalarFlags(argv: readonly string[], listOptions: readon
     counts.set(key, c);
   }
   return [...counts.values()].filter((c) => c.n > 1).map((c) => `${c.flag} was given ${c.n} times`);
+}
+
+/**
+ * `--threads N` over the wasm backend's pool, said with the maximum, where --backend wasm is asked for; undefined
+ * when fine or another backend (auto decides on start, and initBackend says it there: src/tensor/backend.ts).
+ */
+export function threadsProblem(threads: unknown, backend: unknown): string | undefined {
+  if (typeof threads !== 'number' || !Number.isFinite(threads) || threads <= WASM_MAX_THREADS || backend !== 'wasm') return undefined;
+  return wasmThreadsRefusal(threads);
+}
+
+/** The text typed for option `name` (`--name v` or `--name=v`, any spelling), the last one; undefined when none. */
+export function typedValue(argv: readonly string[], name: string): string | undefined {
+  const key = keyOf(name);
+  let out: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] as string;
+    if (a === '--') break;
+    const m = /^--([A-Za-z0-9][A-Za-z0-9-]*)(?:=(.*))?$/s.exec(a);
+    if (!m || keyOf(m[1] as string) !== key) continue;
+    out = m[2] ?? argv[i + 1];
+  }
+  return out;
+}
+
+/**
+ * Number options that yargs turned into NaN (`--steps abc`), each as "--steps must be a number, got 'abc'":
+ * the typed text, not the NaN it became.
+ */
+export function notNumberFlags(argv: readonly string[], numberOptions: readonly string[], parsed: Readonly<Record<string, unknown>>): string[] {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const name of numberOptions) {
+    const key = keyOf(name);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const v = parsed[key] ?? parsed[name];
+    if (typeof v !== 'number' || !Number.isNaN(v)) continue;
+    const typed = typedValue(argv, name);
+    out.push(`--${name.replace(/[A-Z]/g, (m) => `-${m.toLowerCase()}`)} must be a number, got ${typed === undefined ? 'no value' : `'${cut(typed)}'`}`);
+  }
+  return out;
+}
+
+/**
+ * yargs' "Unknown arguments: dry-run, dryRun" said once per flag (it lists the kebab and the camel spelling of
+ * one), with the nearest declared option: "unknown option --stepz (did you mean --steps?)". undefined when `msg`
+ * is another message.
+ */
+export function unknownArgumentsText(msg: string, declared: readonly string[]): string | undefined {
+  const m = /^Unknown arguments?: (.*)$/s.exec(msg);
+  if (!m) return undefined;
+  const names = new Map<string, string>();
+  for (const raw of (m[1] as string).split(', ')) {
+    const key = keyOf(raw);
+    // The kebab spelling is the one typed (yargs adds the camel one).
+    if (!names.has(key) || raw.includes('-')) names.set(key, raw);
+  }
+  const flags = [...new Set(declared.map((d) => d.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)))];
+  const parts = [...names.values()].map((name) => {
+    const near = nearestSetting(name, flags);
+    return `--${cut(name)}${near !== undefined ? ` (did you mean --${near}?)` : ''}`;
+  });
+  return `unknown option${parts.length === 1 ? '' : 's'} ${parts.join(', ')}`;
 }

@@ -3,6 +3,7 @@
 // only when the run as given would start.
 import type { CommandModule } from 'yargs';
 import { runDoctor } from '../doctor/run.js';
+import { checkpointSteps } from '../checkpoint/disk-need.js';
 import { formatReport } from '../doctor/run.js';
 import { TINY_DEFAULTS, TRAIN_DEFAULTS } from '../settings/train.js';
 import { WORLD_DEFAULTS } from '../world/defaults.js';
@@ -59,6 +60,7 @@ export const command: CommandModule<object, DoctorArgs> = {
       rolloutEngine: args['rollout-engine'],
       out: args.out ?? defaults.out,
       loraR: args['lora-r'],
+      checkpoints: checkpointSteps(1, defaults.steps, defaults.saveEvery).length,
       gpus: args.gpus,
       ...(args.threads !== undefined ? { threads: args.threads } : {}),
     });

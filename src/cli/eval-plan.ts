@@ -13,7 +13,7 @@ import { buildEvalSearcher } from '../eval/setup.js';
 import { TINY_DEFAULT_NAME } from '../checkpoint/tiny-default.js';
 import { ENCYCLOPEDIA, parseSavedConfig, TINY_DEFAULTS, TRAIN_DEFAULTS, type TrainConfig } from '../settings/train.js';
 import { WORLD_DEFAULTS } from '../world/defaults.js';
-import { RunFolder } from '../selfplay/run-folder.js';
+import { type CheckpointRef, RunFolder } from '../selfplay/run-folder.js';
 import { DEMO_MODEL_NAME, isWorldEvalData, worldEvalSets } from '../world/setup.js';
 
 /** The eval flags that the plan reads (undefined = not given on the command line). */
@@ -62,6 +62,26 @@ export interface EvalPlan {
   run?: { dir: string; step: number };
 }
 
+/**
+ * The checkpoint `eval --run` evaluates: `--step N` when the run has it whole, else the newest one. Never another
+ * one in its place: a step that does not exist is refused listing those that do, and a damaged newest
+ * checkpoint is refused naming what is wrong and the newest whole one to give with --step (docs/evaluation.md,
+ * "Evaluating a run").
+ */
+export function checkpointToEvaluate(folder: RunFolder, runArg: string, step: number | undefined): CheckpointRef {
+  const steps = folder.checkpointSteps();
+  if (steps.length === 0) throw new Error(`--run ${runArg}: the run has no checkpoint to evaluate (${folder.checkpointsDir} holds no step-N folder)`);
+  if (step !== undefined && !steps.includes(step)) {
+    throw new Error(`--run ${runArg} --step ${step}: the run has no checkpoint step ${step}; its checkpoints are steps ${[...steps].reverse().join(', ')}`);
+  }
+  const wanted = step ?? (steps[0] as number);
+  const c = folder.inspectCheckpoint(wanted);
+  if ('dir' in c) return c;
+  const older = steps.filter((s) => s < wanted).find((s) => 'dir' in folder.inspectCheckpoint(s));
+  const alternative = older !== undefined ? `; the newest whole checkpoint before it is step ${older}: evaluate it with --step ${older}` : '; no older checkpoint is whole';
+  throw new Error(`--run ${runArg}${step !== undefined ? ` --step ${step}` : ''}: checkpoint step ${wanted}${step === undefined ? ', the newest,' : ''} is damaged or incomplete (${c.reason})${alternative}`);
+}
+
 /** The settings a run of this model would have had, with --run the run's own. */
 function baseSettings(model: string | undefined, runConfig: TrainConfig | undefined): TrainConfig {
   if (runConfig) return runConfig;
@@ -84,12 +104,9 @@ export function planEval(args: EvalPlanArgs): EvalPlan {
     }
     runConfig = parseSavedConfig(raw, folder.configPath);
     if (args.model !== undefined && args.model !== runConfig.model) throw new Error(`--model ${args.model}: the run ${args.run} trained ${runConfig.model} (drop --model, or evaluate without --run)`);
-    const step = args.step ?? folder.latestCheckpoint()?.step;
-    if (step === undefined) throw new Error(`--run ${args.run}: the run has no complete checkpoint to evaluate`);
-    const c = folder.inspectCheckpoint(step);
-    if (!('dir' in c)) throw new Error(`--run ${args.run} --step ${step}: ${c.reason}`);
+    const c = checkpointToEvaluate(folder, args.run, args.step);
     checkpointDir = c.dir;
-    run = { dir: folder.dir, step };
+    run = { dir: folder.dir, step: c.step };
   } else if (args.step !== undefined) {
     throw new Error('--step names a checkpoint of --run RUN_DIR, which is not given');
   }
@@ -133,7 +150,8 @@ export function planEval(args: EvalPlanArgs): EvalPlan {
  * --retriever-url), built only when one is needed. `limit` samples each dataset (per world for worlds, the
  * first `limit`, as the trainer's eval takes them).
  */
-export async function evalSetsOf(plan: EvalPlan, args: Pick<EvalPlanArgs, 'dataDir' | 'corpus' | 'retrieverUrl' | 'sampleSeed'>, log: (line: string) => void): Promise<{ sets: EvalSet[]; sources: string[] }> {
+export async function evalSetsOf(plan: EvalPlan, args: Pick<EvalPlanArgs, 'dataDir' | 'corpus' | 'retrieverUrl' | 'sampleSeed'>, log: (line: string) => void): Promise<{ sets: EvalSet[]; sources: string[]; sourceOf: (dataset: string) => string }> {
+  const sourceByDataset = new Map<string, string>();
   const worldSpecs = plan.data.filter(isWorldEvalData);
   const fileSpecs = plan.data.filter((d) => !isWorldEvalData(d));
   const sets: EvalSet[] = [];
@@ -147,6 +165,7 @@ export async function evalSetsOf(plan: EvalPlan, args: Pick<EvalPlanArgs, 'dataD
       const questions: EvalQuestion[] = sampleQuestions(d.questions, plan.limit, args.sampleSeed);
       sets.push({ dataset: d.name, questions, searcher });
       sources.push(d.source);
+      sourceByDataset.set(d.name, d.source);
     }
   }
   for (const spec of worldSpecs) {
@@ -154,7 +173,8 @@ export async function evalSetsOf(plan: EvalPlan, args: Pick<EvalPlanArgs, 'dataD
     if (sets.some((s) => worldSets.some((w) => w.dataset === s.dataset))) throw new Error(`--data: ${spec} repeats a dataset already given`);
     sets.push(...worldSets);
     sources.push(spec === 'world' ? `world ${plan.worldSeed}` : spec);
+    for (const w of worldSets) sourceByDataset.set(w.dataset, `--data ${spec} (${w.dataset})`);
     log(`search: ${worldSets.map((s) => `${s.dataset} (${s.questions.length} questions)`).join(', ')}, each in its own world's corpus`);
   }
-  return { sets, sources };
+  return { sets, sources, sourceOf: (dataset) => sourceByDataset.get(dataset) ?? dataset };
 }

@@ -9,6 +9,7 @@ import type { EvalQuestion } from '../eval/dataset.js';
 import { EvalFolder, questionKey } from '../eval/eval-folder.js';
 import { aggregateResults, type EvalResults, resultsMarkdown } from '../eval/results.js';
 import { evaluateSets } from '../eval/runner.js';
+import { questionsOverContext } from '../eval/context.js';
 import { scorePredictionsFile } from '../eval/score-file.js';
 import { openEvalBank } from '../eval/setup.js';
 import { endpointArgs, endpointOptions, textGeneratorFor } from '../llm/from-args.js';
@@ -27,6 +28,7 @@ import { DEMO_MODEL_NAME, isWorldEvalData } from '../world/setup.js';
 import { type CommonArgs, emit, startBackend, withCommonOptions } from './common.js';
 import { type EvalPlanArgs, evalSetsOf, planEval } from './eval-plan.js';
 import { etaText, formatSeconds } from './progress.js';
+import { listenForStop } from './stop-signals.js';
 
 interface EvalArgs extends CommonArgs, EvalPlanArgs {
   [key: string]: unknown;
@@ -58,8 +60,16 @@ async function runEval(args: EvalArgs): Promise<void> {
   //    folder, search.
   const plan = planEval(args);
   if (plan.run) log(`eval of ${plan.run.dir} at checkpoint step ${plan.run.step}: its model, solver, ${plan.bankPath ? 'bank' : 'no bank'} and settings`);
+  // The demo model knows only its generated worlds: on real questions it scores about 0, which is no finding.
+  const realData = plan.data.filter((d) => !isWorldEvalData(d));
+  if (plan.model === DEMO_MODEL_NAME && realData.length > 0) {
+    log(
+      `warning: --model ${DEMO_MODEL_NAME} is the demo world's small warm start: it knows only the words and facts of its generated worlds (docs/world.md), ` +
+        `so on ${realData.join(', ')} it scores about 0. Evaluate a real model (--model qwen3-0.6b, a folder, ...) on real questions, or the demo model on --data world or eval-worlds`,
+    );
+  }
   if (plan.bankPath !== undefined) readBankFile(plan.bankPath);
-  const { sets, sources } = await evalSetsOf(plan, args, log);
+  const { sets, sources, sourceOf } = await evalSetsOf(plan, args, log);
   const questions: EvalQuestion[] = sets.flatMap((s) => s.questions);
   const judgeArgs = endpointArgs('judge', args);
   // What the solver searched besides the worlds' own corpora: predictions over another corpus or server are other predictions.
@@ -100,6 +110,9 @@ async function runEval(args: EvalArgs): Promise<void> {
         : undefined;
     const judge: TextGenerator | undefined = judgeArgs.url !== undefined ? textGeneratorFor('judge', judgeArgs) : undefined;
     const policy = new ModelPolicy('solver', model, tokenizer, adapter, { enableThinking: plan.enableThinking });
+    // Every question must fit the context with its cards and the response budget, before any runs.
+    const tooLong = questionsOverContext(questions, { renderChat: (m) => policy.renderChat(m), cardTokens: bank ? plan.renderTokenBudget : 0, responseTokens: plan.settings.maxResponseTokens }, model.config, modelDir, sourceOf);
+    if (tooLong !== undefined) throw new Error(tooLong);
 
     // 3. The questions not scored yet, each set against its own search tool.
     const pendingSets = sets.map((s) => ({ ...s, questions: folder.pending(s.questions) }));
@@ -113,13 +126,8 @@ async function runEval(args: EvalArgs): Promise<void> {
     // The ETA is the time per question so far (src/cli/progress.ts), said with what it rests on, on a terminal too.
     const bar = tty ? new SingleBar({ format: 'eval [{bar}] {value}/{total} | {percentage}% | EM {em} | {left}', hideCursor: true }) : undefined;
     bar?.start(questions.length, already, { em: '–', left: `${pendingCount} to go` });
-    let stop = false;
-    const onSigint = (): void => {
-      if (stop) process.exit(130);
-      stop = true;
-      process.stderr.write('\nstopping after this batch; rerun the same command to continue\n');
-    };
-    process.on('SIGINT', onSigint);
+    // Ctrl-C and SIGTERM stop after the batch (its predictions are kept); the second one quits at once.
+    const stopSignal = listenForStop('stopping after this batch; rerun the same command to continue', () => `the questions scored so far are in ${folder.predictionsPath}; rerun the same command to continue`);
     const started = Date.now();
     let done = 0;
     try {
@@ -132,11 +140,11 @@ async function runEval(args: EvalArgs): Promise<void> {
           if (bar) bar.update(already + done, { em: pct(em), left: eta });
           else if (human) log(`eval: ${already + done}/${questions.length} (EM so far ${pct(em)}); ${eta}`);
         },
-        shouldStop: () => stop,
+        shouldStop: () => stopSignal.requested(),
       });
     } finally {
       bar?.stop();
-      process.off('SIGINT', onSigint);
+      stopSignal.dispose();
     }
 
     // 4. Results over every question of this evaluation (those of earlier, killed runs included).

@@ -1,5 +1,6 @@
 // `sesa-train generate`: sample a continuation of a prompt (text, chat, or token ids).
 import type { Argv, CommandModule } from 'yargs';
+import { contextLength, contextProblem } from '../model/context.js';
 import { generate } from '../model/generate.js';
 import { type CommonArgs, emit, parseIdList, startBackend, withCommonOptions } from './common.js';
 import { loadModelFromArgs, type ModelArgs, requireTokenizer, withModelOptions } from './model-args.js';
@@ -60,6 +61,13 @@ export const command: CommandModule<object, GenerateArgs> = {
         : (args.prompt as string);
       // A plain prompt gets the tokenizer's own specials (Llama's BOS); a chat render already has them.
       promptIds = tok.encode(promptText, { addSpecialTokens: !args.chat });
+    }
+    // The prompt and every token asked for must fit the context (src/model/context.ts).
+    const promptFlag = args['prompt-ids'] !== undefined ? '--prompt-ids' : '--prompt';
+    const tooLong = contextProblem(`${promptFlag} (${promptIds.length} tokens) with --max-new-tokens ${args['max-new-tokens']}`, promptIds.length + args['max-new-tokens'], model.config, loaded.resolved.dir);
+    if (tooLong !== undefined) {
+      const room = contextLength(model.config) - promptIds.length;
+      throw new Error(`${tooLong}${room > 0 ? `; give --max-new-tokens ${room} or fewer` : `; the prompt alone does not fit`}`);
     }
     const stopTokenIds = args['stop-ids'] !== undefined ? parseIdList('stop-ids', args['stop-ids']) : [...new Set([...model.config.eosTokenIds, ...(tokenizer?.eosTokenIds ?? [])])];
     const started = performance.now();

@@ -1,6 +1,6 @@
 // The `sesa-train` command line: parses, validates, dispatches. Each command lives in its own module.
 import yargs, { type CommandModule } from 'yargs';
-import { repeatedScalarFlags } from './common.js';
+import { notNumberFlags, repeatedScalarFlags, threadsProblem, unknownArgumentsText } from './common.js';
 import { dispatchRecipe } from './recipe-dispatch.js';
 import { redactSecrets } from '../util/redact.js';
 import { cut, MESSAGE_MAX_CHARS } from '../util/text-file.js';
@@ -42,9 +42,12 @@ export async function main(given: string[]): Promise<void> {
     .strict()
     .recommendCommands()
     .wrap(Math.min(120, process.stdout.columns ?? 100))
-    .fail((msg, err, y) => {
+    .fail((msg, err) => {
       if (err) throw err;
-      process.stderr.write(`error: ${msg}\n\nRun with --help for usage.\n`);
+      // getOptions is public in yargs but missing from its type declarations; at this point it holds the
+      // options of the command being parsed.
+      const declared = Object.keys((parser as unknown as { getOptions(): { key: Record<string, unknown> } }).getOptions().key);
+      process.stderr.write(`error: ${unknownArgumentsText(msg, declared) ?? msg}\n\nRun with --help for usage.\n`);
       process.exit(2);
     });
   for (const load of COMMAND_MODULES) parser = parser.command((await load()).command as unknown as CommandModule);
@@ -56,6 +59,13 @@ export async function main(given: string[]): Promise<void> {
     const repeated = repeatedScalarFlags(argv, declared.array);
     if (repeated.length > 0) throw new Error(`${repeated.join('; ')}: it takes one value, give it once`);
   });
+  // Before the commands' own checks: a number flag given a word says the word (yargs made it NaN), and a thread
+  // count over the wasm backend's pool says the maximum.
+  parser = parser.middleware((args) => {
+    const declared = (withCommands as unknown as { getOptions(): { number: string[] } }).getOptions();
+    const problems = [...notNumberFlags(argv, declared.number, args), threadsProblem(args.threads, args.backend)].filter((p): p is string => p !== undefined);
+    if (problems.length > 0) throw new Error(problems.join('; '));
+  }, true);
   try {
     await parser.parseAsync();
   } catch (err) {

@@ -1,5 +1,6 @@
 // `sesa-train score`: teacher-forced log-prob of every token after the first, and the greedy next id.
 import type { Argv, CommandModule } from 'yargs';
+import { contextProblem } from '../model/context.js';
 import { scoreBatch } from '../model/score.js';
 import { type CommonArgs, emit, parseIdList, startBackend, withCommonOptions } from './common.js';
 import { loadModelFromArgs, type ModelArgs, requireTokenizer, withModelOptions } from './model-args.js';
@@ -26,6 +27,8 @@ export const command: CommandModule<object, ScoreArgs> = {
     const loaded = await loadModelFromArgs(args);
     const ids = args.ids !== undefined ? parseIdList('ids', args.ids) : requireTokenizer(loaded, '--text').encode(args.text as string, { addSpecialTokens: true });
     if (ids.length < 2) throw new Error(`scoring needs at least 2 tokens, got ${ids.length}`);
+    const tooLong = contextProblem(args.ids !== undefined ? '--ids' : '--text', ids.length, loaded.model.config, loaded.resolved.dir);
+    if (tooLong !== undefined) throw new Error(tooLong);
     const [r] = await scoreBatch(loaded.model, [ids], {
       ...(loaded.tokenizer ? { padTokenId: loaded.tokenizer.padTokenId } : {}),
       ...(loaded.adapter ? { adapter: loaded.adapter } : {}),

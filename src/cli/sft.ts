@@ -3,12 +3,17 @@
 import { SingleBar } from 'cli-progress';
 import type { Argv, CommandModule } from 'yargs';
 import { flagName, flagsGiven, readSettingsFile, refuseRenamedFlags, type SettingsLayer, yargsOptionsOf } from '../settings/table.js';
-import { resolveSftConfig, SFT_RENAMED, SFT_RENAMED_WHY, SFT_SETTINGS, type SftConfig } from '../sft/config.js';
-import { runSft, type SftSummary } from '../sft/trainer.js';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { AnySetting } from '../settings/setting.js';
+import { readSavedSftConfig, resolveSftConfig, SFT_RENAMED, SFT_RENAMED_WHY, SFT_SETTINGS, type SftConfig, validateSftConfig } from '../sft/config.js';
+import { latestSftCheckpoint, runSft, type SftSummary } from '../sft/trainer.js';
+import { listenForStop } from './stop-signals.js';
 
 interface SftArgs {
   [key: string]: unknown;
   config?: string;
+  printConfig?: boolean;
   full?: boolean;
   lora?: boolean;
   resume?: string;
@@ -33,11 +38,39 @@ export function sftConfigFromArgs(args: SftArgs): SftConfig {
   return resolveSftConfig(layers);
 }
 
+/** The flags --resume takes (the settings whose resume policy is 'change'). */
+function mayChangeOnResume(): string[] {
+  return Object.entries(SFT_SETTINGS as unknown as Record<string, AnySetting>)
+    .filter(([, s]) => s.resume.kind === 'change')
+    .map(([k]) => `--${flagName(k)}`);
+}
+
+/** A run folder's sft.json, parsed (for --print-config with --resume; runSft reads it itself). */
+function readSavedSettings(runDir: string): unknown {
+  const file = join(runDir, 'sft.json');
+  if (!existsSync(file)) throw new Error(`${runDir} is not an SFT run folder: ${file} does not exist`);
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new Error(`${file}: not valid JSON (${(err as Error).message})`);
+  }
+}
+
 function refuseRenamed(args: SftArgs): void {
   refuseRenamedFlags(SFT_RENAMED, args, SFT_RENAMED_WHY);
 }
 
-function summaryText(s: SftSummary): string {
+/** The closing summary (exported for tests). */
+export function sftSummaryText(s: SftSummary): string {
+  if (s.finished) {
+    return [
+      '',
+      `run folder: ${s.runDir}`,
+      `the run is finished: all ${s.totalSteps} steps are done, nothing was trained${s.changed ? ` (sft.json updated: ${s.changed.map((c) => `--${flagName(c.key)}`).join(', ')})` : ''}`,
+      ...(s.finalDir ? [`trained: ${s.finalDir}`] : []),
+      `to train further: --resume ${s.runDir} with more --epochs or --max-steps`,
+    ].join('\n');
+  }
   const lines = [``, `run folder: ${s.runDir}`, `steps ${s.firstStep}–${s.lastStep} of ${s.totalSteps}${s.resumedFrom !== undefined ? ` (resumed from step ${s.resumedFrom})` : ''}${s.stoppedEarly ? ' (stopped early)' : ''}`];
   if (s.firstLoss !== undefined && s.lastLoss !== undefined) lines.push(`training loss: ${s.firstLoss.toFixed(4)} → ${s.lastLoss.toFixed(4)}`);
   if (s.lastEvalLoss !== undefined) lines.push(`eval loss: ${s.firstEvalLoss !== undefined ? `${s.firstEvalLoss.toFixed(4)} → ` : ''}${s.lastEvalLoss.toFixed(4)}`);
@@ -56,8 +89,9 @@ export const command: CommandModule<object, SftArgs> = {
       .option('config', { type: 'string', describe: 'settings file (JSON or YAML) with the settings below as keys; flags override it' })
       .option('full', { type: 'boolean', describe: 'train every weight (small models): --mode full' })
       .option('lora', { type: 'boolean', describe: 'train a LoRA adapter on the frozen model: --mode lora' })
-      .option('resume', { type: 'string', describe: 'continue the run in this folder from its last checkpoint (its saved settings are used)' })
+      .option('resume', { type: 'string', describe: 'continue the run in this folder from its last checkpoint with its saved settings; --epochs and --max-steps may grow it' })
       .option('threads', { type: 'number', describe: "compute threads of the wasm backend, or of the native backend's matMuls (default: all cores; not saved with the run, so --resume may give another count)" })
+      .option('print-config', { type: 'boolean', describe: 'print the resolved settings (what sft.json would hold; a valid --config file) and exit: nothing is written or loaded' })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON summary at the end' });
     for (const [flag, o] of Object.entries(yargsOptionsOf(SFT_SETTINGS))) b = b.option(flag, { ...o, group: 'Settings:' });
     // The old names, hidden, so that using one is refused with the new name rather than as an unknown argument.
@@ -68,22 +102,34 @@ export const command: CommandModule<object, SftArgs> = {
       .example('$0 sft --resume runs/sft', 'continue a run from its last checkpoint') as unknown as Argv<SftArgs>;
   },
   handler: async (args) => {
+    // With --resume, only the settings that may change (how long the run is) are taken; the rest are refused.
+    const overrides: Partial<SftConfig> = {};
     if (args.resume !== undefined) {
       refuseRenamed(args);
-      const clash = [...Object.keys(flagsGiven(SFT_SETTINGS, args)).map((k) => `--${flagName(k)}`), ...(['full', 'lora', 'config'] as const).filter((k) => args[k] !== undefined).map((k) => `--${k}`)];
-      if (clash.length > 0) throw new Error(`--resume continues with the run's saved settings (${args.resume}/sft.json); drop ${clash.join(', ')}`);
+      const given = flagsGiven(SFT_SETTINGS, args);
+      const table = SFT_SETTINGS as unknown as Record<string, AnySetting>;
+      const clash = [
+        ...Object.keys(given).filter((k) => table[k]?.resume.kind !== 'change').map((k) => `--${flagName(k)}`),
+        ...(['full', 'lora', 'config'] as const).filter((k) => args[k] !== undefined).map((k) => `--${k}`),
+      ];
+      if (clash.length > 0) throw new Error(`--resume continues with the run's saved settings (${args.resume}/sft.json), of which only ${mayChangeOnResume().join(' and ')} may change; drop ${clash.join(', ')}`);
+      Object.assign(overrides, given);
     }
     const config = args.resume !== undefined ? undefined : sftConfigFromArgs(args);
+    if (args.printConfig === true) {
+      const shown = config ?? validateSftConfig({ ...readSavedSftConfig(readSavedSettings(args.resume as string), join(args.resume as string, 'sft.json')), ...overrides });
+      process.stdout.write(`${JSON.stringify(shown, null, 2)}\n`);
+      return;
+    }
     const human = !args.json;
     const tty = human && process.stderr.isTTY === true;
     let bar: SingleBar | undefined;
-    let stopRequested = false;
-    const onSigint = (): void => {
-      if (stopRequested) process.exit(130);
-      stopRequested = true;
-      process.stderr.write('\nstopping after this step (a checkpoint is written); press Ctrl-C again to quit now\n');
-    };
-    process.on('SIGINT', onSigint);
+    // Ctrl-C and SIGTERM (Slurm, Kubernetes) finish the step, checkpoint and stop; the second one quits at once.
+    let runDir: string | undefined;
+    const stopSignal = listenForStop('stopping after this step (a checkpoint is written)', () => {
+      const last = runDir !== undefined ? latestSftCheckpoint(runDir) : undefined;
+      return last === undefined ? 'no checkpoint was written yet' : `the last complete checkpoint is ${last.dir} (step ${last.step}): continue with sesa-train sft --resume ${runDir}`;
+    });
     let evalText = '';
     try {
       const summary = await runSft(
@@ -93,6 +139,7 @@ export const command: CommandModule<object, SftArgs> = {
             if (human && !bar) process.stderr.write(`${line}\n`);
           },
           onStart: (info) => {
+            runDir = info.runDir;
             if (!tty) return;
             bar = new SingleBar({ format: 'sft [{bar}] {value}/{total} | ETA {eta_formatted} | loss {loss} | {tps} tok/s{evalText}', hideCursor: true, etaBuffer: 10 });
             bar.start(info.totalSteps, info.firstStep - 1, { loss: '–', tps: '–', evalText: '' });
@@ -105,16 +152,17 @@ export const command: CommandModule<object, SftArgs> = {
             evalText = ` | eval ${r.evalLoss.toFixed(4)}`;
             bar?.update({ evalText });
           },
-          shouldStop: () => stopRequested,
+          shouldStop: () => stopSignal.requested(),
         },
         args.resume,
         args.threads,
+        overrides,
       );
       bar?.stop();
-      process.stdout.write(args.json ? `${JSON.stringify(summary)}\n` : `${summaryText(summary)}\n`);
+      process.stdout.write(args.json ? `${JSON.stringify(summary)}\n` : `${sftSummaryText(summary)}\n`);
     } finally {
       bar?.stop();
-      process.off('SIGINT', onSigint);
+      stopSignal.dispose();
     }
   },
 };

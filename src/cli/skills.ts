@@ -1,13 +1,15 @@
 // `sesa-train skills init|list|show|search|stats|export|import --bank FILE`: what a skill bank holds,
 // what a question would retrieve, and which cards help or hurt. No tensor backend is needed.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { parseSavedConfig, TRAIN_DEFAULTS } from '../settings/train.js';
 import type { Argv, CommandModule } from 'yargs';
 import { writeFileAtomic } from '../util/atomic.js';
 import type { BankFile } from '../skills/bank-file.js';
 import type { BankStats } from '../skills/bank-stats.js';
 import { SkillBank } from '../skills/bank.js';
 import { bankStats } from '../skills/bank-stats.js';
-import { cardsFromJsonl, cardsToJsonl, readBankFile } from '../skills/bank-file.js';
+import { authoredCards, cardsFromJsonl, cardsToJsonl, readBankFile } from '../skills/bank-file.js';
 import type { SkillCard } from '../skills/card.js';
 import { cardScore } from '../skills/card.js';
 import { DEFAULT_SKILL_BANK_CONFIG } from '../skills/config.js';
@@ -37,6 +39,7 @@ export interface SkillsArgs {
   out?: string;
   replace: boolean;
   seedCards: boolean;
+  renderTokenBudget?: number;
 }
 
 /**
@@ -64,6 +67,7 @@ export const command: CommandModule = {
       .option('source', { choices: ['seed', 'mined', 'distilled'] as const, describe: 'list only cards of this source' })
       .option('out', { type: 'string', describe: 'export: write JSONL here instead of stdout' })
       .option('replace', { type: 'boolean', default: false, describe: 'import: overwrite cards with the same id' })
+      .option('render-token-budget', { type: 'number', describe: `search: tokens of rendered cards in the solver prompt block shown (default: the run's --render-token-budget when the bank is a run's, else ${TRAIN_DEFAULTS.renderTokenBudget})` })
       .option('seed-cards', { type: 'boolean', default: true, describe: 'init: start from the hand-written seed cards (--no-seed-cards for an empty bank)' })
       // The old name, hidden, so that using it is refused with the new name rather than taken as unknown.
       .option('seeds', { type: 'boolean', hidden: true })
@@ -73,6 +77,8 @@ export const command: CommandModule = {
           throw new Error(`skills ${a.action} needs ${a.action === 'show' ? 'a card id' : a.action === 'search' ? 'a question' : 'a JSONL file'}`);
         }
         if (!Number.isInteger(a.k) || a.k < 1) throw new Error('--k must be a positive integer');
+        const budget = a.renderTokenBudget as number | undefined;
+        if (budget !== undefined && (!Number.isInteger(budget) || budget < 1)) throw new Error(`--render-token-budget must be a positive integer, got ${budget}`);
         return true;
       }),
   handler: async (argv) => {
@@ -128,14 +134,16 @@ export async function runSkills(a: SkillsArgs): Promise<SkillsResult> {
         const retrieved = await bank.retrieve(a.arg as string, a.k);
         const hits = retrieved.filter((h) => h.score > 0);
         const unmatched = retrieved.length - hits.length;
-        const rendered = bank.render(hits);
-        const value = { version: bank.version, question: a.arg, hits: hits.map((h) => ({ id: h.card.id, score: h.score, category: h.card.category, source: h.card.source })), unmatched, prompt: rendered.text, promptTokens: rendered.tokens };
+        // The block as the run's solver would get it: within the run's card budget, not the bank's default.
+        const budget = promptBudget(a);
+        const rendered = bank.render(hits, { tokenBudget: budget.tokens });
+        const value = { version: bank.version, question: a.arg, hits: hits.map((h) => ({ id: h.card.id, score: h.score, category: h.card.category, source: h.card.source })), unmatched, prompt: rendered.text, promptTokens: rendered.tokens, renderTokenBudget: budget.tokens };
         const lines = hits.map((h, i) => `${i + 1}. ${h.score.toFixed(4)}  ${h.card.id}  [${h.card.category}, ${h.card.source}]`);
         const head = `bank version ${bank.version}, embedder ${bank.embedderInfo.name}; top ${a.k} for: ${a.arg}`;
         if (hits.length === 0) return { value, human: [head, `no card matched: all ${bank.cards.length} cards score 0 for this question`].join('\n') };
         return {
           value,
-          human: [head, ...lines, ...(unmatched > 0 ? [`(${unmatched} more of the top ${a.k} scored 0, matching nothing: left out)`] : []), '', `solver prompt block (~${rendered.tokens} tokens):`, rendered.text].join('\n'),
+          human: [head, ...lines, ...(unmatched > 0 ? [`(${unmatched} more of the top ${a.k} scored 0, matching nothing: left out)`] : []), '', `solver prompt block (~${rendered.tokens} tokens; card budget ${budget.tokens} tokens, ${budget.from}):`, rendered.text].join('\n'),
         };
       } finally {
         await bank.dispose();
@@ -143,11 +151,20 @@ export async function runSkills(a: SkillsArgs): Promise<SkillsResult> {
     }
     case 'import': {
       const file = a.arg as string;
-      const cards = cardsFromJsonl(readTextFile(file), file);
+      const text = readTextFile(file);
       const bank = await openBank(a, false);
       try {
+        // Hand-written cards (no stats, createdStep, bankVersion) enter as new cards of this import's commit.
+        const fill = { createdStep: bank.toFileData().lastCommitStep, bankVersion: bank.version + 1 };
+        const cards = cardsFromJsonl(text, file, fill);
+        const authored = authoredCards(text);
+        const there = cards.filter((c) => bank.card(c.id) !== undefined).map((c) => c.id);
+        if (!a.replace && there.length > 0) {
+          throw new Error(`${file}: card${there.length === 1 ? '' : 's'} ${there.slice(0, 5).join(', ')}${there.length > 5 ? ', …' : ''} already in ${a.bank}: give --replace to overwrite ${there.length === 1 ? 'it' : 'them'}, or change the id${there.length === 1 ? '' : 's'}`);
+        }
         const r = await bank.importCards(cards, { replace: a.replace });
-        return { value: { ...r, file }, human: `imported ${cards.length} cards from ${file} (${r.added} new, ${r.replaced} replaced); bank version ${r.version}` };
+        const note = authored > 0 ? `; ${authored} hand-written card${authored === 1 ? '' : 's'} (no stats, createdStep, bankVersion) entered with zero stats at step ${fill.createdStep}, bank version ${fill.bankVersion}` : '';
+        return { value: { ...r, file, authored }, human: `imported ${cards.length} cards from ${file} (${r.added} new, ${r.replaced} replaced); bank version ${r.version}${note}` };
       } finally {
         await bank.dispose();
       }
@@ -165,6 +182,29 @@ export async function runSkills(a: SkillsArgs): Promise<SkillsResult> {
       }
     }
   }
+}
+
+/**
+ * The card budget of `skills search`'s prompt block, and where it comes from: --render-token-budget; else the
+ * run's, when the bank is a run's (RUN/skills.json or RUN/checkpoints/step-N/skills.json beside RUN/config.json);
+ * else the trainer's default for a real model.
+ */
+export function promptBudget(a: Pick<SkillsArgs, 'bank' | 'renderTokenBudget'>): { tokens: number; from: string } {
+  if (a.renderTokenBudget !== undefined) return { tokens: a.renderTokenBudget, from: '--render-token-budget' };
+  const bankDir = dirname(resolve(a.bank));
+  const checkpoints = dirname(bankDir);
+  const runDir = /^step-\d+$/.test(basename(bankDir)) && basename(checkpoints) === 'checkpoints' ? dirname(checkpoints) : bankDir;
+  const configPath = join(runDir, 'config.json');
+  if (existsSync(configPath)) {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(readFileSync(configPath, 'utf8'));
+    } catch (err) {
+      throw new Error(`${configPath}: not valid JSON (${(err as Error).message}); give --render-token-budget to search without it`);
+    }
+    return { tokens: parseSavedConfig(raw, configPath).renderTokenBudget, from: `the run's, ${configPath}` };
+  }
+  return { tokens: TRAIN_DEFAULTS.renderTokenBudget, from: 'the default for a real model; --render-token-budget sets another' };
 }
 
 /** Opens the bank; `lock` (default) holds its exclusive lock until dispose, for commands that write. */

@@ -17,11 +17,15 @@ import { writeFileAtomic } from '../util/atomic.js';
 import { TrainProgressText } from './progress.js';
 import { SKILL_SP_RECIPE } from './recipe-dispatch.js';
 import { DEMO_MODEL_NAME } from '../world/setup.js';
+import { printedConfig, resumedConfig } from './print-config.js';
+import { listenForStop } from './stop-signals.js';
+import { RunFolder } from '../selfplay/run-folder.js';
 
 interface TrainArgs {
   [key: string]: unknown;
   config?: string;
   resume?: string;
+  printConfig?: boolean;
   json: boolean;
 }
 
@@ -165,6 +169,18 @@ export function summaryText(s: TrainSummary, tiny: boolean, runSteps?: readonly 
   return lines.join('\n');
 }
 
+/**
+ * What a forced quit leaves: the newest complete checkpoint and the command that continues from it (the steps
+ * after it are trained again), or that there is none yet.
+ */
+export function quitNote(runDir: string | undefined): string {
+  if (runDir === undefined) return 'no step had started';
+  const last = new RunFolder(runDir).latestCheckpoint();
+  return last === undefined
+    ? `${runDir} has no complete checkpoint yet: a resume starts it over (sesa-train --resume ${runDir})`
+    : `the last complete checkpoint is ${last.dir} (step ${last.step}): continue with sesa-train --resume ${runDir}`;
+}
+
 export const command: CommandModule<object, TrainArgs> = {
   command: ['train', '$0'],
   describe: 'SESA self-play training (the default command; with no arguments: SESA in the demo world from its warm start; --model tiny: the tiny random model)',
@@ -182,6 +198,7 @@ export const command: CommandModule<object, TrainArgs> = {
     return b
       .option('resume', { type: 'string', describe: 'continue the run in this folder from its last checkpoint (flags given with it change its config.json, or are refused where unsound)' })
       .option('config', { type: 'string', describe: 'settings file (JSON or YAML); flags override it' })
+      .option('print-config', { type: 'boolean', describe: 'print the resolved settings (what RUN_DIR/config.json would hold; a valid --config file) and exit: nothing is written or loaded' })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON summary at the end' }) as unknown as Argv<TrainArgs>;
   },
   handler: async (args) => {
@@ -190,6 +207,10 @@ export const command: CommandModule<object, TrainArgs> = {
       throw new Error(`--config with --resume: a resumed run keeps its own ${args.resume}/config.json; give the settings to change as flags`);
     }
     const { config, fromFlags } = resolveTrainConfig(args, given);
+    if (args.printConfig === true) {
+      process.stdout.write(printedConfig(args.resume !== undefined ? resumedConfig(args.resume, fromFlags) : config));
+      return;
+    }
     const human = !args.json;
     const tty = human && process.stderr.isTTY === true;
     let bar: SingleBar | undefined;
@@ -201,19 +222,17 @@ export const command: CommandModule<object, TrainArgs> = {
       if (bar && !line.startsWith('warning:')) bar.update({ activity: line.slice(0, 80) });
       else process.stderr.write(`${bar ? '\n' : ''}${line}\n`);
     };
-    let stopRequested = false;
-    const onSigint = (): void => {
-      if (stopRequested) process.exit(130);
-      stopRequested = true;
-      process.stderr.write('\nstopping after this step (a checkpoint is written); press Ctrl-C again to quit now\n');
-    };
-    process.on('SIGINT', onSigint);
+    // Ctrl-C and SIGTERM (Slurm, Kubernetes) finish the step, checkpoint and stop; the second one quits at
+    // once, naming the checkpoint a resume starts from.
+    let runDir: string | undefined;
+    const stopSignal = listenForStop('stopping after this step (a checkpoint is written)', () => quitNote(runDir));
     try {
       const summary = await train(
         args.resume ? undefined : config,
         {
           log,
           onStart: (info) => {
+            runDir = info.runDir;
             if (!human) return;
             process.stderr.write(
               `training ${info.runDir}: steps ${info.firstStep}–${info.lastStep} on ${info.backend.name}${info.resumedFrom !== undefined ? ` (resumed from step ${info.resumedFrom})` : ''}\n`,
@@ -238,7 +257,7 @@ export const command: CommandModule<object, TrainArgs> = {
             if (bar) bar.update(m.step, { left: progress.eta(), activity: `step ${m.step}: ${stepLine(m)}` });
             else process.stderr.write(`${progress.stamp()} step ${m.step}/${progress.lastStep}: ${stepLine(m)} | ${eta}\n`);
           },
-          shouldStop: () => stopRequested,
+          shouldStop: () => stopSignal.requested(),
         },
         args.resume,
         args.resume ? fromFlags : {},
@@ -253,7 +272,7 @@ export const command: CommandModule<object, TrainArgs> = {
       }
     } finally {
       bar?.stop();
-      process.off('SIGINT', onSigint);
+      stopSignal.dispose();
     }
   },
 };

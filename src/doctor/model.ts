@@ -1,5 +1,6 @@
 // The model folder (config, weights, tokenizer, chat template) and its memory need against the backend's
 // limit; the E5 model folder for --embedder e5.
+import { lookupModel, registryNames } from '../../models/registry.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { SafetensorsCheckpoint } from '../formats/safetensors.js';
@@ -24,16 +25,6 @@ function readJson(file: string): unknown {
   return JSON.parse(readFileSync(file, 'utf8'));
 }
 
-/** LoRA parameters per unit of rank for adapters on every projection: Σ (in + out) over layers and projections. */
-export function loraParamsPerRank(cfg: ModelConfig): number {
-  let n = 0;
-  for (const p of ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] as const) {
-    const { inDim, outDim } = projectionShape(cfg, p);
-    n += inDim + outDim;
-  }
-  return n * cfg.numLayers;
-}
-
 /** Every file a training run reads from the model folder, checked without loading the weights. */
 export async function checkModelFolder(model: string): Promise<ModelCheck> {
   const results: CheckResult[] = [];
@@ -41,7 +32,9 @@ export async function checkModelFolder(model: string): Promise<ModelCheck> {
   try {
     dir = (await resolveModel(model)).dir;
   } catch (err) {
-    return { results: [{ check: 'model', status: 'fail', detail: firstLine(err), fix: `sesa-train download ${model}, or pass a model folder` }] };
+    // Only a registry name can be downloaded; a folder that is not there is a path to check.
+    const fix = lookupModel(model) !== undefined ? `sesa-train download ${model}, or pass a model folder` : `check the path: --model takes a Hugging Face model folder (config.json, *.safetensors, tokenizer.json) or a registry name (${registryNames().slice(0, 3).join(", ")}, …)`;
+    return { results: [{ check: 'model', status: 'fail', detail: firstLine(err), fix }] };
   }
   let config: ModelConfig | undefined;
   try {

@@ -7,9 +7,11 @@ import { availableParallelism, totalmem } from 'node:os';
 import { checkLlamaCpp } from './llama-cpp.js';
 import { lookupModel } from '../../models/registry.js';
 import { memoryNeedOfConfig, memoryNeedOfEntry } from '../model/memory-need.js';
-import { checkE5, checkModelFolder, checkModelMemory, checkModelNeeds, checkNativeModelMemory, loraParamsPerRank, WASM_HEAP_BYTES } from './model.js';
+import { checkE5, checkModelFolder, checkModelMemory, checkModelNeeds, checkNativeModelMemory, WASM_HEAP_BYTES } from './model.js';
 import { checkRetriever } from './retriever.js';
-import { checkDisk, checkNode, checkpointBytes, freeBytesAt } from './system.js';
+import { checkDisk, checkNode, freeBytesAt } from './system.js';
+import { checkpointBytes, type DiskNeed, ggufExportBytes } from '../checkpoint/disk-need.js';
+import { PROJECTIONS } from '../model/qwen3.js';
 import { checkGpuWorkers, checkNative, checkTensorBackends, checkWasm, defaultLibraryDirs, listGpus } from './tensor-backends.js';
 import type { CheckResult, CommandOutput, DoctorOptions, Probes } from './types.js';
 import { checkWebgpu, checkWebgpuModel } from './webgpu.js';
@@ -76,7 +78,7 @@ export async function runDoctor(options: DoctorOptions, probes: Probes = default
     limitName = 'system memory';
   }
 
-  let oneCheckpoint: number | undefined;
+  let disk: DiskNeed | undefined;
   if (options.model === undefined || options.model === TINY_DEFAULT_NAME) {
     results.push({ check: 'model', status: 'ok', detail: 'the embedded tiny random Qwen3 (made on first use, no folder to check)' });
   } else {
@@ -93,14 +95,14 @@ export async function runDoctor(options: DoctorOptions, probes: Probes = default
       if (nativeBackend) results.push(checkNativeModelMemory(model.config, probes.totalMemoryBytes));
       else results.push(checkModelMemory(model.config, limit, limitName, !gpuBackend && !webgpuAdapter && !cpuTensorflow && options.backend !== 'cpu'));
       if (webgpuAdapter) results.push(checkWebgpuModel(model.config, webgpuAdapter));
-      oneCheckpoint = checkpointBytes(loraParamsPerRank(model.config), options.loraR);
+      disk = { oneCheckpoint: checkpointBytes(model.config, options.loraR, PROJECTIONS), checkpoints: options.checkpoints ?? 1, once: options.rolloutEngine === 'llama.cpp' ? ggufExportBytes(model.config) : 0 };
     }
   }
   const e5 = checkE5(options);
   if (e5) results.push(e5);
   const retriever = await checkRetriever(options.retrieverUrl);
   if (retriever) results.push(retriever);
-  results.push(checkDisk(probes, options, oneCheckpoint));
+  results.push(checkDisk(probes, options, disk));
   return { results, ready: results.every((r) => r.status !== 'fail') };
 }
 

@@ -30,6 +30,8 @@ export interface DoctorOptions {
   out: string;
   /** LoRA rank, for the checkpoint size estimate. */
   loraR: number;
+  /** Checkpoints the run writes (its --steps over --save-every, and the last); absent: 1. */
+  checkpoints?: number;
   /** `--threads N`: the wasm compute threads of the run (absent: all cores, as training starts it). */
   threads?: number;
   /** `--gpus N`: worker processes, one per GPU (1 or absent: no GPU is required). */

@@ -75,3 +75,26 @@ export function checkManifest(dir: string): { problem?: string; missing?: true }
   }
   return {};
 }
+
+/**
+ * When `dir` is a checkpoint whose manifest lists `file` (a path inside it), what is wrong with that one file;
+ * undefined when it matches or when no manifest lists it (an adapter folder outside a checkpoint).
+ */
+export function checkManifestFile(dir: string, file: string): string | undefined {
+  const path = join(dir, MANIFEST_FILE);
+  if (!existsSync(path)) return undefined;
+  let manifest: Manifest;
+  try {
+    manifest = JSON.parse(readFileSync(path, 'utf8')) as Manifest;
+  } catch {
+    return undefined;
+  }
+  const want = manifest?.format === MANIFEST_FORMAT && typeof manifest.files === 'object' && manifest.files !== null ? manifest.files[file] : undefined;
+  if (want === undefined || !Object.hasOwn(manifest.files, file)) return undefined;
+  const p = join(dir, file);
+  if (!existsSync(p)) return `${p} is missing`;
+  const bytes = statSync(p).size;
+  if (bytes !== want.bytes) return `${p} has ${bytes} bytes, the checkpoint's manifest (${path}) says ${want.bytes} (truncated or replaced)`;
+  if (sha256(p) !== want.sha256) return `${p}: checksum differs from the checkpoint's manifest (${path}): the file is damaged`;
+  return undefined;
+}

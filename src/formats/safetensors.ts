@@ -1,6 +1,9 @@
 // The safetensors format, read and written by hand (no maintained npm library exists).
 // Layout: u64-LE header length N, N bytes of JSON {name: {dtype, shape, data_offsets: [a, b]}, __metadata__},
 // then the raw little-endian data; offsets are relative to the end of the header.
+// A file we write may record the SHA-256 of its data section in __metadata__ (DATA_SHA256_KEY): a reader
+// then finds bytes damaged behind an intact header (docs/method.md, "Adapters"). Other readers ignore the key.
+import { createHash } from 'node:crypto';
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { writeStreamAtomic } from '../util/atomic.js';
@@ -19,6 +22,9 @@ export interface TensorEntry {
 
 const BYTES_PER_ELEMENT: Record<SafetensorsDtype, number> = { F32: 4, F16: 2, BF16: 2, I32: 4, I64: 8, U8: 1 };
 const FLOAT_DTYPES = new Set<SafetensorsDtype>(['F32', 'F16', 'BF16']);
+
+/** The __metadata__ key holding the hex SHA-256 of the data section (the bytes after the header). */
+export const DATA_SHA256_KEY = 'sesa_data_sha256';
 
 export class SafetensorsError extends Error {
   constructor(file: string, message: string) {
@@ -198,6 +204,20 @@ export class SafetensorsFile {
     return this.tensors.has(name);
   }
 
+  /** Whether the header records the data section's SHA-256 (files we wrote with `dataChecksum`). */
+  get recordsDataChecksum(): boolean {
+    return own(this.metadata, DATA_SHA256_KEY) !== undefined;
+  }
+
+  /** Throws when the header records the data section's SHA-256 and the data no longer has it. */
+  verifyDataChecksum(): void {
+    const want = own(this.metadata, DATA_SHA256_KEY);
+    if (want === undefined) return;
+    const data = readFileSync(this.path).subarray(this.dataStart);
+    const got = createHash('sha256').update(data).digest('hex');
+    if (got !== want) throw new SafetensorsError(this.path, `the data's SHA-256 differs from the one its header records (${DATA_SHA256_KEY}): bytes after the header are damaged`);
+  }
+
   entry(name: string): TensorEntry {
     const e = this.tensors.get(name);
     if (!e) throw new SafetensorsError(this.path, `tensor '${name}' is missing`);
@@ -338,38 +358,52 @@ function encodeTensor(name: string, t: TensorToWrite): Uint8Array {
 
 /**
  * The pieces of a safetensors file, in order: the header's length and the header (its offsets follow from the
- * shapes and dtypes alone), then a function per tensor that encodes its bytes.
+ * shapes and dtypes alone), then a function per tensor that encodes its bytes. With `dataChecksum` the metadata
+ * also records the data section's SHA-256 (DATA_SHA256_KEY): the tensors are encoded first, to hash them.
  */
-function safetensorsParts(tensors: Map<string, TensorToWrite> | Record<string, TensorToWrite>, metadata?: Record<string, string>): { head: Uint8Array[]; bodies: Array<() => Uint8Array> } {
+function safetensorsParts(
+  tensors: Map<string, TensorToWrite> | Record<string, TensorToWrite>,
+  metadata: Record<string, string> | undefined,
+  opts: { dataChecksum?: boolean },
+): { head: Uint8Array[]; bodies: Array<() => Uint8Array> } {
   const entries = tensors instanceof Map ? [...tensors.entries()] : Object.entries(tensors);
   const header: Record<string, unknown> = {};
-  if (metadata) header.__metadata__ = metadata;
+  if (metadata || opts.dataChecksum) header.__metadata__ = { ...metadata };
   let offset = 0;
   for (const [name, t] of entries) {
     const length = t.shape.reduce((a, b) => a * b, 1) * BYTES_PER_ELEMENT[t.dtype];
     header[name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + length] };
     offset += length;
   }
+  let bodies = entries.map(([name, t]) => () => encodeTensor(name, t));
+  if (opts.dataChecksum) {
+    const blobs = bodies.map((b) => b());
+    const hash = createHash('sha256');
+    for (const b of blobs) hash.update(b);
+    (header.__metadata__ as Record<string, string>)[DATA_SHA256_KEY] = hash.digest('hex');
+    bodies = blobs.map((b) => () => b);
+  }
   let json = JSON.stringify(header);
   json += ' '.repeat((8 - ((8 + Buffer.byteLength(json)) % 8)) % 8);
   const headerBytes = Buffer.from(json, 'utf8');
   const len = Buffer.alloc(8);
   len.writeBigUInt64LE(BigInt(headerBytes.length));
-  return { head: [len, headerBytes], bodies: entries.map(([name, t]) => () => encodeTensor(name, t)) };
+  return { head: [len, headerBytes], bodies };
 }
 
-/** Serializes tensors (in the given order) to safetensors bytes (one buffer: at most 2 GiB). */
-export function encodeSafetensors(tensors: Map<string, TensorToWrite> | Record<string, TensorToWrite>, metadata?: Record<string, string>): Buffer {
-  const { head, bodies } = safetensorsParts(tensors, metadata);
+/** Serializes tensors (in the given order) to safetensors bytes (one buffer: at most 2 GiB); `dataChecksum`: see safetensorsParts. */
+export function encodeSafetensors(tensors: Map<string, TensorToWrite> | Record<string, TensorToWrite>, metadata?: Record<string, string>, opts: { dataChecksum?: boolean } = {}): Buffer {
+  const { head, bodies } = safetensorsParts(tensors, metadata, opts);
   return Buffer.concat([...head, ...bodies.map((b) => b())]);
 }
 
 /**
  * Writes a .safetensors file atomically, tensor by tensor (a file over Node's 2 GiB buffer limit, such as a
- * Qwen3-0.6B in f32, is written too; with `data` given as functions, one tensor's values are held at a time).
+ * Qwen3-0.6B in f32, is written too; with `data` given as functions and no checksum, one tensor's values are
+ * held at a time).
  */
-export function writeSafetensors(path: string, tensors: Map<string, TensorToWrite> | Record<string, TensorToWrite>, metadata?: Record<string, string>): void {
-  const { head, bodies } = safetensorsParts(tensors, metadata);
+export function writeSafetensors(path: string, tensors: Map<string, TensorToWrite> | Record<string, TensorToWrite>, metadata?: Record<string, string>, opts: { dataChecksum?: boolean } = {}): void {
+  const { head, bodies } = safetensorsParts(tensors, metadata, opts);
   writeStreamAtomic(path, (put) => {
     for (const p of head) put(p);
     for (const body of bodies) put(body());

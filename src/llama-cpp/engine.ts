@@ -3,10 +3,10 @@
 // batch are sequences of one context, so llama.cpp decodes them together. Stopping follows the native engine
 // (src/model/generate.ts): stop token ids, stop strings found in the decoded tail, the token budget. The
 // sampled tokens' log-probs are not taken from llama.cpp: the policy recomputes them with our own forward.
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
-import { writeFileAtomic } from '../util/atomic.js';
+import { ensureDir, writeFileAtomic } from '../util/atomic.js';
 import { exportGguf, type GgufExportDtype } from '../checkpoint/export-gguf.js';
 import { exportGgufLora } from '../checkpoint/export-gguf-lora.js';
 import { savePeftAdapter } from '../checkpoint/peft.js';
@@ -74,7 +74,7 @@ export class LlamaCppEngine {
 
   /** Exports the base model (unless `workDir` already holds this export) and loads it into llama.cpp. */
   static async open(options: LlamaCppEngineOptions): Promise<LlamaCppEngine> {
-    mkdirSync(options.workDir, { recursive: true });
+    ensureDir(options.workDir);
     const dtype = options.dtype ?? 'f32';
     const gguf = join(options.workDir, `base-${dtype}.gguf`);
     const stampFile = `${gguf}.source.json`;

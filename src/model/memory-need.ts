@@ -83,8 +83,11 @@ export function memoryNeedOfEntry(e: RegistryEntry): MemoryNeed {
   return memoryNeed(Math.round(e.paramsB * 1e9), false);
 }
 
+/** A size shown with one decimal: in GiB from 0.1 GiB up, in MiB (or KiB) below, never "0.0 GiB". */
 export function gib(n: number): string {
-  return `${(n / 2 ** 30).toFixed(1)} GiB`;
+  if (n >= 2 ** 30 / 10) return `${(n / 2 ** 30).toFixed(1)} GiB`;
+  if (n >= 2 ** 20) return `${(n / 2 ** 20).toFixed(1)} MiB`;
+  return `${(n / 2 ** 10).toFixed(1)} KiB`;
 }
 
 function paramsText(n: MemoryNeed): string {

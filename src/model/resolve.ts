@@ -1,9 +1,10 @@
 // `--model` resolution: a local folder, or a registry name / Hub repo id found in the standard Hugging Face
 // cache (the same layout huggingface-cli and transformers use, so models fetched by either are reused), or
 // downloaded into that cache on request. Only the download path touches the network.
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { writeFileAtomic } from '../util/atomic.js';
 import { lookupModel, registryNames } from '../../models/registry.js';
 import { activeBackendName, backendRefusal, memoryNeedOfEntry, memoryNeedStatement } from './memory-need.js';
 
@@ -254,8 +255,7 @@ export async function downloadModel(repoId: string, opts: DownloadOptions = {}):
     // downloadFileToCacheDir writes blobs and snapshot links but no ref; later lookups by name need it.
     if (revision !== sha) {
       const ref = join(repoCacheFolder(repoId, cacheDir), 'refs', revision);
-      mkdirSync(dirname(ref), { recursive: true });
-      writeFileSync(ref, sha);
+      writeFileAtomic(ref, sha);
     }
     const snapshot = join(repoCacheFolder(repoId, cacheDir), 'snapshots', sha);
     log(`done: ${snapshot}`);

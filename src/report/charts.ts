@@ -91,6 +91,9 @@ function colourScale(names: readonly string[]): { domain: string[]; range: strin
 }
 
 function lineChart(points: Point[], opts: { y: string; width?: number; height?: number; percent?: boolean; domain?: [number, number]; zero?: boolean }): string {
+  // NaN values are gaps (withGaps): the line breaks there; no dot, tip or domain takes them.
+  const all = points;
+  points = all.filter((p) => num(p.value));
   const many = new Set(points.map((p) => p.step)).size > 40;
   return render({
     width: opts.width ?? WIDE,
@@ -103,7 +106,7 @@ function lineChart(points: Point[], opts: { y: string; width?: number; height?: 
       ...(opts.zero ? [Plot.ruleY([0], { stroke: '#bbb' })] : []),
       // z: one line per series, said explicitly: Plot infers it from the stroke and warns (a ⚠ in the chart)
       // when a short run gives as many series as points.
-      Plot.line(points, { x: 'step', y: 'value', z: 'series', stroke: 'series', strokeWidth: 2 }),
+      Plot.line(all, { x: 'step', y: 'value', z: 'series', stroke: 'series', strokeWidth: 2 }),
       ...(many ? [] : [Plot.dot(points, { x: 'step', y: 'value', fill: 'series', r: 2.5 })]),
       Plot.tip(points, Plot.pointerX({ x: 'step', y: 'value', stroke: 'series', title: (d: Point) => `${d.series}\nstep ${d.step}: ${d.value.toPrecision(3)}` })),
     ],
@@ -177,6 +180,20 @@ export function invalidReasonsChart(steps: readonly StepRow[]): Chart | undefine
   };
 }
 
+/** The most colours of a count scale (more would not be told apart). */
+const COUNT_COLOURS = 6;
+
+/**
+ * A colour scale for counts of questions whose legend shows whole numbers: thresholds at integers (1, 2, 3, …
+ * or every k-th count for larger maxima), never a quantize scale's fractional bounds (0.6, 1.2, …).
+ */
+function countColour(counts: readonly number[]): Plot.ScaleOptions {
+  const max = Math.max(1, ...counts);
+  const every = Math.ceil(max / COUNT_COLOURS);
+  const thresholds = Array.from({ length: Math.floor(max / every) }, (_, i) => (i + 1) * every);
+  return { type: 'threshold', domain: thresholds, scheme: 'blues', legend: true, label: 'questions', tickFormat: 'd' };
+}
+
 export function pHatHeatmap(steps: readonly StepRow[]): Chart | undefined {
   const rows: Array<{ step: number; pHat: string; count: number }> = [];
   const bins = new Set<string>();
@@ -200,7 +217,7 @@ export function pHatHeatmap(steps: readonly StepRow[]): Chart | undefined {
       padding: 0.04,
       x: stepBand(steps),
       y: { label: 'p̂', type: 'band', domain: [...bins].sort((a, b) => Number(b) - Number(a)) },
-      color: { type: 'quantize', n: 5, scheme: 'blues', legend: true, label: 'questions' },
+      color: countColour(rows.map((r) => r.count)),
       marks: [
         Plot.cell(rows, { x: 'step', y: 'pHat', fill: 'count', inset: 0.5, tip: true }),
         ...(showText ? [Plot.text(rows.filter((r) => r.count > 0), { x: 'step', y: 'pHat', text: 'count', fill: 'black', fontSize: 10 })] : []),
@@ -227,12 +244,28 @@ const UPDATE_METRICS: Array<{ key: 'kl' | 'clipFrac' | 'entropy' | 'gradNorm'; t
   { key: 'gradNorm', title: 'Gradient norm', caption: 'Global norm before clipping (clipped at 1).' },
 ];
 
+/**
+ * The points of `series`, plus a gap (a NaN value, where Plot breaks a line) at each step where a series that
+ * has values elsewhere has none: a role with no update at a step (no valid question, or every group uniform)
+ * gets no line drawn across it.
+ */
+function withGaps(steps: readonly StepRow[], points: Point[]): Point[] {
+  const out: Point[] = [];
+  for (const name of new Set(points.map((p) => p.series))) {
+    const own = new Map(points.filter((p) => p.series === name).map((p) => [p.step, p]));
+    for (const s of steps) out.push(own.get(s.step) ?? { step: s.step, value: Number.NaN, series: name });
+  }
+  return out;
+}
+
 export function updateCharts(steps: readonly StepRow[]): Chart[] {
   const out: Chart[] = [];
   for (const m of UPDATE_METRICS) {
     const points = series(steps, { solver: (s) => s.solver?.[m.key], proposer: (s) => s.proposer?.[m.key] });
     if (points.length === 0) continue;
-    out.push({ id: `update-${m.key}`, title: m.title, caption: m.caption, svg: lineChart(points, { y: m.key, width: NARROW, height: 210, zero: m.key !== 'entropy' }) });
+    const gaps = withGaps(steps, points);
+    const caption = `${m.caption}${gaps.length > points.length ? ' A gap: no update of that role at that step.' : ''}`;
+    out.push({ id: `update-${m.key}`, title: m.title, caption, svg: lineChart(gaps, { y: m.key, width: NARROW, height: 210, zero: m.key !== 'entropy' }) });
   }
   return out;
 }
@@ -291,18 +324,33 @@ export function timingChart(steps: readonly StepRow[]): Chart | undefined {
   };
 }
 
+/** The x label of the averages' group: last, and said to be each mode's own when the modes' datasets differ. */
+const AVERAGE = 'average';
+const OWN_AVERAGE = 'average (own datasets)';
+
+/** Whether the eval folders were run on different sets of datasets (their averages then differ in kind). */
+export function datasetsDiffer(folders: readonly EvalFolderData[]): boolean {
+  const key = (f: EvalFolderData): string => JSON.stringify(f.results.datasets.map((d) => d.dataset).sort());
+  return folders.some((f) => key(f) !== key(folders[0] as EvalFolderData));
+}
+
 export function comparisonChart(folders: readonly EvalFolderData[]): Chart | undefined {
-  const rows: Array<{ mode: string; dataset: string; em: number }> = [];
+  const rows: Array<{ mode: string; dataset: string; em: number; questions: number }> = [];
+  const differ = datasetsDiffer(folders);
+  const average = differ ? OWN_AVERAGE : AVERAGE;
   for (const f of folders) {
-    for (const d of f.results.datasets) rows.push({ mode: f.label, dataset: d.dataset, em: d.em });
-    if (f.results.datasets.length > 1) rows.push({ mode: f.label, dataset: 'average', em: f.results.average.em });
+    for (const d of f.results.datasets) rows.push({ mode: f.label, dataset: d.dataset, em: d.em, questions: d.questions });
+    if (f.results.datasets.length > 1) rows.push({ mode: f.label, dataset: average, em: f.results.average.em, questions: f.results.average.questions });
   }
   if (rows.length === 0) return undefined;
-  const datasets = [...new Set(rows.map((r) => r.dataset))];
+  // Datasets in order of first appearance, the average group last (not between two modes' datasets).
+  const datasets = [...new Set(rows.filter((r) => r.dataset !== average).map((r) => r.dataset)), ...(rows.some((r) => r.dataset === average) ? [average] : [])];
   return {
     id: 'eval-comparison',
     title: 'Exact match by dataset and mode',
-    caption: 'Each evaluation folder given with --eval is one mode (e.g. base, SSP, SESA-Off, SESA-On).',
+    caption:
+      'Each evaluation folder given with --eval is one mode (e.g. base, SSP, SESA-Off, SESA-On); the tip of a bar gives its questions.' +
+      (differ ? ' The modes were evaluated on different datasets: each average is over its own, so the averages are not comparable.' : ''),
     svg: render({
       width: WIDE,
       height: 280,
@@ -312,7 +360,7 @@ export function comparisonChart(folders: readonly EvalFolderData[]): Chart | und
       x: { axis: null, domain: folders.map((f) => f.label) },
       y: { label: 'EM (%)', percent: true, grid: true, domain: yDomain(rows.map((r) => 100 * r.em), { zero: true, minSpan: 10 }), nice: true },
       color: { legend: true, domain: folders.map((f) => f.label), scheme: 'tableau10' },
-      marks: [Plot.barY(rows, { fx: 'dataset', x: 'mode', y: 'em', fill: 'mode', tip: true }), Plot.ruleY([0])],
+      marks: [Plot.barY(rows, { fx: 'dataset', x: 'mode', y: 'em', fill: 'mode', title: (r: (typeof rows)[number]) => `${r.mode}, ${r.dataset}: EM ${(100 * r.em).toFixed(1)}% of ${r.questions} questions`, tip: true }), Plot.ruleY([0])],
     }),
   };
 }

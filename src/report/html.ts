@@ -2,7 +2,7 @@
 // and no network — built from a run folder and optional eval folders.
 import { cardScore, type SkillCard } from '../skills/card.js';
 import {
-  accuracyChart, bankCharts, type Chart, comparisonChart, figure3Charts, heldOutChart, invalidReasonsChart, pHatHeatmap, rewardsChart, solverBatchChart, timingChart, updateCharts,
+  accuracyChart, bankCharts, type Chart, comparisonChart, datasetsDiffer, figure3Charts, heldOutChart, invalidReasonsChart, pHatHeatmap, rewardsChart, solverBatchChart, timingChart, updateCharts,
 } from './charts.js';
 import type { EvalFolderData, EvalRow, RunData, StepRow } from './run-data.js';
 import { halves, type Pooled, pooledSolverAccuracy, pooledValid } from './pooled.js';
@@ -123,13 +123,15 @@ function shortPath(p: string, n = 3): string {
 
 function comparisonTable(folders: readonly EvalFolderData[]): string {
   const datasets = [...new Set(folders.flatMap((f) => f.results.datasets.map((d) => d.dataset)))];
-  // F1 is null in folders that scored exact match only.
-  const score = (em: number, f1: number | null): string => `<b>${(100 * em).toFixed(1)}</b>${f1 === null ? '' : ` <span class="sub">${(100 * f1).toFixed(1)}</span>`}`;
-  const head = `<tr><th>mode</th>${datasets.map((d) => `<th class="num">${escapeHtml(d)}</th>`).join('')}<th class="num">average</th></tr>`;
+  const differ = datasetsDiffer(folders);
+  // F1 is null in folders that scored exact match only; n is the questions a cell scored (a 5-question eval
+  // must not read as a 342-question one).
+  const score = (em: number, f1: number | null, n: number): string => `<b>${(100 * em).toFixed(1)}</b>${f1 === null ? '' : ` <span class="sub">${(100 * f1).toFixed(1)}</span>`}<div class="sub">n = ${n}</div>`;
+  const head = `<tr><th>mode</th>${datasets.map((d) => `<th class="num">${escapeHtml(d)}</th>`).join('')}<th class="num">${differ ? 'average (of its own datasets)' : 'average'}</th></tr>`;
   const rows = folders.map((f) => {
     const cells = datasets.map((name) => {
       const d = f.results.datasets.find((x) => x.dataset === name);
-      return `<td class="num" title="${d ? `${d.questions} questions` : ''}">${d ? score(d.em, d.f1) : '–'}</td>`;
+      return `<td class="num" title="${d ? `${d.questions} questions` : ''}">${d ? score(d.em, d.f1, d.questions) : '–'}</td>`;
     });
     const st = f.settings ?? {};
     const what = [
@@ -137,9 +139,14 @@ function comparisonTable(folders: readonly EvalFolderData[]): string {
       typeof st.adapter === 'string' ? `adapter ${shortPath(st.adapter)}` : 'no adapter',
       `skills ${typeof st.skills === 'string' && st.skills !== 'off' ? shortPath(st.skills, 2) : 'off'}`,
     ].filter((x): x is string => x !== undefined);
-    return `<tr><td class="mode"><b>${escapeHtml(f.label)}</b><div class="what" title="${escapeHtml(JSON.stringify(st))}">${what.map(escapeHtml).join('<br>')}</div></td>${cells.join('')}<td class="num">${score(f.results.average.em, f.results.average.f1)}</td></tr>`;
+    const a = f.results.average;
+    const whatLines = [...what, `${a.questions} question${a.questions === 1 ? '' : 's'} in ${a.datasets} dataset${a.datasets === 1 ? '' : 's'}`];
+    return `<tr><td class="mode"><b>${escapeHtml(f.label)}</b><div class="what" title="${escapeHtml(JSON.stringify(st))}">${whatLines.map(escapeHtml).join('<br>')}</div></td>${cells.join('')}<td class="num">${score(a.em, a.f1, a.questions)}</td></tr>`;
   });
-  return `<div class="wide"><table data-table="eval-comparison">${head}${rows.join('')}</table></div><p class="caption">Each cell: exact match (bold) and token F1${folders.some((f) => f.results.datasets.some((d) => d.f1 === null)) ? ' (where the folder scored it)' : ''}, in percent, with FlashRAG normalization; the average weighs datasets equally (docs/evaluation.md).</p>`;
+  const warning = differ
+    ? `<p class="note" data-warning="datasets-differ">The modes were evaluated on different datasets (${folders.map((f) => `${escapeHtml(f.label)}: ${f.results.datasets.map((d) => escapeHtml(d.dataset)).join(', ')}`).join('; ')}): each average is over its own datasets, so the averages are not comparable; compare the columns they share.</p>`
+    : '';
+  return `${warning}<div class="wide"><table data-table="eval-comparison">${head}${rows.join('')}</table></div><p class="caption">n: questions scored. Each cell: exact match (bold) and token F1${folders.some((f) => f.results.datasets.some((d) => d.f1 === null)) ? ' (where the folder scored it)' : ''}, in percent, with FlashRAG normalization; the average weighs datasets equally (docs/evaluation.md).</p>`;
 }
 
 /** A table of numbers made elsewhere (an experiment's summary), shown as is: every cell is escaped. */

@@ -10,9 +10,9 @@
 // Every file is written atomically. A checkpoint is written into a temp folder and renamed into place, and
 // its manifest is the last file: a checkpoint is restored only when every file matches its manifest and
 // loads, else the next older one is tried, and the log says which was skipped and why.
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { appendToFile, ensureDir, sweepStaleTemps, writeError, writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
+import { appendToFile, ensureDir, sweepStaleTemps, writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
 import { checkManifest, writeManifest } from '../formats/manifest.js';
 import { FileLock } from '../util/lock.js';
 import { configForDisk, type TrainConfig } from '../settings/train.js';
@@ -74,7 +74,7 @@ export class RunFolder {
       throw new Error(`${dir} already holds a run (${run.configPath} exists): resume it with --resume ${dir}, or choose another --out`);
     }
     run.sweepTemps(warn);
-    mkdirSync(run.checkpointsDir, { recursive: true });
+    ensureDir(run.checkpointsDir);
     writeJsonAtomic(run.configPath, configForDisk(config));
     writeFileAtomic(run.metricsPath, '');
     return run;
@@ -209,11 +209,7 @@ export class RunFolder {
     const final = this.checkpointDir(step);
     const tmp = join(this.checkpointsDir, `.step-${step}.${process.pid}.tmp`);
     rmSync(tmp, { recursive: true, force: true });
-    try {
-      mkdirSync(tmp, { recursive: true });
-    } catch (err) {
-      throw writeError(tmp, err);
-    }
+    ensureDir(tmp);
     try {
       await fill(tmp);
       writeJsonAtomic(join(tmp, 'state.json'), state);

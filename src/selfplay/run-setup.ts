@@ -10,6 +10,9 @@ import { loadOptimizerState } from '../checkpoint/optimizer-state.js';
 import { loadPeftAdapter } from '../checkpoint/peft.js';
 import { defaultDataDir } from '../eval/dataset.js';
 import { heldOutQuestions } from '../eval/held-out.js';
+import { questionsOverContext } from '../eval/context.js';
+import { checkpointBytes, checkpointSteps, type DiskNeed, diskVerdict, freeBytesAt, ggufExportBytes, totalBytes } from '../checkpoint/disk-need.js';
+import { gib as formatSize } from '../model/memory-need.js';
 import type { TextGenerator } from '../llm/types.js';
 import { LlamaCppEngine } from '../llama-cpp/engine.js';
 import { LlamaCppPolicy } from '../llama-cpp/policy.js';
@@ -59,6 +62,15 @@ import type { TrainHooks } from './trainer.js';
 
 async function buildEmbedder(config: TrainConfig): Promise<Embedder> {
   return config.embedder === 'lexical' ? new LexicalEmbedder() : E5Embedder.load({ model: config.e5Model });
+}
+
+/** What the run still writes to disk from `firstStep` on (src/checkpoint/disk-need.ts). */
+export function diskNeedOf(config: TrainConfig, modelConfig: ModelConfig, firstStep: number): DiskNeed {
+  return {
+    oneCheckpoint: checkpointBytes(modelConfig, config.loraR, config.loraTargets),
+    checkpoints: checkpointSteps(firstStep, config.steps, config.saveEvery).length,
+    once: config.rolloutEngine === 'llama.cpp' && firstStep === 1 ? ggufExportBytes(modelConfig) : 0,
+  };
 }
 
 /** An adapter with its parameters and a fresh AdamW. */
@@ -200,6 +212,16 @@ export async function buildRun(run: RunFolder, config: TrainConfig, hooks: Train
       throw new Error(`${flag} ${value} does not fit the model: ${modelDir} has max_position_embeddings ${maxPositions} for the prompt and the response together`);
     }
   }
+  // A held-out file's questions must fit the context with the cards and the response budget (src/eval/context.ts).
+  if (heldOutFile) {
+    const policy = new ModelPolicy('solver', model, tokenizer, undefined, { enableThinking: config.enableThinking });
+    const budget = { renderChat: (m: Parameters<typeof policy.renderChat>[0]) => policy.renderChat(m), cardTokens: config.skills ? config.renderTokenBudget : 0, responseTokens: config.maxResponseTokens };
+    const tooLong = questionsOverContext(heldOutFile, budget, model.config, modelDir, () => `--eval-data ${String(config.evalData)}`);
+    if (tooLong !== undefined) {
+      model.dispose();
+      throw new Error(tooLong);
+    }
+  }
 
   log(`search: ${env.description}`);
   const corpusSeeds = env.seeds;
@@ -235,6 +257,23 @@ export async function buildRun(run: RunFolder, config: TrainConfig, hooks: Train
   const restored = resumeDir !== undefined ? await run.restoreLatest(async (c) => loadCheckpointPayload(c.dir, config, model)) : undefined;
   const ckpt = restored?.checkpoint;
   const firstStep = ckpt ? ckpt.step + 1 : 1;
+  // The disk: refused when not even the first checkpoint fits (the run would fail there), warned when not all
+  // of them do (src/checkpoint/disk-need.ts).
+  const disk = diskNeedOf(config, model.config, firstStep);
+  const free = freeBytesAt(run.dir);
+  const verdict = diskVerdict(free, disk);
+  if (verdict !== undefined) {
+    const what = `${run.dir} has ${formatSize(free)} free; the run writes ${disk.checkpoints} checkpoint${disk.checkpoints === 1 ? '' : 's'} of ≈ ${formatSize(disk.oneCheckpoint)} (≈ ${formatSize(totalBytes(disk))} with its other files${disk.once > 0 ? ' and the llama.cpp GGUF export' : ''})`;
+    if (verdict.kind === 'refuse') {
+      for (const r of ckpt ? Object.values(ckpt.loaded.roles) : []) {
+        r.optimizer.dispose();
+        r.adapter.dispose();
+      }
+      model.dispose();
+      throw new Error(`${what}: not even the first checkpoint would fit; free space or choose another --out`);
+    }
+    log(`warning: ${what}: room for ${verdict.fitting} of them; free space, raise --save-every, or choose another --out`);
+  }
   if (resumeDir !== undefined) {
     for (const s of restored?.skipped ?? []) log(`warning: checkpoint step ${s.step} is not usable, skipped: ${s.reason}`);
     run.truncateMetricsAfter(ckpt?.step ?? 0);

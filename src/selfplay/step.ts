@@ -183,6 +183,8 @@ export interface StepResult {
   proposals: ProposalRecord[];
   /** The questions reused from the pool this step, as the pool held them (p̂ and step of their last solve). */
   reused: PooledQuestion[];
+  /** Each role's GRPO groups as judged (all of them, trained or not): the flat metrics read them (./flat-metrics.ts). */
+  groups: Record<Role, RolloutGroup[]>;
 }
 
 function mean(xs: readonly number[]): number {
@@ -468,5 +470,5 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     ragChecksShortOfDistractors: ragShort,
     seconds,
   };
-  return { metrics, proposals, reused };
+  return { metrics, proposals, reused, groups: { solver: solverGroups, proposer: proposerGroups } };
 }

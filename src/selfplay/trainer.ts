@@ -9,11 +9,13 @@ import { type HeldOutRow, heldOutRows, pairedGainOfFiles } from '../eval/held-ou
 import { buildRun, REUSE_POOL_FILE } from './run-setup.js';
 import { peftBaseModel } from '../checkpoint/model-name.js';
 import { type BackendInfo } from '../tensor/backend.js';
-import { configForDisk, parseSavedConfig, redactedUrlSettings, resumeChanges, showValue, shownValue, flagName, type TrainConfig, validateConfig } from '../settings/train.js';
+import { configForDisk, parseSavedConfig, redactedUrlSettings, resumeChanges, showValue, shownValue, flagName, type TrainConfig, validateConfig, workerCount } from '../settings/train.js';
 import { RoleFailureError, type StepCalls } from './role-health.js';
 import { RunFolder } from './run-folder.js';
 import { type StepMetrics, type StepPhase, sesaStep } from './step.js';
-import { evalSettingsOf } from './step-settings.js';
+import { advantageSettingsOf, evalSettingsOf } from './step-settings.js';
+import { flatEvalMetrics, flatStepMetrics } from './flat-metrics.js';
+import { TensorBoardLog } from './tensorboard-log.js';
 
 export interface TrainHooks {
   log(line: string): void;
@@ -151,6 +153,8 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   const heldOutSteps = config.evalEvery === 0 ? [] : [...(evalAtZeroDone ? [] : [0]), ...Array.from({ length: config.steps - firstStep + 1 }, (_, i) => firstStep + i).filter((s) => s % config.evalEvery === 0 || s === config.steps)];
   hooks.onStart?.({ runDir: run.dir, firstStep, lastStep: config.steps, backend, modelDir, heldOutSteps, ...(built.resumedFrom !== undefined ? { resumedFrom: built.resumedFrom } : {}) });
   const metrics: StepMetrics[] = [];
+  // The flat metrics (./flat-metrics.ts) also go to TensorBoard, unless --tensorboard off.
+  const board = config.tensorboard ? TensorBoardLog.open(run.dir, firstStep - 1) : undefined;
   let lastCheckpoint: string | undefined;
   let stoppedEarly = false;
   let warnedShortRag = false;
@@ -177,6 +181,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     for (const { row, records } of evals) {
       run.writeEvalPredictions(step, row.skills, records);
       run.appendMetrics(row);
+      board?.write(step, flatEvalMetrics(row));
       log(`held-out eval at step ${step}, skills ${row.skills}: EM ${(100 * row.em).toFixed(1)}%, F1 ${(100 * row.f1).toFixed(1)}% on ${row.questions} questions (${row.seconds.toFixed(1)} s)`);
     }
   };
@@ -188,6 +193,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
     for (let step = firstStep; step <= config.steps; step++) {
       watch.beginStep();
       const result = await sesaStep(step, seeds, deps, settings);
+      const flat = flatStepMetrics(result.metrics, result.groups, { advantage: advantageSettingsOf(config), workers: workerCount(config) });
       // Calls of the judge and distiller and empty searches this step (a role failing too long throws).
       let calls: StepCalls;
       try {
@@ -196,12 +202,14 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
         if (!(err instanceof RoleFailureError)) throw err;
         // Keep the step's work: record it with its calls and warnings, checkpoint it, then stop.
         const failed = err.stepCalls;
-        run.appendMetrics(failed ? { ...result.metrics, calls: failed.calls, searches: failed.searches } : result.metrics);
+        run.appendMetrics(failed ? { ...result.metrics, calls: failed.calls, searches: failed.searches, ...flat } : { ...result.metrics, ...flat });
+        board?.write(step, flat);
         for (const w of failed?.warnings ?? []) log(`warning: ${w}`);
         await saveCheckpoint(step);
         throw new RoleFailureError(`${err.message}. Checkpoint step ${step} was written; continue with --resume ${run.dir}`);
       }
-      run.appendMetrics({ ...result.metrics, calls: calls.calls, searches: calls.searches });
+      run.appendMetrics({ ...result.metrics, calls: calls.calls, searches: calls.searches, ...flat });
+      board?.write(step, flat);
       metrics.push(result.metrics);
       // The run log gets a line per step; the caller shows steps through onStepEnd.
       run.log(

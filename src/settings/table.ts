@@ -7,6 +7,7 @@ import { extname } from 'node:path';
 import { parseDocument, parse as parseYaml } from 'yaml';
 import type { AnySetting, ConfigOf, SettingTable } from './setting.js';
 import { own } from '../util/own.js';
+import { nearestSetting } from './suggest.js';
 import { cut, echo, readTextFile, TextFileError } from '../util/text-file.js';
 
 /** camelCase key → kebab-case flag name (without the dashes). */
@@ -83,19 +84,36 @@ export function settingsFromObject(table: SettingTable, raw: unknown, where: str
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return { values: {}, problems: [`${where}: a settings file must hold an object of settings`] };
   const values: Record<string, unknown> = {};
   const problems: string[] = [];
+  // The name each key was given under: `seeds-per-step` and `seedsPerStep` in one file are one setting twice.
+  const spelled = new Map<string, string>();
   for (const [name, v] of Object.entries(raw)) {
     const k = keyOf(name);
     // An own property only: `constructor` or `__proto__` in a file is an unknown setting, not Object's member.
     const s = own(table, k);
     if (!s) {
-      problems.push(`${where}: unknown setting '${cut(name)}' (known: ${Object.keys(table).map(flagName).join(', ')})`);
+      problems.push(`${where}: unknown setting '${cut(name)}'${unknownSettingHint(name, Object.keys(table), (key) => `'${flagName(key)}'`)}`);
       continue;
     }
+    const before = spelled.get(k);
+    if (before !== undefined) {
+      problems.push(`${where}: '${cut(before)}' and '${cut(name)}' are the same setting (--${flagName(k)}) given twice; keep one`);
+      continue;
+    }
+    spelled.set(k, name);
     const r = settingValue(s, v);
     if ('want' in r) problems.push(`${where}: setting '${cut(name)}' must be ${r.want}, got ${echo(v)}`);
     else if (r.value !== undefined) values[k] = r.value;
   }
   return { values, problems };
+}
+
+/**
+ * What follows "unknown setting 'stepz'": ` (did you mean 'steps'?)` with the nearest known name (./suggest.ts),
+ * else ` (known: ...)` with them all. `show` spells a known key as the message quotes it.
+ */
+export function unknownSettingHint(name: string, known: readonly string[], show: (key: string) => string): string {
+  const near = nearestSetting(name, known);
+  return near !== undefined ? ` (did you mean ${show(near)}?)` : ` (known: ${known.map(flagName).join(', ')})`;
 }
 
 /**
@@ -264,7 +282,7 @@ export function resolveSettings<T extends SettingTable>(table: T, layers: readon
     }
     for (const [k, v] of Object.entries(layer.flags)) {
       const s = own(table, k);
-      if (!s) problems.push(`--${flagName(k)}: unknown setting`);
+      if (!s) problems.push(`--${flagName(k)}: unknown setting${unknownSettingHint(k, Object.keys(table), (key) => `--${flagName(key)}`)}`);
       else if (v !== undefined) {
         const r = settingValue(s, v);
         if ('want' in r) problems.push(`--${flagName(k)} must be ${r.want}, got ${echo(v)}`);

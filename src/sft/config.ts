@@ -52,7 +52,8 @@ export const SFT_SETTINGS = fixedOnResumeExcept(
     }),
     backend: choice(BACKEND_CHOICES, 'auto', { help: 'tensor backend (auto picks the fastest available)' }),
   },
-  [],
+  // Only how long the run is may change on --resume (docs/sft.md, "Resume"): more epochs or steps extend it.
+  ['epochs', 'maxSteps'],
   "a resumed run continues with the settings in its sft.json",
 );
 

@@ -12,9 +12,9 @@
 // Every file is written atomically. The data order is a function of the seed and the epoch only, and a
 // checkpoint holds the exact weights and optimizer state, so a resumed run repeats the uninterrupted one bit
 // for bit.
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { appendToFile, writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
+import { appendToFile, ensureDir, writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
 import { saveFullModel } from '../checkpoint/full-model.js';
 import { loadOptimizerState, saveOptimizerState } from '../checkpoint/optimizer-state.js';
 import { loadPeftAdapter, savePeftAdapter } from '../checkpoint/peft.js';
@@ -27,6 +27,7 @@ import { AdamW } from '../rl/optimizer.js';
 import { type BackendInfo, describeBackend, initBackend, tf } from '../tensor/backend.js';
 import { Rng } from '../util/rng.js';
 import { readSavedSftConfig, type SftConfig, validateSftConfig } from './config.js';
+import { flagName } from '../settings/table.js';
 import { countTargets, maskedNll, type MaskedSequence } from './nll.js';
 import { readTranscripts, renderTranscript, type RenderedExample } from './transcript.js';
 
@@ -86,6 +87,10 @@ export interface SftSummary {
   /** The trained model or adapter (absent when stopped early). */
   finalDir?: string;
   lastCheckpoint?: string;
+  /** A resumed run whose steps were all done already: nothing was trained. */
+  finished?: boolean;
+  /** Settings changed by flags given with --resume (written to sft.json). */
+  changed?: Array<{ key: string; from: unknown; to: unknown }>;
 }
 
 const CONFIG_FILE = 'sft.json';
@@ -207,7 +212,8 @@ interface Checkpoint {
   dir: string;
 }
 
-function latestCheckpoint(runDir: string): Checkpoint | undefined {
+/** The newest checkpoint with its state.json (written last), or undefined. */
+export function latestSftCheckpoint(runDir: string): Checkpoint | undefined {
   const root = join(runDir, 'checkpoints');
   if (!existsSync(root)) return undefined;
   const steps = readdirSync(root)
@@ -260,18 +266,23 @@ function truncateLoss(runDir: string, step: number): string[] {
  * threads for this process (not saved with the run's settings: a resumed run takes the count it is given now;
  * default all cores).
  */
-export async function runSft(configIn: SftConfig | undefined, hooks: SftHooks, resumeDir?: string, threads?: number): Promise<SftSummary> {
+export async function runSft(configIn: SftConfig | undefined, hooks: SftHooks, resumeDir?: string, threads?: number, overrides: Partial<SftConfig> = {}): Promise<SftSummary> {
   let config: SftConfig;
   let runDir: string;
+  let changed: SftSummary['changed'];
   if (resumeDir !== undefined) {
-    config = readConfig(resumeDir);
+    const saved = readConfig(resumeDir);
     runDir = resumeDir;
+    config = validateSftConfig({ ...saved, ...overrides });
+    changed = (Object.keys(overrides) as Array<keyof SftConfig>).filter((k) => JSON.stringify(saved[k]) !== JSON.stringify(config[k])).map((k) => ({ key: k, from: saved[k], to: config[k] }));
   } else {
     if (!configIn) throw new Error('runSft: no settings');
     config = validateSftConfig(configIn);
     runDir = config.out;
     if (existsSync(join(runDir, CONFIG_FILE))) throw new Error(`${runDir} already holds an SFT run (${join(runDir, CONFIG_FILE)} exists): resume it with --resume ${runDir}, or choose another --out`);
-    mkdirSync(join(runDir, 'checkpoints'), { recursive: true });
+    // The project's own mkdir, a level at a time: a read-only mount names its error (EROFS), and a path
+    // under /proc fails instead of looping forever as a recursive mkdir does there.
+    ensureDir(join(runDir, 'checkpoints'));
     writeJsonAtomic(join(runDir, CONFIG_FILE), config);
     writeFileAtomic(join(runDir, LOSS_FILE), '');
   }
@@ -304,7 +315,20 @@ export async function runSft(configIn: SftConfig | undefined, hooks: SftHooks, r
   }
   log(`data: ${train.length} training transcripts (${countTargets(train)} target tokens: ${config.lossOn === 'all' ? 'every token' : "the assistant's"}), ${held.length} held out; ${perEpoch} steps per epoch, ${totalSteps} steps`);
 
-  const ckpt = resumeDir !== undefined ? latestCheckpoint(runDir) : undefined;
+  const ckpt = resumeDir !== undefined ? latestSftCheckpoint(runDir) : undefined;
+  if (resumeDir !== undefined && changed && changed.length > 0) {
+    if (ckpt && totalSteps < ckpt.step) {
+      throw new Error(`--resume ${runDir}: ${changed.map((c) => `--${flagName(c.key)} ${String(c.to)}`).join(', ')} gives ${totalSteps} steps, below the checkpoint step ${ckpt.step} the run resumes from: a run cannot be shortened to before its last checkpoint`);
+    }
+    writeJsonAtomic(join(runDir, CONFIG_FILE), config);
+    for (const c of changed) log(`config change on resume: --${flagName(c.key)} ${String(c.from)} → ${String(c.to)} (written to ${join(runDir, CONFIG_FILE)}); ${totalSteps} steps in all`);
+    if (config.lrSchedule === 'cosine') log(`warning: the cosine learning-rate schedule now decays over ${totalSteps} steps: the steps after the checkpoint follow that curve, not the one the run had`);
+  }
+  const finalPath = join(runDir, 'final');
+  if (ckpt && ckpt.step >= totalSteps && existsSync(finalPath)) {
+    log(`${runDir} is finished: all ${totalSteps} steps are done (last checkpoint step ${ckpt.step}, ${finalPath}); to train further, resume with more --epochs or --max-steps`);
+    return { runDir, firstStep: ckpt.step + 1, lastStep: ckpt.step, totalSteps, stoppedEarly: false, resumedFrom: ckpt.step, finished: true, finalDir: finalPath, lastCheckpoint: ckpt.dir, ...(changed && changed.length > 0 ? { changed } : {}) };
+  }
   if (resumeDir !== undefined) {
     lossLines.push(...truncateLoss(runDir, ckpt?.step ?? -1));
     log(ckpt ? `resuming ${runDir} from checkpoint step ${ckpt.step}` : `resuming ${runDir}: no complete checkpoint, starting over`);
@@ -348,7 +372,7 @@ export async function runSft(configIn: SftConfig | undefined, hooks: SftHooks, r
     const final = join(root, `step-${step}`);
     const tmp = join(root, `.step-${step}.${process.pid}.tmp`);
     rmSync(tmp, { recursive: true, force: true });
-    mkdirSync(tmp, { recursive: true });
+    ensureDir(tmp);
     await saveTrained(join(tmp, adapter ? 'adapter' : 'model'), 'f32');
     saveOptimizerState(tmp, optimizer.exportState());
     writeJsonAtomic(join(tmp, 'state.json'), { step, seed: config.seed, savedAt: new Date().toISOString() });
@@ -430,5 +454,6 @@ export async function runSft(configIn: SftConfig | undefined, hooks: SftHooks, r
     ...(lastEvalLoss !== undefined ? { lastEvalLoss } : {}),
     ...(finalDir ? { finalDir } : {}),
     ...(lastCheckpoint ? { lastCheckpoint } : {}),
+    ...(changed && changed.length > 0 ? { changed } : {}),
   };
 }

@@ -143,8 +143,37 @@ export function cardsToJsonl(cards: readonly SkillCard[]): string {
   return cards.map((c) => JSON.stringify(c)).join('\n') + (cards.length > 0 ? '\n' : '');
 }
 
-/** Parses JSONL cards; a bad line is an error naming the file and the line. */
-export function cardsFromJsonl(text: string, source: string): SkillCard[] {
+/**
+ * What a hand-written card (one that gives none of `stats`, `createdStep`, `bankVersion`: the bank's own record,
+ * not the author's) is given on import: zero stats, and the step and bank version of the import.
+ */
+export interface AuthoredCardFill {
+  createdStep: number;
+  bankVersion: number;
+}
+
+/** Hand-written cards (isAuthored) among the valid JSON lines of `text`. */
+export function authoredCards(text: string): number {
+  return text.split('\n').filter((line) => {
+    if (line.trim().length === 0) return false;
+    try {
+      return isAuthored(JSON.parse(line));
+    } catch {
+      return false;
+    }
+  }).length;
+}
+
+/** Whether a card line leaves out all three of the bank's own fields (a hand-written card). */
+function isAuthored(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !('stats' in v) && !('createdStep' in v) && !('bankVersion' in v);
+}
+
+/**
+ * Parses JSONL cards; a bad line is an error naming the file and the line. With `fill`, a hand-written card
+ * (AuthoredCardFill) gets those fields; a card that gives some of them but not all is still refused, naming them.
+ */
+export function cardsFromJsonl(text: string, source: string, fill?: AuthoredCardFill): SkillCard[] {
   const out: SkillCard[] = [];
   text.split('\n').forEach((line, i) => {
     if (line.trim().length === 0) return;
@@ -154,7 +183,8 @@ export function cardsFromJsonl(text: string, source: string): SkillCard[] {
     } catch (err) {
       throw new Error(`${source}:${i + 1}: not valid JSON (${(err as Error).message})`);
     }
-    out.push(validateCard(v, `${source}:${i + 1}`));
+    const filled = fill && isAuthored(v) ? { ...v, stats: { retrieved: 0, helpful: 0, hurt: 0 }, createdStep: fill.createdStep, bankVersion: fill.bankVersion } : v;
+    out.push(validateCard(filled, `${source}:${i + 1}`));
   });
   return out;
 }

@@ -20,7 +20,7 @@ import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { registerWasmFixes } from './wasm-fixes.js';
 import { prepareBatchedMatMul } from './batched-matmul.js';
-import { activateThreadedWasm, releaseThreadedWasm } from './wasm-threads.js';
+import { activateThreadedWasm, releaseThreadedWasm, WASM_MAX_THREADS, wasmThreadsRefusal } from './wasm-threads.js';
 import { registerGradientFixes } from './gradient-fixes.js';
 import { activateWebgpu, describeAdapter, probeWebgpu, WEBGPU_FLAGS_ENV, type WebgpuAdapterReport } from './webgpu.js';
 import { registerWebgpuFixes } from './webgpu-fixes.js';
@@ -188,7 +188,11 @@ export async function initBackend(choice: BackendChoice = 'auto', options: Backe
     info = await autoChoice();
   }
   let threads: number | undefined;
-  if (info.name === 'wasm' || info.name === 'native') threads = requested ?? availableParallelism();
+  if (info.name === 'wasm') {
+    // Every core by default, up to the threaded build's pool; more asked for is refused with the maximum.
+    if (requested !== undefined && requested > WASM_MAX_THREADS) throw new Error(wasmThreadsRefusal(requested));
+    threads = requested ?? Math.min(availableParallelism(), WASM_MAX_THREADS);
+  } else if (info.name === 'native') threads = requested ?? availableParallelism();
   else if (info.name === 'cpu') {
     if (requested !== undefined && requested > 1) throw new Error(`--threads ${requested}: the cpu backend runs on one thread; use --backend wasm for more`);
     threads = 1;

@@ -22,6 +22,17 @@ import * as wasmBackend from '@tensorflow/tfjs-backend-wasm';
 import { writeFileAtomic } from '../util/atomic.js';
 
 const require = createRequire(import.meta.url);
+
+/**
+ * The most compute threads the wasm backend runs: @tensorflow/tfjs-backend-wasm's threaded build is compiled
+ * with a pool of 8 pthreads (its `pthreadPoolSize`), and XNNPACK gets no more (docs/usage.md, "Backends").
+ */
+export const WASM_MAX_THREADS = 8;
+
+/** Why --threads N over that pool is refused, with the maximum. */
+export function wasmThreadsRefusal(threads: number): string {
+  return `--threads ${threads}: the wasm backend runs at most ${WASM_MAX_THREADS} compute threads (the thread pool its threaded build is compiled with); give --threads ${WASM_MAX_THREADS} or fewer, or use --backend native (its matMuls take any count)`;
+}
 const PACKAGE = '@tensorflow/tfjs-backend-wasm';
 const BUILD = 'tfjs-backend-wasm-threaded-simd';
 

@@ -80,6 +80,8 @@ describe('Ctrl-C during training', () => {
     const r = await endWithin(p, 60);
     expect(r.code, r.stderr).toBe(130);
     expect(r.stderr).not.toMatch(/stopped at step/);
+    // It says what a resume starts from: here no checkpoint yet (the first is at step 50).
+    expect(r.stderr).toContain(`Ctrl-C again: quitting now; ${out} has no complete checkpoint yet: a resume starts it over (sesa-train --resume ${out})`);
     expect(checkpoints(out)).toEqual([]);
     expect(existsSync(join(out, '.lock'))).toBe(false);
   }, 300_000);

@@ -1,7 +1,8 @@
 // A run stopped and resumed, through the CLI on a tiny random model: a run of 2 steps and a run of 1 step
 // resumed to 2 write byte-identical checkpoints (the bank file is serialized canonically, whatever order its
-// cards' keys had in memory after a reload); SIGTERM and SIGHUP end a run with the signal and release its
-// locks (the run folder's .lock and the bank's skills.json.lock).
+// cards' keys had in memory after a reload); SIGTERM stops a run as Ctrl-C does (the step is finished and
+// checkpointed), SIGHUP ends it with the signal; both release its locks (the run folder's .lock and the bank's
+// skills.json.lock).
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -38,8 +39,27 @@ describe('resume', () => {
   }, 400_000);
 });
 
+describe('a run stopped by SIGTERM (what Slurm and Kubernetes send)', () => {
+  it('finishes the step, writes a checkpoint, names the resume command and releases its locks', async () => {
+    const out = join(root, 'by-SIGTERM');
+    const args = trainArgs(model, out, 60);
+    args[args.indexOf('--save-every') + 1] = '50';
+    const p = start(root, [...args, '--threads', '1']);
+    await p.waitFor(stepEnded(1));
+    p.child.kill('SIGTERM');
+    const r = await p.done;
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain('SIGTERM: stopping after this step (a checkpoint is written); send SIGTERM again to quit now');
+    const m = /stopped at step (\d+) on request; resume with --resume /.exec(r.stderr);
+    expect(m, r.stderr).not.toBeNull();
+    expect(existsSync(join(out, 'checkpoints', `step-${(m as RegExpExecArray)[1]}`, 'manifest.json'))).toBe(true);
+    expect(existsSync(join(out, '.lock'))).toBe(false);
+    expect(existsSync(join(out, 'skills.json.lock'))).toBe(false);
+  }, 300_000);
+});
+
 describe('a run ended by a signal', () => {
-  for (const signal of ['SIGTERM', 'SIGHUP'] as const) {
+  for (const signal of ['SIGHUP'] as const) {
     it(`${signal}: the process ends with the signal and its locks are released`, async () => {
       const out = join(root, `by-${signal}`);
       const p = start(root, [...trainArgs(model, out, 60), '--threads', '1']);

@@ -47,10 +47,15 @@ export function killWhenExists(run: { child: ChildProcess; done: Promise<Process
   });
 }
 
-/** `v` with every `seconds` and `tokensPerSecond` field removed at any depth. */
+/** A field that holds a time or a rate: `seconds`, `tokensPerSecond`, and their flat names (src/selfplay/flat-metrics.ts). */
+function isTiming(k: string): boolean {
+  return k === 'seconds' || k === 'tokensPerSecond' || k.startsWith('timing_s/') || k === 'perf/throughput' || k.endsWith('/update_tokens_per_s');
+}
+
+/** `v` with every time and rate field removed at any depth (isTiming). */
 export function stripTimings(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(stripTimings);
-  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).filter(([k]) => k !== 'seconds' && k !== 'tokensPerSecond').map(([k, x]) => [k, stripTimings(x)]));
+  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).filter(([k]) => !isTiming(k)).map(([k, x]) => [k, stripTimings(x)]));
   return v;
 }
 

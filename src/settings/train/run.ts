@@ -1,6 +1,6 @@
 // The run group: what to train, how long, where the run folder is, and the recipe (docs/method.md, "Recipes").
 import { BACKEND_CHOICES } from '../../tensor/backend.js';
-import { choice, fixedForRun, int, optionalNum, optionalStr, str } from '../setting.js';
+import { choice, fixedForRun, int, onOff, optionalNum, optionalStr, str } from '../setting.js';
 
 /**
  * Worker processes of a run: --gpus N and --workers N both mean N workers (one device each), which shard the
@@ -83,6 +83,7 @@ export const RUN_SETTINGS = {
     resume: fixedForRun('--resume names the run folder itself'),
   }),
   saveEvery: int(10, { tiny: 1, help: 'write a checkpoint every N steps (and at the last step)' }),
+  tensorboard: onOff(true, { help: "TensorBoard event files of the step metrics (their flat names) in RUN_DIR/tensorboard/ (docs/usage.md, 'Run metrics')" }),
   seed: int(0, {
     min: 0,
     help: 'run seed: every random choice of step s derives from (seed, s)',

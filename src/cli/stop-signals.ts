@@ -1,0 +1,49 @@
+// Stopping a long command by a signal (docs/usage.md, "Stopping a run"): Ctrl-C (SIGINT) and SIGTERM, which
+// Slurm, Kubernetes and `kill` send, both ask the command to stop at its next boundary (a training step with a
+// checkpoint, an eval batch); the same signal again quits at once, saying what is kept (`quitNote`), with the
+// shell's code for that signal (130 for SIGINT, 143 for SIGTERM).
+
+export type StopSignal = 'SIGINT' | 'SIGTERM';
+
+export const STOP_SIGNALS: readonly StopSignal[] = ['SIGINT', 'SIGTERM'];
+
+/** The exit code of a process ended by `signal`, as a shell reports it (128 + the signal's number). */
+const SIGNAL_EXIT_CODES: Record<StopSignal, number> = { SIGINT: 130, SIGTERM: 143 };
+
+/** How the signal is named to the user: what they pressed or what was sent. */
+function signalName(signal: StopSignal): string {
+  return signal === 'SIGINT' ? 'Ctrl-C' : 'SIGTERM';
+}
+
+export interface StopRequest {
+  /** True once a stop signal came. */
+  requested(): boolean;
+  /** Stops listening (the signals' default action comes back). */
+  dispose(): void;
+}
+
+/**
+ * Listens for SIGINT and SIGTERM. The first one sets requested() and prints `stopping` (e.g. "stopping after this
+ * step (a checkpoint is written)"); a second one prints `quitNote()` and exits at once.
+ */
+export function listenForStop(stopping: string, quitNote: () => string, write: (text: string) => void = (t) => process.stderr.write(t)): StopRequest {
+  let stop = false;
+  const handlers = STOP_SIGNALS.map((signal) => {
+    const handler = (): void => {
+      if (stop) {
+        write(`\n${signalName(signal)} again: quitting now; ${quitNote()}\n`);
+        process.exit(SIGNAL_EXIT_CODES[signal]);
+      }
+      stop = true;
+      write(`\n${signalName(signal)}: ${stopping}; ${signal === 'SIGINT' ? 'press Ctrl-C' : 'send SIGTERM'} again to quit now\n`);
+    };
+    process.on(signal, handler);
+    return { signal, handler };
+  });
+  return {
+    requested: () => stop,
+    dispose: () => {
+      for (const { signal, handler } of handlers) process.off(signal, handler);
+    },
+  };
+}
