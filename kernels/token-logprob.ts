@@ -328,7 +328,7 @@ function backwardHidden(
 ): { dh: tf.Tensor2D; dw?: tf.Tensor2D } {
   const v = weight.shape[1];
   const frozen = weight instanceof tf.Tensor ? undefined : weight;
-  if (frozen && (weightGrad || !kernels)) throw new Error('tokenLogProbs: a frozen head takes no weight gradient and needs the typed-array kernels (cpu or wasm)');
+  if (frozen && weightGrad) throw new Error('tokenLogProbs: a frozen head takes no weight gradient');
   const wt = frozen ? undefined : (weightT ?? (tf.transpose(weight as tf.Tensor2D) as tf.Tensor2D));
   const dhs: tf.Tensor2D[] = [];
   let dw: tf.Tensor2D | undefined;
@@ -347,6 +347,11 @@ function backwardHidden(
       const dyc = tf.expandDims(rows(dy, s, e), 1);
       const p = tf.exp(tf.sub(logits, tf.expandDims(rows(lse, s, e), 1)));
       const sp = tf.mul(dyc, p); // dy ⊙ p
+      if (frozen) {
+        // dlogits = dy ⊙ (onehot(t) − p), then dh = dlogits·Wᵀ formed by the frozen matrix itself.
+        const dlogits = tf.sub(tf.mul(tf.cast(tf.oneHot(tc, v), 'float32'), dyc), sp) as tf.Tensor2D;
+        return [frozen.timesTransposed(dlogits)];
+      }
       const w = wt as tf.Tensor2D;
       const dh = tf.sub(tf.mul(tf.gather(w, tc), dyc), tf.matMul(sp, w)) as tf.Tensor2D;
       if (!weightGrad) return [dh];

@@ -13,6 +13,7 @@ import {
   tokenLogProbsWithEntropy,
 } from '../kernels/token-logprob.js';
 import { randoms } from './helpers/random.js';
+import { TensorMatrix } from '../src/tensor/frozen-matrix.js';
 
 function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   expect(a.length).toBe(b.length);
@@ -150,6 +151,19 @@ for (const [backend, impl] of [
       const { value, grads } = tf.variableGrads(() => tf.sum(tf.mul(tokenLogProbs(hVar, wVar, t, { impl, chunkSize: 5 }), dy)), [hVar, wVar]);
       expect(Object.keys(grads)).toEqual([hVar.name]);
       tf.dispose([value, ...Object.values(grads), wVar, hVar]);
+    });
+
+    it('a frozen head (a FrozenMatrix) gives the hidden gradient of the same head as a tensor', () => {
+      const frozen = new TensorMatrix(w.clone());
+      const loss = (head: tf.Tensor2D | TensorMatrix) => (a: tf.Tensor) => tf.sum(tf.mul(tokenLogProbs(a as tf.Tensor2D, head, t, { impl, chunkSize: 5 }), dy));
+      const gFrozen = tf.grad(loss(frozen))(h);
+      const gTensor = tf.grad(loss(w))(h);
+      const err = maxAbsDiff(gFrozen.dataSync(), gTensor.dataSync());
+      console.log(`[${backend}/${impl}] frozen-head hidden grad vs tensor head: ${err.toExponential(2)}`);
+      expect(err).toBeLessThan(1e-6);
+      expect(() => tokenLogProbs(h, frozen, t, { impl, weightGrad: true })).toThrow(/frozen head/);
+      tf.dispose([gFrozen, gTensor]);
+      frozen.dispose();
     });
 
     it('entropy matches float64 (fused pass, separate pass, from logits) and has no gradient on the tape', () => {
