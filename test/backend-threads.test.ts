@@ -4,6 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { getThreadsCount } from '@tensorflow/tfjs-backend-wasm';
 import { describeBackend, initBackend, isInstalled, tf } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
+import { ortAvailability } from '../src/tensor/ort-binding.js';
 
 function randomMatrix(rows: number, cols: number, seed: number): Float32Array {
   const rng = new Rng(seed);
@@ -62,9 +63,9 @@ describe('wasm threads', () => {
   });
 
   const native = ['@tensorflow/tfjs-node-gpu', '@tensorflow/tfjs-node'].some(isInstalled);
-  it.skipIf(native)("'auto' without a native binding installed picks wasm, also under vitest's loader (whose missing-package error has no Node code)", async () => {
+  it.skipIf(native)("'auto' without a TensorFlow binding installed picks native where onnxruntime-node loads, else wasm, also under vitest's loader (whose missing-package error has no Node code)", async () => {
     const info = await initBackend('auto', { threads: 1 });
-    expect(info.name).toBe('wasm');
+    expect(info.name).toBe(ortAvailability().ok ? 'native' : 'wasm');
     expect(info.reason).toMatch(/no native TensorFlow binding installed/);
   });
 });

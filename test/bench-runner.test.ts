@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { benchBackends, formatRatio, formatTable, formatValue, isWasmAbort, median, runBenchmarks, type SuiteResult } from '../bench/run.js';
 import type { BenchContext, BenchRow, BenchSuite } from '../bench/types.js';
+import { ortAvailability } from '../src/tensor/ort-binding.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const root = mkdtempSync(join(tmpdir(), 'sesa-bench-runner-'));
@@ -155,7 +156,7 @@ describe('benchmark runner (fake suites)', () => {
     const seen: BenchContext[] = [];
     const results = await runBenchmarks({ suites: [fakeSuite('fake-c', seen)], resultsDir: null, log: () => {}, print: null });
     expect(results[0]?.rows).toEqual(FAKE_ROWS);
-    expect(benchBackends(seen[0] as BenchContext)).toEqual(['wasm', 'cpu']);
+    expect(benchBackends(seen[0] as BenchContext)).toEqual(ortAvailability().ok ? ['native', 'wasm', 'cpu'] : ['wasm', 'cpu']);
   });
 
   it('discovers *.bench.ts files of a folder and names one that exports no suite', async () => {

@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { describeBackend, initBackend, parseBackendChoice, tf, webgpuRefusal } from '../src/tensor/backend.js';
 import { dawnReason, featureLevelFor, locateWebgpu, probeWebgpu, WEBGPU_FLAGS_ENV, WEBGPU_INSTALL, webgpuFlags } from '../src/tensor/webgpu.js';
 import { startNode } from './helpers/cli-process.js';
+import { ortAvailability } from '../src/tensor/ort-binding.js';
 import { testAdapter } from './helpers/webgpu-adapter.js';
 
 const ROOT = join(import.meta.dirname, '..');
@@ -72,10 +73,13 @@ describe('where the packages are not installed', () => {
   });
 });
 
+/** The CPU path auto picks when no TensorFlow binding and no GPU adapter are there. */
+const cpuPath = ortAvailability().ok ? 'native' : 'wasm';
+
 describe.skipIf(!installed.ok)('backend selection on this machine', () => {
   it('parses webgpu as a backend choice', () => {
     expect(parseBackendChoice('webgpu')).toBe('webgpu');
-    expect(() => parseBackendChoice('gpu')).toThrow(/auto, tensorflow, webgpu, wasm, cpu/);
+    expect(() => parseBackendChoice('gpu')).toThrow(/auto, tensorflow, webgpu, native, wasm, cpu/);
   });
 
   it("Dawn's default adapter: --backend webgpu runs on it or is refused with Dawn's reason; auto agrees", async () => {
@@ -87,16 +91,17 @@ describe.skipIf(!installed.ok)('backend selection on this machine', () => {
       expect(info.name).toBe('webgpu');
       expect(tf.getBackend()).toBe('webgpu');
       const auto = await initBackend('auto');
-      expect(auto.name).toBe(probe.adapter.cpuRenderer ? 'wasm' : 'webgpu');
+      expect(auto.name).toBe(probe.adapter.cpuRenderer ? cpuPath : 'webgpu');
     } else {
       // This project's machines: no adapter. Refused, never a silent fallback, and nothing else started.
       const before = tf.getBackend();
       await expect(initBackend('webgpu')).rejects.toThrow(`--backend webgpu cannot start: ${probe.reason}. Use --backend wasm`);
       expect(tf.getBackend()).toBe(before);
+      // Auto passes webgpu over for the CPU path: native where onnxruntime-node's binding loads, else wasm.
       const auto = await initBackend('auto', { threads: 1 });
-      expect(auto.name).toBe('wasm');
+      expect(auto.name).toBe(cpuPath);
       expect(auto.reason).toContain(`webgpu: ${probe.reason}`);
-      expect(describeBackend(auto)).toContain('wasm (SIMD) is the fastest available');
+      expect(describeBackend(auto)).toContain(cpuPath === 'native' ? 'matMuls run natively' : 'wasm (SIMD) is the fastest available');
     }
   });
 
@@ -120,7 +125,7 @@ describe.skipIf(!installed.ok)('on a CPU renderer (Dawn on Mesa GLES: llvmpipe)'
     const adapter = testAdapter();
     expect(adapter.ok).toBe(true);
     const auto = await initBackend('auto', { threads: 1 });
-    expect(auto.name).toBe('wasm');
+    expect(auto.name).toBe(cpuPath);
     expect(auto.reason).toMatch(/webgpu's adapter is llvmpipe.*a CPU renderer, slower than wasm/);
     const info = await initBackend('webgpu');
     expect(info.name).toBe('webgpu');
