@@ -3,12 +3,12 @@
 // never both report success with one card set lost; a run folder being trained refuses a second --resume,
 // and the lock of a SIGKILLed trainer is taken over (it is stale) with a warning.
 import { spawn } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readBankFile } from '../../src/skills/bank-file.js';
 import { CARD_A } from '../skills-helpers.js';
-import { CLI, faultRoot, run, start, tinyModel, trainArgs } from './cli.js';
+import { CLI, faultRoot, run, start, stepEnded, tinyModel, trainArgs } from './cli.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 let root: string;
@@ -85,17 +85,24 @@ describe('a run folder with two trainers', () => {
   it('a second --resume is refused with the owner pid; after a SIGKILL the stale lock is taken over', async () => {
     const model = tinyModel(root);
     const out = join(root, 'run');
-    const first = start(root, trainArgs(model, out, 3));
-    await first.waitFor(/training .*: steps 1–3/);
+    // More steps than the test lets it run, so that it still holds the folder when the second one starts
+    // (a 3-step run could end first on a fast backend) and when it is killed.
+    const first = start(root, trainArgs(model, out, 400));
+    await first.waitFor(stepEnded(1));
     const second = await run(root, [CLI, 'train', '--resume', out]);
     expect(second.code).not.toBe(0);
     expect(second.stderr).toContain(`run folder ${out} is in use by process ${first.child.pid}`);
 
     first.child.kill('SIGKILL');
     expect((await first.done).signal).toBe('SIGKILL');
-    const third = await run(root, [CLI, 'train', '--resume', out]);
+    const saved = readdirSync(join(out, 'checkpoints')).map((d) => /^step-(\d+)$/.exec(d)).filter((m) => m !== null).map((m) => Number(m[1]));
+    const last = Math.max(...saved);
+    expect(last).toBeGreaterThanOrEqual(1);
+    // Resumed from its last checkpoint for one more step: the stale lock is taken over, and the metrics hold
+    // one line per step (any line the killed process wrote past its checkpoint is dropped).
+    const third = await run(root, [CLI, 'train', '--resume', out, '--steps', String(last + 1)]);
     expect(third.code, third.stderr).toBe(0);
     expect(third.stderr).toContain(`warning: run folder ${out}: took over the stale lock of process ${first.child.pid}`);
-    expect(readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n')).toHaveLength(3);
+    expect(readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n')).toHaveLength(last + 1);
   }, 400_000);
 });
