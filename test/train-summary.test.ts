@@ -2,7 +2,7 @@
 // between, or 1; the valid-question rate; the solver's training accuracy. Each pools the given steps (the
 // summary gives each half of the run), and says nothing when there is nothing to pool.
 import { describe, expect, it } from 'vitest';
-import { pHatLine, solverAccuracyLine, summaryText, validLine } from '../src/cli/train.js';
+import { newQuestionAccuracyLine, pHatLine, solverAccuracyLine, summaryText, validLine } from '../src/cli/train.js';
 import type { StepMetrics } from '../src/selfplay/step.js';
 import type { TrainSummary } from '../src/selfplay/trainer.js';
 import { pooledPHat } from '../src/report/pooled.js';
@@ -39,6 +39,30 @@ describe('validLine and solverAccuracyLine', () => {
   });
 });
 
+describe('the solver accuracy lines with a reuse pool', () => {
+  // Step 1: 1 new question (5 rollouts, 1 right), 7 reused (35 rollouts, 34 right); step 2: 2 new (10, 6 right),
+  // 6 reused (30, 30 right).
+  const steps = [
+    { step: 1, validQuestions: 1, proposals: 8, solverAccuracy: 35 / 40, solverRollouts: 40, validQuestionAccuracy: 0.2, validQuestionRollouts: 5, pHatHistogram: {} },
+    { step: 2, validQuestions: 2, proposals: 8, solverAccuracy: 36 / 40, solverRollouts: 40, validQuestionAccuracy: 0.6, validQuestionRollouts: 10, pHatHistogram: {} },
+  ] as unknown as StepMetrics[];
+
+  it("pools the new questions' rollouts alone, and says what the whole batch adds", () => {
+    expect(newQuestionAccuracyLine(steps)).toBe('47% of 15 rollouts');
+    const text = summaryText({ runDir: 'runs/x', model: 'demo', firstStep: 1, lastStep: 2, stoppedEarly: false, metrics: steps }, false);
+    expect(text).toContain("solver accuracy on the proposer's new questions, first half → second half of the steps: 20% of 5 rollouts → 60% of 10 rollouts");
+    expect(text).toContain('solver accuracy on its whole batch (reused questions too), first half → second half of the steps: 88% of 40 rollouts → 90% of 40 rollouts');
+    expect(text).not.toContain("solver accuracy on the proposer's questions,");
+  });
+
+  it('without reused questions keeps the one line', () => {
+    const plain = steps.map((m) => ({ ...m, solverRollouts: m.validQuestionRollouts, solverAccuracy: m.validQuestionAccuracy }));
+    const text = summaryText({ runDir: 'runs/x', model: 'demo', firstStep: 1, lastStep: 2, stoppedEarly: false, metrics: plain }, false);
+    expect(text).toContain("solver accuracy on the proposer's questions, first half → second half of the steps: 20% of 5 rollouts → 60% of 10 rollouts");
+    expect(text).not.toContain('whole batch');
+  });
+});
+
 describe('the summary of a resumed run', () => {
   // Steps 1–4 ran before the run was killed and resumed from checkpoint step 4; this process trained 5–8.
   const row = (step: number, valid: number): StepMetrics => ({ step, validQuestions: valid, proposals: 8, solverAccuracy: 0.5, solverRollouts: 4 * valid, pHatHistogram: valid > 0 ? { '0.50': valid } : {} }) as unknown as StepMetrics;
@@ -55,8 +79,8 @@ describe('the summary of a resumed run', () => {
 
   it("the tiny model's closing hint names a real model with a backend that holds it", () => {
     const text = summaryText({ ...summary, resumedFrom: undefined, firstStep: 1 }, true);
-    expect(text).toContain('npx sesa-train --model qwen3-0.6b --backend tensorflow');
-    expect(text).toContain("does not fit the wasm backend's 4 GiB heap (docs/models.md)");
+    expect(text).toContain('npx sesa-train --model qwen3-0.6b ');
+    expect(text).toContain("on the native backend (the CPU default where onnxruntime-node loads) or a GPU's tfjs-node-gpu: a 0.6B model does not fit the wasm backend's 4 GiB heap (docs/models.md)");
   });
 
   it('without the run folder rows it still says it was resumed', () => {

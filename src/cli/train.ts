@@ -10,7 +10,7 @@ import type { StepMetrics } from '../selfplay/step.js';
 import { train, type TrainSummary } from '../selfplay/trainer.js';
 import { TINY_DEFAULT_NAME } from '../checkpoint/tiny-default.js';
 import { join } from 'node:path';
-import { halves, pooledPHat, pooledSolverAccuracy, pooledValid } from '../report/pooled.js';
+import { halves, pooledNewQuestionAccuracy, pooledPHat, pooledSolverAccuracy, pooledValid } from '../report/pooled.js';
 import { renderReport } from '../report/html.js';
 import { readRun, type StepRow } from '../report/run-data.js';
 import { writeFileAtomic } from '../util/atomic.js';
@@ -102,8 +102,14 @@ export function solverAccuracyLine(steps: ReadonlyArray<Partial<Pick<StepMetrics
   return p === undefined ? undefined : `${(100 * p.rate).toFixed(0)}% of ${p.of} rollouts`;
 }
 
+/** The solver's training accuracy on the steps' new valid questions only (reused questions left out), pooled. */
+export function newQuestionAccuracyLine(steps: ReadonlyArray<Partial<Pick<StepMetrics, 'validQuestionAccuracy' | 'validQuestionRollouts'>>>): string | undefined {
+  const p = pooledNewQuestionAccuracy(steps);
+  return p === undefined ? undefined : `${(100 * p.rate).toFixed(0)}% of ${p.of} rollouts`;
+}
+
 /** What the run-level lines pool: a step's row as metrics.jsonl holds it (this process's or an earlier one's). */
-type SummaryStep = Pick<StepRow, 'step' | 'validQuestions' | 'proposals' | 'solverAccuracy' | 'solverRollouts' | 'pHatHistogram'>;
+type SummaryStep = Pick<StepRow, 'step' | 'validQuestions' | 'proposals' | 'solverAccuracy' | 'solverRollouts' | 'validQuestionAccuracy' | 'validQuestionRollouts' | 'pHatHistogram'>;
 
 /** "label: a → b" over the first and second half of the steps, or "label: a" for one step or one empty half. */
 function halvesLine<T>(label: string, steps: readonly T[], line: (steps: readonly T[]) => string | undefined): string | undefined {
@@ -137,7 +143,13 @@ export function summaryText(s: TrainSummary, tiny: boolean, runSteps?: readonly 
         ? ` (steps ${first}–${s.resumedFrom} before the resume from checkpoint step ${s.resumedFrom}, ${s.firstStep}–${s.lastStep} trained now)`
         : ` (resumed from step ${s.resumedFrom})`;
   const lines = ['', `run folder: ${s.runDir}`, `steps ${first}–${s.lastStep}${resumed}${s.stoppedEarly ? ' (stopped early)' : ''}`];
-  for (const line of [halvesLine('valid questions', steps, validLine), halvesLine("solver accuracy on the proposer's questions", steps, solverAccuracyLine)]) {
+  // The new questions' accuracy is the learning signal; the whole batch's also counts the questions reused from
+  // the pool (questions the solver has solved before), so it runs higher.
+  const reused = steps.some((m) => m.solverRollouts !== undefined && m.validQuestionRollouts !== undefined && m.solverRollouts !== m.validQuestionRollouts);
+  const accuracyLines = reused
+    ? [halvesLine("solver accuracy on the proposer's new questions", steps, newQuestionAccuracyLine), halvesLine('solver accuracy on its whole batch (reused questions too)', steps, solverAccuracyLine)]
+    : [halvesLine("solver accuracy on the proposer's questions", steps, solverAccuracyLine)];
+  for (const line of [halvesLine('valid questions', steps, validLine), ...accuracyLines]) {
     if (line !== undefined) lines.push(line);
   }
   for (const h of s.heldOut ?? []) {
@@ -162,8 +174,8 @@ export function summaryText(s: TrainSummary, tiny: boolean, runSteps?: readonly 
       '',
       'This was the tiny model with random weights, which learns nothing meaningful (its',
       'questions and answers are noise). It shows the whole loop running. Train a real model with',
-      '  npx sesa-train --model qwen3-0.6b --backend tensorflow   (or any Hugging Face Qwen3 folder; --corpus FILE.jsonl for your own passages)',
-      "with @tensorflow/tfjs-node or tfjs-node-gpu installed: a 0.6B model does not fit the wasm backend's 4 GiB heap (docs/models.md).",
+      '  npx sesa-train --model qwen3-0.6b   (or any Hugging Face Qwen3 folder; --corpus FILE.jsonl for your own passages)',
+      "on the native backend (the CPU default where onnxruntime-node loads) or a GPU's tfjs-node-gpu: a 0.6B model does not fit the wasm backend's 4 GiB heap (docs/models.md).",
     );
   }
   return lines.join('\n');

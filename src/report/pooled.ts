@@ -21,6 +21,14 @@ export function pooledSolverAccuracy(steps: ReadonlyArray<{ solverAccuracy?: num
   return of === 0 ? undefined : { rate: count / of, count, of };
 }
 
+/**
+ * Correct solver rollouts among those on the step's new valid questions (the proposer's questions of that step,
+ * without the questions reused from the pool); undefined without such rollouts.
+ */
+export function pooledNewQuestionAccuracy(steps: ReadonlyArray<{ validQuestionAccuracy?: number; validQuestionRollouts?: number }>): Pooled | undefined {
+  return pooledSolverAccuracy(steps.map((m) => ({ solverAccuracy: m.validQuestionAccuracy, solverRollouts: m.validQuestionRollouts })));
+}
+
 /** Valid questions by their solver group's p̂: at 0, strictly between, at 1 (counts). */
 export interface PooledPHat {
   zero: number;
