@@ -53,6 +53,8 @@ export interface EvalPlan {
   skillsMinScore: number;
   data: string[];
   worldSeed: number;
+  /** The training worlds of `training-worlds` (the run's --training-worlds, else the model's default). */
+  trainingWorlds: number;
   /** Questions per dataset (per world for worlds); undefined = all. With --run, the run's --eval-limit. */
   limit?: number;
   settings: EvalSettings;
@@ -118,7 +120,7 @@ export function planEval(args: EvalPlanArgs): EvalPlan {
   const skills = args.skills ?? (checkpointDir !== undefined && base.skills ? join(checkpointDir, 'skills.json') : 'off');
   const bankPath = skills === 'off' ? undefined : resolve(skills);
   const data = args.data ?? (runConfig?.evalData !== undefined ? [runConfig.evalData] : undefined);
-  if (data === undefined || data.length === 0) throw new Error(`--data is required${runConfig ? ` (the run ${args.run} has no --eval-data to take it from)` : ''}: FlashRAG JSONL files, benchmark names, encyclopedia, world or eval-worlds`);
+  if (data === undefined || data.length === 0) throw new Error(`--data is required${runConfig ? ` (the run ${args.run} has no --eval-data to take it from)` : ''}: FlashRAG JSONL files, benchmark names, encyclopedia, world, training-worlds or eval-worlds`);
   const settings: EvalSettings = {
     maxTurns: args.maxTurns ?? base.maxTurns,
     maxTokensPerTurn: args.maxNewTokens ?? base.maxNewTokens,
@@ -136,6 +138,7 @@ export function planEval(args: EvalPlanArgs): EvalPlan {
     skillsMinScore: base.skillsMinScore,
     data,
     worldSeed: args.worldSeed ?? base.worldSeed,
+    trainingWorlds: base.trainingWorlds,
     ...((args.limit ?? runConfig?.evalLimit) !== undefined ? { limit: args.limit ?? runConfig?.evalLimit } : {}),
     settings,
     enableThinking: args.enableThinking ?? base.enableThinking,
@@ -169,10 +172,10 @@ export async function evalSetsOf(plan: EvalPlan, args: Pick<EvalPlanArgs, 'dataD
     }
   }
   for (const spec of worldSpecs) {
-    const worldSets = await worldEvalSets(spec, plan.worldSeed, plan.limit);
+    const worldSets = await worldEvalSets(spec, plan.worldSeed, plan.limit, plan.trainingWorlds);
     if (sets.some((s) => worldSets.some((w) => w.dataset === s.dataset))) throw new Error(`--data: ${spec} repeats a dataset already given`);
     sets.push(...worldSets);
-    sources.push(spec === 'world' ? `world ${plan.worldSeed}` : spec);
+    sources.push(spec === 'world' ? `world ${plan.worldSeed}` : spec === 'training-worlds' ? `training-worlds (${plan.trainingWorlds} from world ${plan.worldSeed})` : spec);
     for (const w of worldSets) sourceByDataset.set(w.dataset, `--data ${spec} (${w.dataset})`);
     log(`search: ${worldSets.map((s) => `${s.dataset} (${s.questions.length} questions)`).join(', ')}, each in its own world's corpus`);
   }

@@ -176,7 +176,7 @@ export const command: CommandModule<object, EvalArgs> = {
       .option('data', {
         type: 'string',
         array: true,
-        describe: "FlashRAG JSONL files, benchmark names (nq triviaqa popqa hotpotqa 2wikimultihopqa musique bamboogle), encyclopedia (the embedded encyclopedia's held-out questions), world (the held-out questions of world --world-seed) or eval-worlds (the evaluation worlds'; docs/world.md); with --run, the run's --eval-data",
+        describe: "FlashRAG JSONL files, benchmark names (nq triviaqa popqa hotpotqa 2wikimultihopqa musique bamboogle), encyclopedia (the embedded encyclopedia's held-out questions), world (the held-out questions of world --world-seed), training-worlds (those of each training world of the model's default or the run) or eval-worlds (the evaluation worlds'; docs/world.md); with --run, the run's --eval-data",
       })
       .option('world-seed', { type: 'number', describe: 'with --data world: the world (default 0, the demo world; with --run, the run\'s)' })
       .option('data-dir', { type: 'string', describe: 'folder holding the benchmark files (default $SESA_DATA)' })

@@ -37,7 +37,7 @@ export function worldHeldOut(world: World, limit: number): EvalQuestion[] {
 
 /** Whether an eval data name is one of the worlds' (`world`, `eval-worlds`). */
 export function isWorldEvalData(data: string | undefined): boolean {
-  return data === WORLD_EVAL_DATA || data === EVAL_WORLDS_DATA;
+  return data === WORLD_EVAL_DATA || data === TRAINING_WORLDS_DATA || data === EVAL_WORLDS_DATA;
 }
 
 /**
