@@ -2,8 +2,9 @@
 // (native and wasm by default):
 // - SFT throughput (all tokens through forward and backward per second) of the world's model spec
 //   (DEMO_MODEL_SPEC, random init, world tokenizer) on expert transcripts of a training world;
-// - the default world step (`npx sesa-train`'s settings: the shipped warm start, seed 0, 4 seeds × 8 proposals,
-//   G = 4, 4 solver epochs) split by phase: propose, validate, solve, judge, each role's GRPO update, and the
+// - the default world step (`npx sesa-train`'s settings as the tree being measured defines them, WORLD_DEFAULTS:
+//   the shipped warm start, seed 0; a base tree of another layout runs its own, so compare trees of one layout)
+//   split by phase: propose, validate, solve, judge, each role's GRPO update, and the
 //   held-out eval (skills on and off, at step 0 and after the step, on a few questions of each evaluation
 //   world). Each run is a process of its own (bench/world-step-child.ts).
 //
