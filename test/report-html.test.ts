@@ -73,6 +73,10 @@ describe('renderReport', () => {
     const { html, chartIds } = renderReport({ run: run({ steps }), evals: [], generatedAt: '2026-01-01T00:00:00Z' });
     expect(chartIds.filter((id) => id.startsWith('figure3-') || id === 'solver-batch')).toEqual(['figure3-held-out-em', 'figure3-valid-rate', 'figure3-active-cards', 'solver-batch']);
     expect(html).toContain('Self-evolution (the paper’s Figure 3, at small scale)');
+    // The bank chart names what it draws: cards retrieved at least once (activeCards) apart from this step's.
+    const bankLegend = /<section class="chart" data-chart="bank-size">.*?<\/p>(.*?)<\/section>/s.exec(html)?.[1] ?? '';
+    expect(bankLegend).toContain('cards retrieved at least once');
+    expect(bankLegend).toContain('cards retrieved for the step');
     const section = (id: string): string => /<section class="chart" data-chart="[^"]+">.*?<\/section>/s.exec(html.slice(html.indexOf(`data-chart="${id}"`) - 30))?.[0] ?? '';
     expect(section('figure3-active-cards')).toContain('active cards');
     expect(section('solver-batch')).toContain('reused from the pool');

@@ -272,9 +272,14 @@ export function updateCharts(steps: readonly StepRow[]): Chart[] {
 
 export function bankCharts(steps: readonly StepRow[]): Chart[] {
   const out: Chart[] = [];
-  const sizes = series(steps, { 'cards in the bank': (s) => s.bankSize, 'active (retrieved) cards': (s) => s.activeSkills, 'pending failures': (s) => s.queueLength });
+  const sizes = series(steps, {
+    'cards in the bank': (s) => s.bankSize,
+    'cards retrieved at least once': (s) => s.activeCards,
+    "cards retrieved for the step's questions": (s) => s.activeSkills,
+    'pending failures': (s) => s.queueLength,
+  });
   if (sizes.length > 0) {
-    out.push({ id: 'bank-size', title: 'Skill bank size', caption: 'Cards in the bank, cards retrieved at least once, and the pending failure queue, per step.', svg: lineChart(sizes, { y: 'count', width: NARROW, height: 230, zero: true }) });
+    out.push({ id: 'bank-size', title: 'Skill bank size', caption: "Cards in the bank, those retrieved at least once (the paper's active skills), those retrieved for the step's questions, and the pending failure queue, per step.", svg: lineChart(sizes, { y: 'count', width: NARROW, height: 230, zero: true }) });
   }
   const changes: Array<{ step: number; change: string; count: number }> = [];
   for (const s of steps) {
