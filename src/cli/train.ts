@@ -10,7 +10,7 @@ import type { StepMetrics } from '../selfplay/step.js';
 import { train, type TrainSummary } from '../selfplay/trainer.js';
 import { TINY_DEFAULT_NAME } from '../checkpoint/tiny-default.js';
 import { join } from 'node:path';
-import { halves, pooledNewQuestionAccuracy, pooledPHat, pooledSolverAccuracy, pooledValid } from '../report/pooled.js';
+import { halves, type Pooled, pooledNewQuestionAccuracy, pooledPHat, pooledSolverAccuracy, pooledValid } from '../report/pooled.js';
 import { renderReport } from '../report/html.js';
 import { readRun, type StepRow } from '../report/run-data.js';
 import { writeFileAtomic } from '../util/atomic.js';
@@ -98,13 +98,16 @@ export function validLine(steps: ReadonlyArray<Partial<Pick<StepMetrics, 'validQ
 
 /** The solver's training accuracy over the given steps' rollouts, pooled: "17% of 104 rollouts". */
 export function solverAccuracyLine(steps: ReadonlyArray<Partial<Pick<StepMetrics, 'solverAccuracy' | 'solverRollouts'>>>): string | undefined {
-  const p = pooledSolverAccuracy(steps);
-  return p === undefined ? undefined : `${(100 * p.rate).toFixed(0)}% of ${p.of} rollouts`;
+  return rolloutsText(pooledSolverAccuracy(steps));
 }
 
 /** The solver's training accuracy on the steps' new valid questions only (reused questions left out), pooled. */
 export function newQuestionAccuracyLine(steps: ReadonlyArray<Partial<Pick<StepMetrics, 'validQuestionAccuracy' | 'validQuestionRollouts'>>>): string | undefined {
-  const p = pooledNewQuestionAccuracy(steps);
+  return rolloutsText(pooledNewQuestionAccuracy(steps));
+}
+
+/** "17% of 104 rollouts", or undefined without rollouts. */
+function rolloutsText(p: Pooled | undefined): string | undefined {
   return p === undefined ? undefined : `${(100 * p.rate).toFixed(0)}% of ${p.of} rollouts`;
 }
 

@@ -35,7 +35,7 @@ export function worldHeldOut(world: World, limit: number): EvalQuestion[] {
   return asEvalQuestions(world.options.seed, world.heldOut.slice(0, limit));
 }
 
-/** Whether an eval data name is one of the worlds' (`world`, `eval-worlds`). */
+/** Whether an eval data name is one of the worlds' (`world`, `training-worlds`, `eval-worlds`). */
 export function isWorldEvalData(data: string | undefined): boolean {
   return data === WORLD_EVAL_DATA || data === TRAINING_WORLDS_DATA || data === EVAL_WORLDS_DATA;
 }
