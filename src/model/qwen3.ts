@@ -24,7 +24,7 @@ import { type FrozenMatrix, holdsNatively, NativeMatrix, TensorMatrix } from '..
 import { batchedMatMul } from '../tensor/batched-matmul.js';
 import { nativeMatMulThreads } from '../tensor/native-matmul.js';
 import { recomputed } from '../tensor/recompute.js';
-import { addScaledKernel, fusedInference, rmsNormKernel, ropeKernel } from '../tensor/fused-kernels.js';
+import { addScaledKernel, fusedInference, rmsNormKernel, ropeKernel, scaleMaskKernel } from '../tensor/fused-kernels.js';
 import { SafetensorsCheckpoint } from '../formats/safetensors.js';
 import { type ModelConfig, expectedTensors, loadModelConfig } from './config.js';
 import { activeBackendName, backendRefusal, memoryNeedOfConfig, nativeLayout } from './memory-need.js';
@@ -359,8 +359,12 @@ export class CausalLM {
           // prefill); decoding a few tokens keeps the batched form (per-head ops would cost more than they save).
           const planar = !opts.cache || groups * n >= PLANAR_MIN_ROWS;
           // (The batched form runs as the SIMD kernel of src/tensor/batched-matmul.ts where it applies: same floats.)
-          const scores = tf.mul(planar ? planarMatMuls(qGrouped, keysBlock as tf.Tensor3D, true) : batchedMatMul(qGrouped, keysBlock as tf.Tensor3D, true), this.attentionScale);
-          const probs = tf.softmax(tf.add(tf.reshape(scores, [B, H, n, keyEnd]), maskBlock));
+          const raw = planar ? planarMatMuls(qGrouped, keysBlock as tf.Tensor3D, true) : batchedMatMul(qGrouped, keysBlock as tf.Tensor3D, true);
+          // Untaped on wasm, the scale and the mask in one kernel (src/tensor/fused-kernels.ts).
+          const masked = fusedInference()
+            ? scaleMaskKernel(tf.reshape(raw, [B, H, n, keyEnd]) as tf.Tensor4D, maskBlock as tf.Tensor4D, this.attentionScale)
+            : tf.add(tf.reshape(tf.mul(raw, this.attentionScale), [B, H, n, keyEnd]), maskBlock);
+          const probs = tf.softmax(masked);
           const probsGrouped = tf.reshape(probs, [B * KV, groups * n, keyEnd]) as tf.Tensor3D;
           const context = planar ? planarMatMuls(probsGrouped, valuesBlock as tf.Tensor3D, false) : batchedMatMul(probsGrouped, valuesBlock as tf.Tensor3D, false);
           return swapAxes12(tf.reshape(context, [B, H, n, hd]) as tf.Tensor4D);

@@ -1,6 +1,8 @@
-// One-kernel forms of three op chains the decoder runs per layer, for inference (no gradient tape), on the wasm
-// backend: RMSNorm (6 kernels as ops), rotate-half RoPE (8 kernels as ops) and a LoRA delta's scale-and-add
-// (2 kernels per adapted projection, 7 projections a layer). The tiny models
+// One-kernel forms of four op chains the decoder runs per layer, for inference (no gradient tape), on the wasm
+// backend: RMSNorm (6 kernels as ops), rotate-half RoPE (8 kernels as ops), a LoRA delta's scale-and-add
+// (2 kernels per adapted projection, 7 projections a layer) and the attention scores' scale and mask (2 kernels;
+// the mask's broadcast add alone took ~100 µs a layer in a ~100M decode step, tfjs-wasm's generic broadcast
+// loop, where the arithmetic is a few hundred adds). The tiny models
 // decode at a few hundred kernels per token, and each kernel costs tens of microseconds of dispatch, far more
 // than its arithmetic: fewer kernels is the lever (docs/method.md, "The tensor stack").
 //
@@ -13,6 +15,7 @@
 //             Rsqrt kernels; checked against them on a million values).
 //   RoPE      [x1·cos − x2·sin, x2·cos + x1·sin] over the two halves of the head dimension.
 //   LoRA      y + (p · s): the projection's output plus the low-rank product times the adapter's scale.
+//   Mask      (x · c) + m: scores [B, H, T, S] times the scale c, plus the additive mask [B, 1, T, S] (one per head).
 // The chains stay the path under a gradient tape (their gradients come from tfjs), and on other backends (the
 // cpu backend's Mean sums in float64, so there the chain is not this kernel's arithmetic).
 import { tf } from './backend.js';
@@ -21,6 +24,7 @@ import { recordingGradients } from './ops.js';
 export const RMS_NORM = 'SesaRmsNorm';
 export const ROPE = 'SesaRope';
 export const ADD_SCALED = 'SesaAddScaled';
+export const SCALE_MASK = 'SesaScaleMask';
 
 interface WasmBackendLike {
   makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
@@ -79,6 +83,18 @@ function addScaled(y: Float32Array, p: Float32Array, s: number, out: Float32Arra
   for (let i = 0; i < out.length; i++) out[i] = f32((y[i] as number) + f32((p[i] as number) * s));
 }
 
+/** out[b, h, t, s] = x[b, h, t, s] · c + m[b, 0, t, s], for x [B, H, T, S] and m [B, 1, T, S]. */
+function scaleMask(x: Float32Array, m: Float32Array, c: number, heads: number, plane: number, out: Float32Array): void {
+  const batch = x.length / (heads * plane);
+  for (let b = 0; b < batch; b++) {
+    const mBase = b * plane;
+    for (let h = 0; h < heads; h++) {
+      const base = (b * heads + h) * plane;
+      for (let i = 0; i < plane; i++) out[base + i] = f32(f32((x[base + i] as number) * c) + (m[mBase + i] as number));
+    }
+  }
+}
+
 let registered = false;
 
 function register(): void {
@@ -111,6 +127,17 @@ function register(): void {
       return typedKernel(backend, [y, p, s], [...y.shape], ([ys, ps, ss], out) => addScaled(ys as Float32Array, ps as Float32Array, (ss as Float32Array)[0] as number, out));
     },
   });
+  tf.registerKernel({
+    kernelName: SCALE_MASK,
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, backend }) => {
+      const { x, mask, scale } = inputs as { x: tf.TensorInfo; mask: tf.TensorInfo; scale: tf.TensorInfo };
+      const [, heads, rows, keys] = x.shape as [number, number, number, number];
+      return typedKernel(backend, [x, mask, scale], [...x.shape], ([xs, ms, cs], out) =>
+        scaleMask(xs as Float32Array, ms as Float32Array, (cs as Float32Array)[0] as number, heads, rows * keys, out),
+      );
+    },
+  });
 }
 
 /**
@@ -138,4 +165,15 @@ export function ropeKernel(x: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D): 
 export function addScaledKernel<T extends tf.Tensor>(y: T, p: T, s: tf.Scalar): T {
   register();
   return tf.engine().runKernel(ADD_SCALED, { y, p, s }, {}) as T;
+}
+
+/**
+ * Attention scores x [B, H, T, S] times the scalar `scale`, plus the additive mask [B, 1, T, S] shared by the
+ * heads, in one kernel (see the file header).
+ */
+export function scaleMaskKernel(x: tf.Tensor4D, mask: tf.Tensor4D, scale: tf.Scalar): tf.Tensor4D {
+  const [B, , T, S] = x.shape;
+  if (mask.shape[0] !== B || mask.shape[1] !== 1 || mask.shape[2] !== T || mask.shape[3] !== S) throw new Error(`${SCALE_MASK}: mask [${mask.shape.join(', ')}] does not match scores [${x.shape.join(', ')}]`);
+  register();
+  return tf.engine().runKernel(SCALE_MASK, { x, mask, scale }, {}) as tf.Tensor4D;
 }

@@ -1,0 +1,94 @@
+// The decoder's fused inference kernels (src/tensor/fused-kernels.ts): each equals, bit for bit, the op chain it
+// replaces on wasm (the chain runs when a gradient tape records, so both are computed here in one process), over
+// values of mixed signs and magnitudes where another order of float32 operations would show; a mismatched mask
+// is refused; no tensor is left behind.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addScaledKernel, rmsNormKernel, ropeKernel, scaleMaskKernel } from '../src/tensor/fused-kernels.js';
+import { initBackend, tf } from '../src/tensor/backend.js';
+import { Rng } from '../src/util/rng.js';
+
+function random(shape: number[], rng: Rng): tf.Tensor {
+  const n = shape.reduce((a, b) => a * b, 1);
+  return tf.tensor(Float32Array.from({ length: n }, () => (rng.next() - 0.5) * 10 ** (rng.int(5) - 2)), shape);
+}
+
+async function bits(t: tf.Tensor): Promise<Uint32Array> {
+  const v = (await t.data()) as Float32Array;
+  t.dispose();
+  return new Uint32Array(Float32Array.from(v).buffer);
+}
+
+beforeAll(async () => {
+  await initBackend('wasm', { threads: 1 });
+});
+afterAll(async () => {
+  await initBackend('wasm', { threads: 1 });
+});
+
+describe('fused inference kernels on wasm', () => {
+  it('RMSNorm equals x · rsqrt(mean(x²) + eps) · w bit for bit', async () => {
+    const rng = new Rng(1);
+    const x = random([5, 96], rng);
+    const w = random([96], rng) as tf.Tensor1D;
+    const eps = Math.fround(1e-6);
+    const before = tf.memory().numTensors;
+    const fused = await bits(rmsNormKernel(x, w, eps));
+    const chain = await bits(tf.tidy(() => tf.mul(tf.mul(x, tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), tf.scalar(eps)))), w)));
+    expect(Array.from(fused)).toEqual(Array.from(chain));
+    expect(tf.memory().numTensors).toBe(before);
+    tf.dispose([x, w]);
+  });
+
+  it('RoPE equals [x1·cos − x2·sin, x2·cos + x1·sin] bit for bit', async () => {
+    const rng = new Rng(2);
+    const [B, T, H, hd] = [2, 3, 4, 16];
+    const x = random([B, T, H, hd], rng) as tf.Tensor4D;
+    const cos = random([B, T, 1, hd / 2], rng) as tf.Tensor4D;
+    const sin = random([B, T, 1, hd / 2], rng) as tf.Tensor4D;
+    const fused = await bits(ropeKernel(x, cos, sin));
+    const chain = await bits(
+      tf.tidy(() => {
+        const [x1, x2] = tf.split(x, 2, -1);
+        return tf.concat([tf.sub(tf.mul(x1 as tf.Tensor, cos), tf.mul(x2 as tf.Tensor, sin)), tf.add(tf.mul(x2 as tf.Tensor, cos), tf.mul(x1 as tf.Tensor, sin))], -1);
+      }),
+    );
+    expect(Array.from(fused)).toEqual(Array.from(chain));
+    tf.dispose([x, cos, sin]);
+  });
+
+  it('the LoRA scale-and-add equals y + p · s bit for bit', async () => {
+    const rng = new Rng(3);
+    const y = random([7, 40], rng);
+    const p = random([7, 40], rng);
+    const s = tf.scalar(Math.fround(0.37));
+    const fused = await bits(addScaledKernel(y, p, s));
+    const chain = await bits(tf.tidy(() => tf.add(y, tf.mul(p, s))));
+    expect(Array.from(fused)).toEqual(Array.from(chain));
+    tf.dispose([y, p, s]);
+  });
+
+  it.each([
+    [1, 12, 1, 64], // a decoded token of the ~100M model: 12 heads, a 64-slot cache
+    [2, 4, 5, 9], // two rows, five queries, nine keys
+  ])('the attention scale and mask equal (x · c) + m bit for bit for scores [%i, %i, %i, %i]', async (B, H, T, S) => {
+    const rng = new Rng(B * 100 + S);
+    const x = random([B, H, T, S], rng) as tf.Tensor4D;
+    // An additive mask as the model builds it: 0 or −1e9.
+    const mask = tf.tensor4d(Float32Array.from({ length: B * T * S }, () => (rng.next() < 0.3 ? -1e9 : 0)), [B, 1, T, S]);
+    const c = tf.scalar(Math.fround(1 / Math.sqrt(64)));
+    const before = tf.memory().numTensors;
+    const fused = await bits(scaleMaskKernel(x, mask, c));
+    const chain = await bits(tf.tidy(() => tf.add(tf.mul(x, c), mask)));
+    expect(Array.from(fused)).toEqual(Array.from(chain));
+    expect(tf.memory().numTensors).toBe(before);
+    tf.dispose([x, mask, c]);
+  });
+
+  it('refuses a mask whose shape is not [B, 1, T, S] of the scores', () => {
+    const x = tf.zeros([1, 2, 3, 4]) as tf.Tensor4D;
+    const mask = tf.zeros([1, 1, 3, 5]) as tf.Tensor4D;
+    const c = tf.scalar(1);
+    expect(() => scaleMaskKernel(x, mask, c)).toThrow(/mask \[1, 1, 3, 5\] does not match scores \[1, 2, 3, 4\]/);
+    tf.dispose([x, mask, c]);
+  });
+});
