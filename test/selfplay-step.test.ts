@@ -150,7 +150,7 @@ interface WorldOptions {
   /** Plan i's corpus: the seeds name it, and each corpus has its own searcher and RAG reader. */
   corpusOf?: (planIndex: number) => number;
   /** SSP's reuse (a pool in the deps, its rules in the settings). */
-  reuse?: { threshold: number; clearEvery: number };
+  reuse?: { threshold: number; clearEvery: number; byHops?: boolean };
   solverBatch?: number;
   hopMix?: number[];
   /** No skill bank (as the SSP recipe). */
@@ -853,6 +853,19 @@ describe('the reuse pool (SSP extraction_failure = reuse)', () => {
     expect(pool.draw(2, 1, rng)).toEqual([]);
   });
 
+  it('by hops (--reuse-by-hops): each slot draws from the questions of its hop count, from all where the pool has none of it', () => {
+    const pool = new ReusePool([{ ...q('one', 0.2), hops: 1 }, { ...q('two', 0.4), hops: 2 }, { ...q('three', 0.6), hops: 3 }, { ...q('three-b', 1), hops: 3 }]);
+    const rng = new Rng(11);
+    const drawn = pool.drawByHops(Array.from({ length: 300 }, (_, i) => [1, 2, 3][i % 3]), 0.9, rng);
+    drawn.forEach((d, i) => expect(d.hops, `slot ${i}`).toBe([1, 2, 3][i % 3]));
+    // three-b is above the threshold: never drawn, so every 3-hop slot gets 'three'.
+    expect(drawn.filter((d) => d.hops === 3).every((d) => d.question === 'three')).toBe(true);
+    // A hop count the pool lacks (4), or none asked (undefined), draws from every eligible question.
+    const open = pool.drawByHops(Array.from({ length: 300 }, (_, i) => (i % 2 === 0 ? 4 : undefined)), 0.9, rng);
+    expect(new Set(open.map((d) => d.question))).toEqual(new Set(['one', 'two', 'three']));
+    expect(new ReusePool([q('easy', 1)]).drawByHops([2, 2], 0.5, rng)).toEqual([]);
+  });
+
   it('round-trips through its file, and a malformed file names the file and the question', () => {
     const pool = new ReusePool([{ ...q('mid', 0.4, 3), aliases: ['a'], corpus: 2 }]);
     const back = ReusePool.fromFile(JSON.parse(JSON.stringify(pool.toFile())), 'p.json');
@@ -967,6 +980,32 @@ describe('sesaStep: the solver batch and the reuse pool', () => {
     const full = await run();
     expect(await run(3)).toEqual(full);
     expect(JSON.stringify(full)).toContain('"reusedQuestions":');
+  });
+});
+
+describe('sesaStep: reuse by hops (--reuse-by-hops)', () => {
+  it("a failed proposal's slot takes a pooled question of its seed's hop count", async () => {
+    const plans: Plan[] = [
+      { answer: 'Hamletaorn', hops: 1, correct: 2 },
+      { answer: 'Hamletborn', hops: 2, correct: 2 },
+      { answer: 'Hamletcorn', hops: 1, kinds: ['too-short'], correct: 2 },
+      { answer: 'Hamletdorn', hops: 2, kinds: ['too-short'], correct: 2 },
+    ];
+    for (const byHops of [true, false]) {
+      const w = await makeWorld(plans, { seedsPerStep: 4, hopMix: [1, 1], reuse: { threshold: 1, clearEvery: 10, byHops } });
+      await sesaStep(1, w.seedPool, w.deps, w.settings);
+      const hopsOfReused: number[][] = [];
+      for (let step = 2; step <= 6; step++) {
+        const r = await sesaStep(step, w.seedPool, w.deps, w.settings);
+        const failedHops = r.proposals.filter((p) => p.invalid).map((p) => p.hops);
+        expect(r.reused.length).toBe(failedHops.length);
+        hopsOfReused.push(failedHops, r.reused.map((q) => q.hops));
+      }
+      const pairs = hopsOfReused.filter((_, i) => i % 2 === 0).map((f, i) => [f, hopsOfReused[2 * i + 1]]);
+      // By hops, every reused question has its slot's hop count; drawn from the whole pool, some do not.
+      if (byHops) for (const [f, got] of pairs) expect(got).toEqual(f);
+      else expect(pairs.some(([f, got]) => JSON.stringify(f) !== JSON.stringify(got))).toBe(true);
+    }
   });
 });
 

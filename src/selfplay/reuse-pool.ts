@@ -65,6 +65,22 @@ export class ReusePool {
     return Array.from({ length: n }, () => ({ ...(from[rng.int(from.length)] as PooledQuestion) }));
   }
 
+  /**
+   * One question per entry of `hops` (the hop count each empty slot's seed asked for; undefined: any), each
+   * drawn uniformly from the eligible questions of that hop count, or from all eligible ones where the pool has
+   * none of it (the `--reuse-by-hops` departure from SSP: docs/method.md, "The solver batch and the reuse pool").
+   * None when no question is eligible.
+   */
+  drawByHops(hops: ReadonlyArray<number | undefined>, threshold: number, rng: Rng): PooledQuestion[] {
+    const from = this.eligible(threshold);
+    if (from.length === 0) return [];
+    return hops.map((h) => {
+      const same = h === undefined ? [] : from.filter((q) => q.hops === h);
+      const pick = same.length > 0 ? same : from;
+      return { ...(pick[rng.int(pick.length)] as PooledQuestion) };
+    });
+  }
+
   /** Adds the questions solved this step, in the order given. */
   add(questions: readonly PooledQuestion[]): void {
     this.questions.push(...questions.map((q) => ({ ...q })));

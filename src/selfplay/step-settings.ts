@@ -44,7 +44,7 @@ export function stepSettingsOf(config: TrainConfig): StepSettings {
     epochs: { solver: config.solverEpochs, proposer: config.proposerEpochs },
     ...(config.hopMix !== undefined ? { hopMix: hopMixOf(config.hopMix) } : {}),
     solverBatch: config.solverBatch,
-    ...(config.extractionFailure === 'reuse' ? { reuse: { threshold: config.reuseThreshold, clearEvery: config.reusePoolClearEvery } } : {}),
+    ...(config.extractionFailure === 'reuse' ? { reuse: { threshold: config.reuseThreshold, clearEvery: config.reusePoolClearEvery, ...(config.reuseByHops ? { byHops: true } : {}) } } : {}),
     cardUtility: config.cardUtility,
   };
 }

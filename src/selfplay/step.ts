@@ -97,7 +97,7 @@ export interface StepSettings {
    */
   solverBatch?: number;
   /** SSP's extraction_failure = reuse: the pool's threshold on p̂ and its clear interval; absent: no reuse. */
-  reuse?: { threshold: number; clearEvery: number };
+  reuse?: { threshold: number; clearEvery: number; byHops?: boolean };
   /**
    * How card utility is counted (docs/method.md, "Card use"): per rollout with the cards (outcome, the paper), or
    * per split group by the sign of (reward with cards − reward without) (counterfactual, ours); default outcome.
@@ -288,7 +288,13 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   const valid = proposals.map((p, i) => ({ p, i })).filter(({ p }) => !p.invalid && p.question !== undefined);
   const slots = settings.solverBatch !== undefined && settings.solverBatch > 0 ? settings.solverBatch : proposals.length;
   const toFill = Math.max(0, slots - valid.length);
-  const reused = pool && settings.reuse ? pool.draw(toFill, settings.reuse.threshold, Rng.derive((settings.seed ^ REUSE_STREAM) >>> 0, step)) : [];
+  const reuseRng = Rng.derive((settings.seed ^ REUSE_STREAM) >>> 0, step);
+  // --reuse-by-hops: each empty slot asks for its seed's hop count (slots past one per proposal for any).
+  const slotHops = (): Array<number | undefined> => {
+    const failed = proposals.filter((p) => p.invalid || p.question === undefined).map((p): number | undefined => p.hops);
+    return Array.from({ length: toFill }, (_, k) => failed[k]);
+  };
+  const reused = pool && settings.reuse ? (settings.reuse.byHops ? pool.drawByHops(slotHops(), settings.reuse.threshold, reuseRng) : pool.draw(toFill, settings.reuse.threshold, reuseRng)) : [];
   const items: SolverItem[] = [];
   const fromPool = (q: PooledQuestion, shard: number): SolverItem => ({ question: q.question, answer: q.answer, aliases: q.aliases ?? [], hops: q.hops, corpus: q.corpus, shard });
   let nextReused = 0;

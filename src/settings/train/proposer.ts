@@ -19,5 +19,8 @@ export const PROPOSER_SETTINGS = {
     max: 1,
     help: "a pooled question is reused only if its success rate p̂ when last solved is at most this (SSP's reuse_success_rate_threshold; 1 = any)",
   }),
+  reuseByHops: bool(false, {
+    help: "a slot of a proposal for a k-hop seed that gave no valid question takes a pooled question of k hops where the pool has one (else any eligible): keeps multi-hop questions in the solver batch when few multi-hop proposals are valid. A departure from SSP, which draws from the whole pool (docs/method.md, \"The solver batch and the reuse pool\")",
+  }),
   reusePoolClearEvery: int(10, { help: "the reuse pool is emptied before every step whose number is a multiple of this (SSP's pool_clear_interval, keep_ratio 0)" }),
 };
