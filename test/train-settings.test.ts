@@ -145,6 +145,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   'eval-data': 'encyclopedia',
   'eval-limit': 40,
   'eval-batch-size': 16,
+  'eval-cache': false,
   'api-key-env': 'MY_KEY',
   'solver-batch': 6,
   'hop-mix': '1,2,1',
@@ -152,6 +153,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   'extraction-failure': 'dummy',
   'reuse-threshold': 0.5,
   'reuse-pool-clear-every': 5,
+  'reuse-by-hops': true,
   'card-utility': 'counterfactual',
 };
 

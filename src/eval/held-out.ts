@@ -18,7 +18,10 @@ export interface HeldOutRow {
   f1: number;
   judged: number | null;
   datasets: DatasetResult[];
+  /** Seconds the eval took (where it was computed). */
   seconds: number;
+  /** The step-0 cache entry it was read from, when it was not computed by this run (src/eval/held-out-cache.ts). */
+  cachedFrom?: string;
 }
 
 /** The held-out questions for a run: `--eval-data` (a file, a benchmark name in $SESA_DATA, or encyclopedia), sampled. */

@@ -166,6 +166,8 @@ export class Bm25Index implements Searcher {
   /** The cache file used or written; null when caching is off. */
   readonly cachePath: string | null;
   readonly size: number;
+  /** The index's cache key (analyzer, library, corpus content) and the search-time k1 and b, hashed. */
+  readonly contentDigest: string;
   private readonly byId: Map<string, Passage>;
 
   private constructor(
@@ -175,7 +177,9 @@ export class Bm25Index implements Searcher {
     private readonly label: string,
     source: 'built' | 'cache',
     cachePath: string | null,
+    key: string,
   ) {
+    this.contentDigest = createHash('sha256').update(JSON.stringify({ index: key, k1: opts.k1, b: opts.b })).digest('hex');
     this.byId = new Map(passages.map((p) => [p.id, p]));
     this.size = passages.length;
     this.source = source;
@@ -241,7 +245,7 @@ export class Bm25Index implements Searcher {
 
     if (cachePath !== null) {
       const loaded = Bm25Index.tryLoad(cachePath, key, passages, msOptions, opts.warn);
-      if (loaded) return new Bm25Index(loaded, passages, opts, label, 'cache', cachePath);
+      if (loaded) return new Bm25Index(loaded, passages, opts, label, 'cache', cachePath, key);
     }
 
     const ms = new MiniSearch<Doc>(msOptions);
@@ -274,7 +278,7 @@ export class Bm25Index implements Searcher {
       }
       opts.onProgress?.({ phase: 'save', done: 1, total: 1 });
     }
-    return new Bm25Index(ms, passages, opts, label, 'built', cachePath);
+    return new Bm25Index(ms, passages, opts, label, 'built', cachePath, key);
   }
 
   private static tryLoad(

@@ -18,6 +18,12 @@ export interface Searcher {
   search(queries: string[], k: number): Promise<Passage[][]>;
   /** One line for logs and run configs: which retriever, over what. */
   describe(): string;
+  /**
+   * A digest of everything its results depend on (the passages, the index and search settings), where the tool
+   * is local and fixed; undefined where it is not (a retrieval server, whose index this process cannot see).
+   * A result computed against one digest may be reused against the same (src/eval/held-out-cache.ts).
+   */
+  readonly contentDigest?: string;
 }
 
 /** Passages shown to the policy per `<search>` call (docs/method.md, "Search"). */

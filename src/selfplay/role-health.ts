@@ -97,6 +97,10 @@ export class CountingSearcher implements Searcher {
     return this.inner.describe();
   }
 
+  get contentDigest(): string | undefined {
+    return this.inner.contentDigest;
+  }
+
   async search(queries: string[], k: number): Promise<Passage[][]> {
     let lists: Passage[][];
     try {

@@ -1,11 +1,13 @@
 // The training run: opens or resumes the run folder, builds the run (./run-setup.ts), then runs SESA steps with
 // metrics, held-out evals, checkpoints and a stop on request. The step itself is in step.ts.
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
 import { redactSecrets } from '../util/redact.js';
 import { saveOptimizerState } from '../checkpoint/optimizer-state.js';
 import { savePeftAdapter } from '../checkpoint/peft.js';
-import { type HeldOutRow, heldOutRows, pairedGainOfFiles } from '../eval/held-out.js';
+import { type HeldOutEval, type HeldOutRow, heldOutRows, pairedGainOfFiles } from '../eval/held-out.js';
+import { heldOutCacheDigest, heldOutCacheFile, readHeldOutCache, writeHeldOutCache } from '../eval/held-out-cache.js';
+import { stepZeroEvalInputs } from './held-out-cache-key.js';
 import { buildRun, REUSE_POOL_FILE } from './run-setup.js';
 import { peftBaseModel } from '../checkpoint/model-name.js';
 import { type BackendInfo } from '../tensor/backend.js';
@@ -140,6 +142,9 @@ export async function train(configIn: TrainConfig | undefined, hooks: TrainHooks
   }
 }
 
+/** The step-0 eval cache's folder, beside the run folder (docs/evaluation.md, "The step-0 cache"). */
+const HELD_OUT_CACHE_DIR = '.held-out-cache';
+
 /**
  * The run's loop (docs/method.md, "One step"): the held-out eval at step 0, then each step, its metrics line,
  * the eval every --eval-every steps, a checkpoint every --save-every steps, and a stop on request.
@@ -175,14 +180,39 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
   // predictions go to eval/step-N-skills-M.jsonl (the paired intervals of the summary read them).
   const runHeldOut = async (step: number): Promise<void> => {
     if (!heldOut) return;
-    const evals = await heldOutRows(step, { policy: deps.solver.policy, ...(bank ? { bank } : {}) }, heldOut, evalSettingsOf(config), (skills, done, total) =>
-      hooks.onProgress?.({ kind: 'eval-batch', step, skills, done, total }),
-    );
-    for (const { row, records } of evals) {
+    const compute = (): Promise<HeldOutEval[]> =>
+      heldOutRows(step, { policy: deps.solver.policy, ...(bank ? { bank } : {}) }, heldOut, evalSettingsOf(config), (skills, done, total) =>
+        hooks.onProgress?.({ kind: 'eval-batch', step, skills, done, total }),
+      );
+    // Step 0 is the warm start's eval: reused from an identical earlier run where there is one (docs/evaluation.md,
+    // "The step-0 cache").
+    let cachedFrom: string | undefined;
+    let evals: HeldOutEval[];
+    if (step === 0 && config.evalCache) {
+      const key = await stepZeroEvalInputs({ config, modelDir, adapter: roles.solver.adapter, ...(bank ? { bank } : {}), sets: heldOut, backend });
+      if ('reason' in key) {
+        log(`held-out eval at step 0 is computed, not cached: ${key.reason}`);
+        evals = await compute();
+      } else {
+        const digest = heldOutCacheDigest(key.inputs);
+        const file = heldOutCacheFile(join(dirname(run.dir), HELD_OUT_CACHE_DIR), digest);
+        const hit = readHeldOutCache(file, digest, (w) => log(`warning: ${w}`));
+        if (hit) {
+          evals = hit;
+          cachedFrom = file;
+        } else {
+          evals = await compute();
+          writeHeldOutCache(file, digest, key.inputs, evals, (w) => log(`warning: ${w}`));
+        }
+      }
+    } else evals = await compute();
+    for (const { row: computed, records } of evals) {
+      const row: HeldOutRow = cachedFrom ? { ...computed, cachedFrom } : computed;
       run.writeEvalPredictions(step, row.skills, records);
       run.appendMetrics(row);
       board?.write(step, flatEvalMetrics(row));
-      log(`held-out eval at step ${step}, skills ${row.skills}: EM ${(100 * row.em).toFixed(1)}%, F1 ${(100 * row.f1).toFixed(1)}% on ${row.questions} questions (${row.seconds.toFixed(1)} s)`);
+      const how = cachedFrom ? `from ${cachedFrom}, computed in ${row.seconds.toFixed(1)} s by an earlier run with the same inputs` : `${row.seconds.toFixed(1)} s`;
+      log(`held-out eval at step ${step}, skills ${row.skills}: EM ${(100 * row.em).toFixed(1)}%, F1 ${(100 * row.f1).toFixed(1)}% on ${row.questions} questions (${how})`);
     }
   };
   const evalRowsSoFar = (): HeldOutRow[] => run.metrics().filter((m): m is HeldOutRow => (m as { kind?: unknown }).kind === 'eval');
