@@ -205,6 +205,29 @@ describe('frozen matrices', () => {
     expect(() => tf.tidy(() => m.times(tf.zeros([2, inDim])))).toThrow(/disposed/);
   });
 
+  it('a loader that writes W\'s bytes into the model (RawFill) gives the same products, bit for bit, as one that returns W', async () => {
+    await initBackend('native', { threads: 2 });
+    const rng = new Rng(5);
+    const [inDim, outDim, rows] = [80, 112, 24];
+    const stored = values(outDim * inDim, rng);
+    const x = tf.tensor2d(values(rows * inDim, rng), [rows, inDim]);
+    const dy = tf.tensor2d(values(rows * outDim, rng), [rows, outDim]);
+    const bytes = new Uint8Array(stored.buffer, stored.byteOffset, stored.byteLength);
+    const fill = { byteLength: stored.byteLength, fill: (target: Uint8Array) => target.set(bytes) };
+    for (const layout of ['packed', 'once'] as const) {
+      const a = new NativeMatrix(inDim, outDim, () => stored, layout);
+      const b = new NativeMatrix(inDim, outDim, () => fill, layout);
+      for (const [p, q] of [[a.times(x), b.times(x)], [a.timesTransposed(dy), b.timesTransposed(dy)]] as const) {
+        expect(Array.from(q.dataSync()), layout).toEqual(Array.from(p.dataSync()));
+        tf.dispose([p, q]);
+      }
+      a.dispose();
+      b.dispose();
+    }
+    expect(() => new NativeMatrix(inDim, outDim, () => ({ byteLength: 4 * (inDim * outDim - 1), fill: () => {} }))).toThrow(/gave 8959 floats for a \[112, 80\] weight/);
+    tf.dispose([x, dy]);
+  });
+
   it("layout 'once' holds W once, unpacked, in one session of both products: the same products within the bound", async () => {
     await initBackend('native', { threads: 2 });
     const rng = new Rng(8);

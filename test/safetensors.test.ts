@@ -126,6 +126,21 @@ describe('write → read round trip', () => {
     expect(() => f.readFloat32('d_i32')).toThrow(/d_i32.*not a float/);
   });
 
+  it('reads a float tensor into given bytes at any offset, as readFloat32 gives it, and refuses a target of another size', () => {
+    const f = new SafetensorsFile(path);
+    for (const name of ['a_f32', 'b_bf16', 'c_f16']) {
+      const want = f.readFloat32(name);
+      // Three bytes in: an offset no f32 view could take.
+      const buffer = new Uint8Array(3 + want.byteLength + 2).fill(0xab);
+      f.readFloat32Into(name, buffer.subarray(3, 3 + want.byteLength));
+      expect([...buffer.subarray(0, 3), ...buffer.subarray(3 + want.byteLength)]).toEqual([0xab, 0xab, 0xab, 0xab, 0xab]);
+      const back = new Float32Array(buffer.slice(3, 3 + want.byteLength).buffer);
+      expect([...back], name).toEqual([...want]);
+    }
+    expect(() => f.readFloat32Into('a_f32', new Uint8Array(31))).toThrow(/a_f32.*8 values, target of 31 bytes/);
+    expect(() => f.readFloat32Into('d_i32', new Uint8Array(24))).toThrow(/d_i32.*not a float/);
+  });
+
   it('pads the header to 8 bytes and is byte-stable', () => {
     const bytes = readFileSync(path);
     const headerLen = Number(bytes.readBigUInt64LE(0));

@@ -110,7 +110,9 @@ export function checkNativeModelMemory(config: ModelConfig, systemBytes: number)
       check: 'model-memory',
       status: 'warn',
       detail: `${detail}: onnxruntime will hold each matrix once, unpacked (${formatBytes(weights)}), and MLAS packs it per product (slower)`,
-      fix: 'a machine with more memory for the faster layout, or a smaller model',
+      fix:
+        'a machine with more memory for the faster layout, or a smaller model; start it with `node bin/sesa-train.mjs …` rather than `npx sesa-train`: ' +
+        "the bin's malloc settings keep the load's freed copies resident (a Qwen3-4B shape on 24 GiB was killed at 24.3 GB with them and peaked at 20.5 GB without: docs/models.md)",
     };
   }
   return { check: 'model-memory', status: 'ok', detail };

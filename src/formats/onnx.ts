@@ -4,15 +4,23 @@
 // onnx/onnx.proto3; unknown features are simply not supported, so there is nothing to get half right.
 // Used for the tiny E5 test model (src/skills/tiny-e5.ts) and for the native matMul path's one-node models,
 // whose initializers are a model's frozen weights (src/tensor/native-matmul.ts): a nested message is appended
-// as its parts, so an initializer's bytes are copied once, into the finished model.
+// as its parts, so an initializer's bytes are copied once, into the finished model, or, given as a `RawFill`,
+// written there by their source (a checkpoint read straight into the model's bytes: no copy at all).
+
+/** An initializer's raw bytes, written by their source into the finished model at `finish`. */
+export interface RawFill {
+  byteLength: number;
+  /** Writes exactly `byteLength` bytes into `target`. */
+  fill(target: Uint8Array): void;
+}
 
 class PbWriter {
-  private chunks: Uint8Array[] = [];
+  private chunks: Array<Uint8Array | RawFill> = [];
   private len = 0;
 
-  private push(b: Uint8Array): void {
+  private push(b: Uint8Array | RawFill): void {
     this.chunks.push(b);
-    this.len += b.length;
+    this.len += b.byteLength;
   }
 
   varint(v: number | bigint): this {
@@ -36,8 +44,8 @@ class PbWriter {
     return this.tag(field, 0).varint(v);
   }
 
-  bytes(field: number, b: Uint8Array): this {
-    this.tag(field, 2).varint(b.length);
+  bytes(field: number, b: Uint8Array | RawFill): this {
+    this.tag(field, 2).varint(b.byteLength);
     this.push(b);
     return this;
   }
@@ -65,8 +73,9 @@ class PbWriter {
     const out = new Uint8Array(this.len);
     let off = 0;
     for (const c of this.chunks) {
-      out.set(c, off);
-      off += c.length;
+      if (c instanceof Uint8Array) out.set(c, off);
+      else c.fill(out.subarray(off, off + c.byteLength));
+      off += c.byteLength;
     }
     return out;
   }
@@ -80,8 +89,8 @@ export interface OnnxTensor {
   name: string;
   dims: number[];
   dataType: typeof ONNX_FLOAT | typeof ONNX_INT64;
-  /** Float32Array for FLOAT, BigInt64Array for INT64. */
-  data: Float32Array | BigInt64Array;
+  /** Float32Array for FLOAT, BigInt64Array for INT64, or the raw little-endian bytes' source. */
+  data: Float32Array | BigInt64Array | RawFill;
 }
 
 export type OnnxAttr = { name: string; int: number } | { name: string; float: number } | { name: string; ints: number[] } | { name: string; tensor: OnnxTensor };
@@ -116,7 +125,7 @@ function tensorProto(t: OnnxTensor): PbWriter {
   for (const d of t.dims) w.int(1, d); // dims
   w.int(2, t.dataType); // data_type
   w.string(8, t.name); // name
-  const raw = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength); // little-endian on x86/arm
+  const raw = t.data instanceof Float32Array || t.data instanceof BigInt64Array ? new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength) : t.data; // little-endian on x86/arm
   w.bytes(9, raw); // raw_data
   return w;
 }

@@ -238,17 +238,49 @@ export class SafetensorsFile {
     return buf;
   }
 
-  /** One floating-point tensor converted to f32 (tfjs has no f16/bf16 tensors). */
-  readFloat32(name: string): Float32Array {
+  /** Reads the raw bytes of `name` into `target` (exactly its length), with no copy in between. */
+  private readInto(name: string, e: TensorEntry, target: Uint8Array): void {
+    if (target.length !== e.end - e.begin) throw new SafetensorsError(this.path, `tensor '${name}': ${e.end - e.begin} bytes, read into ${target.length}`);
+    const fd = openSync(this.path, 'r');
+    try {
+      const n = readSync(fd, target, 0, target.length, this.dataStart + e.begin);
+      if (n !== target.length) throw new SafetensorsError(this.path, `truncated: tensor '${name}' could not be read in full`);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  private floatEntry(name: string): TensorEntry {
     const e = this.entry(name);
     if (!FLOAT_DTYPES.has(e.dtype)) throw new SafetensorsError(this.path, `tensor '${name}': dtype ${e.dtype} is not a float type`);
-    const bytes = this.readBytes(name);
-    // Copy into an aligned buffer: the Buffer's byteOffset may not be a multiple of 4.
-    const aligned = new Uint8Array(bytes.length);
-    aligned.set(bytes);
-    if (e.dtype === 'F32') return new Float32Array(aligned.buffer);
-    const half = new Uint16Array(aligned.buffer);
+    return e;
+  }
+
+  /** One floating-point tensor converted to f32 (tfjs has no f16/bf16 tensors). */
+  readFloat32(name: string): Float32Array {
+    const e = this.floatEntry(name);
+    // Read into a fresh (so aligned) buffer: a view of f32 values needs a byte offset that is a multiple of 4.
+    const raw = new Uint8Array(e.end - e.begin);
+    this.readInto(name, e, raw);
+    if (e.dtype === 'F32') return new Float32Array(raw.buffer);
+    const half = new Uint16Array(raw.buffer);
     return e.dtype === 'BF16' ? bf16ToF32(half) : f16ToF32(half);
+  }
+
+  /**
+   * One floating-point tensor as f32 little-endian bytes, written into `target` (4 bytes a value, at any byte
+   * offset): an f32 tensor is read from the file straight into it, a 16-bit one through one f32 copy.
+   */
+  readFloat32Into(name: string, target: Uint8Array): void {
+    const e = this.floatEntry(name);
+    const count = e.shape.reduce((a, b) => a * b, 1);
+    if (target.length !== 4 * count) throw new SafetensorsError(this.path, `tensor '${name}': ${count} values, target of ${target.length} bytes`);
+    if (e.dtype === 'F32') {
+      this.readInto(name, e, target);
+      return;
+    }
+    const f32 = this.readFloat32(name);
+    target.set(new Uint8Array(f32.buffer, f32.byteOffset, f32.byteLength));
   }
 }
 
@@ -310,15 +342,25 @@ export class SafetensorsCheckpoint {
     return file.entry(name);
   }
 
-  /** Reads `name` as f32, checking its shape when `expectedShape` is given. */
-  readFloat32(name: string, expectedShape?: readonly number[]): Float32Array {
+  /** The file holding `name`, its shape checked when `expectedShape` is given. */
+  private fileWith(name: string, expectedShape?: readonly number[]): SafetensorsFile {
     const file = this.location.get(name);
     if (!file) throw new SafetensorsError(this.dir, `tensor '${name}' is missing from the checkpoint`);
     const e = file.entry(name);
     if (expectedShape && (e.shape.length !== expectedShape.length || e.shape.some((d, i) => d !== expectedShape[i]))) {
       throw new SafetensorsError(file.path, `tensor '${name}' has shape ${JSON.stringify(e.shape)}, expected ${JSON.stringify(expectedShape)}`);
     }
-    return file.readFloat32(name);
+    return file;
+  }
+
+  /** Reads `name` as f32, checking its shape when `expectedShape` is given. */
+  readFloat32(name: string, expectedShape?: readonly number[]): Float32Array {
+    return this.fileWith(name, expectedShape).readFloat32(name);
+  }
+
+  /** `readFloat32` into `target` as little-endian bytes (SafetensorsFile.readFloat32Into), checking the shape. */
+  readFloat32Into(name: string, target: Uint8Array, expectedShape?: readonly number[]): void {
+    this.fileWith(name, expectedShape).readFloat32Into(name, target);
   }
 }
 

@@ -26,6 +26,7 @@ import { nativeMatMulThreads } from '../tensor/native-matmul.js';
 import { recomputed } from '../tensor/recompute.js';
 import { addScaledKernel, fusedInference, rmsNormKernel, ropeKernel, scaleMaskKernel } from '../tensor/fused-kernels.js';
 import { SafetensorsCheckpoint } from '../formats/safetensors.js';
+import type { RawFill } from '../formats/onnx.js';
 import { type ModelConfig, expectedTensors, loadModelConfig } from './config.js';
 import { activeBackendName, backendRefusal, memoryNeedOfConfig, nativeLayout } from './memory-need.js';
 import { inverseFrequencies, ropeTables } from './rope.js';
@@ -211,6 +212,11 @@ export class CausalLM {
       if (!ckpt.has(name)) throw new Error(`${ckpt.fileOf(name)}: tensor '${name}' is missing (required by ${dir}/config.json)`);
     }
     const read = (name: string): Float32Array => ckpt.readFloat32(name, shapes.get(name));
+    // Natively, a weight is read from the file straight into its session's model bytes (src/tensor/frozen-matrix.ts).
+    const source = (name: string): RawFill => {
+      const shape = shapes.get(name) as number[];
+      return { byteLength: 4 * shape.reduce((a, b) => a * b, 1), fill: (target) => ckpt.readFloat32Into(name, target, shape) };
+    };
     // Trainable: each weight becomes a variable (tfjs names are global, hence the per-instance prefix).
     const variables = new Map<string, tf.Variable>();
     const instance = opts.trainable ? nextTrainableInstance++ : 0;
@@ -230,7 +236,7 @@ export class CausalLM {
     const projection = (name: string): FrozenMatrix | tf.Tensor2D => {
       if (opts.trainable) return param(name, transposed(name));
       const [out, inDim] = shapes.get(name) as [number, number];
-      return holdsNatively(inDim, out) ? new NativeMatrix(inDim, out, () => read(name), layout) : new TensorMatrix(transposed(name));
+      return holdsNatively(inDim, out) ? new NativeMatrix(inDim, out, () => source(name), layout) : new TensorMatrix(transposed(name));
     };
 
     const layers: LayerWeights[] = [];
@@ -261,7 +267,7 @@ export class CausalLM {
     let lmHead: FrozenMatrix | tf.Tensor2D | undefined;
     if (!cfg.tieWordEmbeddings) lmHead = projection('lm_head.weight');
     else if (opts.trainable) lmHead = undefined;
-    else if (holdsNatively(cfg.hiddenSize, cfg.vocabSize)) lmHead = new NativeMatrix(cfg.hiddenSize, cfg.vocabSize, () => read(embedName), layout);
+    else if (holdsNatively(cfg.hiddenSize, cfg.vocabSize)) lmHead = new NativeMatrix(cfg.hiddenSize, cfg.vocabSize, () => source(embedName), layout);
     else lmHead = new TensorMatrix(tf.transpose(embed) as tf.Tensor2D, { transposed: embed });
     return new CausalLM(cfg, embed, layers, vector('model.norm.weight'), lmHead, dir, variables);
   }

@@ -7,14 +7,17 @@
 //   `native` backend. The forward is Gemm(x, W, transB = 1) and the backward MatMul(dy, W): MLAS packs the
 //   constant operand once, when the session is made, and onnxruntime drops the unpacked copy, so nothing of W
 //   is in the wasm heap. The backward's session is made on first use (a model that only generates never makes
-//   it), from the same loader that gave the forward's weights (the checkpoint is read again).
+//   it), from the same loader that gave the forward's weights (the checkpoint is read again). A loader may give
+//   W as a `RawFill` instead of an array: the checkpoint is then read straight into the session's model bytes,
+//   the one copy of W this process makes before onnxruntime's (a 4B model's load left ~1.6× its weights
+//   resident when each matrix went through three more).
 //   The products run as one tfjs kernel each, reading x or dy from the heap and writing the output there.
 //   Layout `once` (for a model whose two packed copies would not fit in memory: src/model/memory-need.ts): one
 //   session holds W once, unpacked, for both products (prepacking off), and MLAS packs its panels per product:
 //   half the memory, for a slower product (a decoded row's product most of all). Each run feeds both inputs,
 //   the unused one with no rows (onnxruntime runs every node of a session).
 import * as tf from '@tensorflow/tfjs';
-import { ONNX_FLOAT, encodeOnnxModel, type OnnxValueInfo } from '../formats/onnx.js';
+import { ONNX_FLOAT, encodeOnnxModel, type OnnxValueInfo, type RawFill } from '../formats/onnx.js';
 import { createSession, type OrtNativeSession, type OrtTensorView, view } from './ort-binding.js';
 import { heapView, nativeMatMulThreads } from './native-matmul.js';
 import { matMulT } from './ops.js';
@@ -135,7 +138,7 @@ const BACKWARD = { op: 'MatMul', inputs: ['dy', 'w'], outputs: ['dx'] };
 const value = (name: string, shape: Array<number | string>): OnnxValueInfo => ({ name, elemType: ONNX_FLOAT, shape });
 
 /** The model of one product (`packed`) or of both (`once`) with W ([out, in], as stored) as an initializer. */
-function productModel(weight: Float32Array, inDim: number, outDim: number, products: 'forward' | 'backward' | 'both'): Uint8Array {
+function productModel(weight: Float32Array | RawFill, inDim: number, outDim: number, products: 'forward' | 'backward' | 'both'): Uint8Array {
   const forward = products !== 'backward';
   const backward = products !== 'forward';
   return encodeOnnxModel(
@@ -151,8 +154,8 @@ function productModel(weight: Float32Array, inDim: number, outDim: number, produ
 }
 
 /**
- * W held by onnxruntime. `load` returns W as stored, [out, in] row-major (it is called once for the forward's
- * session and once more if the backward is used).
+ * W held by onnxruntime. `load` returns W as stored, [out, in] row-major, as values or as the source of their
+ * little-endian bytes (it is called once for the forward's session and once more if the backward is used).
  */
 export class NativeMatrix implements FrozenMatrix {
   readonly shape: readonly [number, number];
@@ -166,7 +169,7 @@ export class NativeMatrix implements FrozenMatrix {
   constructor(
     inDim: number,
     outDim: number,
-    private readonly load: () => Float32Array,
+    private readonly load: () => Float32Array | RawFill,
     readonly layout: NativeLayout = 'packed',
   ) {
     const threads = nativeMatMulThreads();
@@ -182,7 +185,8 @@ export class NativeMatrix implements FrozenMatrix {
   private makeSession(products: 'forward' | 'backward' | 'both'): OrtNativeSession {
     const [inDim, outDim] = this.shape;
     const w = this.load();
-    if (w.length !== inDim * outDim) throw new Error(`NativeMatrix: the loader gave ${w.length} floats for a [${outDim}, ${inDim}] weight`);
+    const floats = w instanceof Float32Array ? w.length : w.byteLength / 4;
+    if (floats !== inDim * outDim) throw new Error(`NativeMatrix: the loader gave ${floats} floats for a [${outDim}, ${inDim}] weight`);
     return createSession(productModel(w, inDim, outDim, products), { threads: this.threads, prepack: products !== 'both' });
   }
 
