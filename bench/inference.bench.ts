@@ -241,7 +241,8 @@ async function llamaMeasure(model: LlamaModel, s: Setting, threads: number, repe
       if (counts.some((c) => c !== decode)) throw new Error(`llama.cpp decoded ${counts.join(',')} tokens, expected ${decode} per sequence`);
       return { prefillS: (t1 - t0) / 1000, decodeS: (t2 - t1) / 1000 };
     };
-    for (let w = 0; w < s.warm.runs; w++) await once(prompts(vocab, s.warm.batch, s.warm.prompt, seed + 1 + w), s.warm.decode);
+    // One prompt per sequence of the context (the warm-up's own batch may be smaller: the cpu backend's).
+    for (let w = 0; w < s.warm.runs; w++) await once(prompts(vocab, s.batch, s.warm.prompt, seed + 1 + w), s.warm.decode);
     const pre: number[] = [];
     const dec: number[] = [];
     for (let r = 0; r < repeats; r++) {
