@@ -72,6 +72,16 @@ describe('progress text (scripted clock)', () => {
     expect(p.stepEnd(3)).toBe('about 20 s to go (1 held-out eval at 20 s, each as long as so far)');
     expect(p.stamp()).toBe('[3 min 10 s]');
   });
+
+  it('a step-0 eval read from the cache prints nothing and gives the later evals its computed time as their pace', () => {
+    let t = 0;
+    const p = new TrainProgressText(1, 2, [0, 2], () => t);
+    expect(p.line({ kind: 'eval-cached', step: 0, seconds: 75 })).toBeUndefined();
+    expect(p.activity({ kind: 'eval-cached', step: 0, seconds: 75 })).toBeUndefined();
+    p.line({ kind: 'phase', step: 1, phase: 'propose', state: 'start' });
+    t = 10;
+    expect(p.stepEnd(1)).toBe('about 1 min 25 s to go (1 step at 10 s and 1 held-out eval at 1 min 15 s, each as long as so far)');
+  });
 });
 
 describe('progress lines without a terminal', () => {

@@ -82,6 +82,7 @@ export class TrainProgressText {
   /** What a terminal's bar shows as the current activity, or undefined when the event changes nothing. */
   activity(e: TrainProgressEvent): string | undefined {
     if (e.kind === 'phase') return e.state === 'start' ? `step ${e.step}: ${PHASE_NAMES[e.phase]}…` : undefined;
+    if (e.kind === 'eval-cached') return undefined;
     return `held-out eval at step ${e.step}, skills ${e.skills}: ${e.done}/${e.total}`;
   }
 
@@ -96,6 +97,11 @@ export class TrainProgressText {
       }
       const took = e.seconds ?? (this.phaseStart !== undefined ? t - this.phaseStart : 0);
       return took < PHASE_LINE_SECONDS ? undefined : `${this.stamp()} step ${e.step}/${this.lastStep}: ${PHASE_NAMES[e.phase]} took ${formatSeconds(took)}`;
+    }
+    // A cached eval took no time here; the time it took to compute is the pace of the evals to come.
+    if (e.kind === 'eval-cached') {
+      this.evalSeconds.set(e.step, e.seconds);
+      return undefined;
     }
     // A skills mode of an eval starts with done = 0, then one event per batch.
     if (e.done === 0) {

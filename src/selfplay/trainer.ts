@@ -32,7 +32,9 @@ export interface TrainHooks {
 
 export type TrainProgressEvent =
   | { kind: 'phase'; step: number; phase: StepPhase; state: 'start' | 'end'; seconds?: number }
-  | { kind: 'eval-batch'; step: number; skills: 'on' | 'off'; done: number; total: number };
+  | { kind: 'eval-batch'; step: number; skills: 'on' | 'off'; done: number; total: number }
+  /** The eval of `step` was read from the step-0 cache; `seconds` is what it took the run that computed it. */
+  | { kind: 'eval-cached'; step: number; seconds: number };
 
 export interface TrainSummary {
   runDir: string;
@@ -200,6 +202,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
         if (hit) {
           evals = hit;
           cachedFrom = file;
+          hooks.onProgress?.({ kind: 'eval-cached', step, seconds: hit.reduce((n, e) => n + e.row.seconds, 0) });
         } else {
           evals = await compute();
           writeHeldOutCache(file, digest, key.inputs, evals, (w) => log(`warning: ${w}`));
