@@ -1,9 +1,11 @@
-// The decoder's fused inference kernels (src/tensor/fused-kernels.ts): each equals, bit for bit, the op chain it
+// The decoder's fused inference kernels (src/tensor/fused-kernels.ts; RMSNorm's WebAssembly form,
+// src/tensor/rms-norm-wat.ts, on the single-threaded and the threaded build): each equals, bit for bit, the op chain it
 // replaces on wasm (the chain runs when a gradient tape records, so both are computed here in one process), over
 // values of mixed signs and magnitudes where another order of float32 operations would show; a mismatched mask
 // is refused; no tensor is left behind.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addScaledKernel, rmsNormKernel, ropeKernel, scaleMaskKernel } from '../src/tensor/fused-kernels.js';
+import { rmsNormWatReady } from '../src/tensor/rms-norm-wat.js';
 import { initBackend, tf } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
 
@@ -26,10 +28,16 @@ afterAll(async () => {
 });
 
 describe('fused inference kernels on wasm', () => {
-  it('RMSNorm equals x · rsqrt(mean(x²) + eps) · w bit for bit', async () => {
-    const rng = new Rng(1);
-    const x = random([5, 96], rng);
-    const w = random([96], rng) as tf.Tensor1D;
+  it.each([
+    [1, 96],
+    [1, 130], // a row not a multiple of four: the kernel's last columns one at a time
+    [2, 768],
+  ])('RMSNorm (the WebAssembly kernel, %i thread(s), rows of %i) equals x · rsqrt(mean(x²) + eps) · w bit for bit', async (threads, d) => {
+    await initBackend('wasm', { threads });
+    expect(rmsNormWatReady()).toBe(true);
+    const rng = new Rng(d);
+    const x = random([5, d], rng);
+    const w = random([d], rng) as tf.Tensor1D;
     const eps = Math.fround(1e-6);
     const before = tf.memory().numTensors;
     const fused = await bits(rmsNormKernel(x, w, eps));
@@ -37,6 +45,7 @@ describe('fused inference kernels on wasm', () => {
     expect(Array.from(fused)).toEqual(Array.from(chain));
     expect(tf.memory().numTensors).toBe(before);
     tf.dispose([x, w]);
+    await initBackend('wasm', { threads: 1 });
   });
 
   it('RoPE equals [x1·cos − x2·sin, x2·cos + x1·sin] bit for bit', async () => {

@@ -14,16 +14,13 @@
 // `batchedMatMul` takes it where tfjs would run its scalar loop, on wasm without a gradient tape, and is
 // tf.matMul everywhere else.
 import * as tf from '@tensorflow/tfjs';
-import wabtInit from 'wabt';
 import { BATCHED_MATMUL_WAT } from './batched-matmul-wat.js';
-import { WASM_HEAP_LIMIT_BYTES } from './wasm-heap.js';
+import { assembleWat, backendMemory as memoryOf, isShared, type WasmBackendLike } from './wat-module.js';
 
 export const BATCHED_MATMUL = 'SesaBatchedMatMul';
 
 /** The block along the shared axis of tfjs-backend-wasm's scalar BatchMatMul loop (its kBlockSize). */
 const TFJS_BLOCK = 48;
-/** Bytes of a wasm memory page. */
-const PAGE_BYTES = 65536;
 
 interface Kernels {
   memory: WebAssembly.Memory;
@@ -33,23 +30,12 @@ interface Kernels {
   matmulNT(a: number, b: number, out: number, P: number, M: number, K: number, N: number): void;
 }
 
-interface WasmBackendLike {
-  makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
-  dataIdMap: { get(dataId: object): { memoryOffset: number } | undefined };
-  wasm: { wasmMemory?: WebAssembly.Memory; asm?: { memory?: WebAssembly.Memory } };
-}
-
 let kernels: Kernels | undefined;
 /** The assembled kernels by whether they import a shared memory (the threaded build's) or not. */
 const modules = new Map<boolean, WebAssembly.Module>();
 let registered = false;
 
-/** The memory of the active wasm backend: the threaded build's shared one, or the single-threaded build's. */
-function backendMemory(backend: WasmBackendLike): WebAssembly.Memory {
-  const memory = backend.wasm.wasmMemory ?? backend.wasm.asm?.memory;
-  if (!memory) throw new Error('batchedMatMul: the wasm backend exposes no memory (tfjs-backend-wasm changed?)');
-  return memory;
-}
+const backendMemory = (backend: WasmBackendLike): WebAssembly.Memory => memoryOf(backend, 'batchedMatMul');
 
 /**
  * Compiles the kernels against the active wasm backend's memory (called when the wasm backend starts; again
@@ -59,25 +45,12 @@ export async function prepareBatchedMatMul(): Promise<void> {
   const backend = tf.backend() as unknown as WasmBackendLike;
   const memory = backendMemory(backend);
   if (kernels?.memory === memory) return;
-  // A shared memory (threads) must be imported as shared, with its maximum: the wasm heap's 4 GiB.
-  const shared = typeof SharedArrayBuffer !== 'undefined' && memory.buffer instanceof SharedArrayBuffer;
-  const module = modules.get(shared) ?? (await assemble(shared));
+  const shared = isShared(memory);
+  const module = modules.get(shared) ?? (await assembleWat('batched-matmul.wat', BATCHED_MATMUL_WAT.replaceAll('BLOCK', String(TFJS_BLOCK)), shared));
   modules.set(shared, module);
   const instance = new WebAssembly.Instance(module, { env: { memory } });
   kernels = { memory, ...(instance.exports as unknown as Omit<Kernels, 'memory'>) };
   register();
-}
-
-/** The kernels' text (./batched-matmul-wat.ts) assembled with wabt, importing a shared memory or not. */
-async function assemble(shared: boolean): Promise<WebAssembly.Module> {
-  const text = BATCHED_MATMUL_WAT.replace('MEMORY_LIMITS', shared ? `${WASM_HEAP_LIMIT_BYTES / PAGE_BYTES} shared` : '').replaceAll('BLOCK', String(TFJS_BLOCK));
-  const wabt = await wabtInit();
-  const parsed = wabt.parseWat('batched-matmul.wat', text, { simd: true, threads: true });
-  try {
-    return new WebAssembly.Module(parsed.toBinary({}).buffer as Uint8Array<ArrayBuffer>);
-  } finally {
-    parsed.destroy();
-  }
 }
 
 function register(): void {
