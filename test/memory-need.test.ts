@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lookupModel } from '../models/registry.js';
 import { MODELS_END, MODELS_PAGE, MODELS_START, modelsSection } from '../scripts/model-memory-table.js';
 import { parseModelConfig } from '../src/model/config.js';
-import { backendRefusal, memoryNeed, nativeLayout, memoryNeedOfConfig, memoryNeedOfEntry, memoryNeedStatement, modelMemoryMarkdown, parameterCount } from '../src/model/memory-need.js';
+import { backendRefusal, mallocSettingsWarning, memoryNeed, nativeLayout, memoryNeedOfConfig, memoryNeedOfEntry, memoryNeedStatement, modelMemoryMarkdown, parameterCount } from '../src/model/memory-need.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const GIB = 2 ** 30;
@@ -99,6 +99,12 @@ describe('memory need per backend', () => {
     expect(refusal).toContain('--backend native (onnxruntime-node, what auto picks on a CPU machine), system memory with ≈ 34.5 GiB');
     expect(backendRefusal('qwen3-0.6b', memoryNeed(0.6e9, true), 'native', 24 * GIB)).toBeUndefined();
     expect(nativeLayout(memoryNeed(0.6e9, true), 24 * GIB)).toBe('packed');
+    // Held once under the bin's malloc settings: warned, naming the way out; not otherwise.
+    const malloc = { MALLOC_MMAP_THRESHOLD_: '4294967296' };
+    expect(mallocSettingsWarning('/m/q4b', 'native', 'once', malloc)).toMatch(/^\/m\/q4b: the frozen weights barely fit .* start it with `node bin\/sesa-train\.mjs …` instead of `npx sesa-train` \(docs\/models\.md\)$/);
+    expect(mallocSettingsWarning('/m/q4b', 'native', 'once', {})).toBeUndefined();
+    expect(mallocSettingsWarning('/m/q4b', 'native', 'packed', malloc)).toBeUndefined();
+    expect(mallocSettingsWarning('/m/q4b', 'wasm', 'once', malloc)).toBeUndefined();
   });
 
   it('the wasm line: the weights and their packed copy must fit the 4 GiB heap', () => {

@@ -155,6 +155,20 @@ export function nativeLayout(n: MemoryNeed, systemBytes: number = totalmem()): '
 }
 
 /**
+ * The warning for a load whose native weights are held once (they barely fit) in a process started with the glibc
+ * malloc settings of bin/sesa-train.mjs, which keep every freed copy of the load resident (docs/models.md: a
+ * Qwen3-4B shape was killed at 24.3 GB on 24 GiB with them and peaked at 20.5 GB without); undefined otherwise.
+ */
+export function mallocSettingsWarning(dir: string, backend: string | undefined, layout: 'packed' | 'once', env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (backend !== 'native' || layout !== 'once' || env.MALLOC_MMAP_THRESHOLD_ === undefined) return undefined;
+  return (
+    `${dir}: the frozen weights barely fit this machine (held once, unpacked), and this process runs with the malloc settings of bin/sesa-train.mjs ` +
+    `(MALLOC_MMAP_THRESHOLD_), which keep the load's freed copies resident: the load may be killed for memory. If it is, start it with ` +
+    '`node bin/sesa-train.mjs …` instead of `npx sesa-train` (docs/models.md)'
+  );
+}
+
+/**
  * The tensor backend that is active, without starting one (undefined before any command started its backend):
  * 'native' while the native matMul path runs on the wasm backend.
  */

@@ -28,7 +28,7 @@ import { addScaledKernel, fusedInference, rmsNormKernel, ropeKernel, scaleMaskKe
 import { SafetensorsCheckpoint } from '../formats/safetensors.js';
 import type { RawFill } from '../formats/onnx.js';
 import { type ModelConfig, expectedTensors, loadModelConfig } from './config.js';
-import { activeBackendName, backendRefusal, memoryNeedOfConfig, nativeLayout } from './memory-need.js';
+import { activeBackendName, backendRefusal, mallocSettingsWarning, memoryNeedOfConfig, nativeLayout } from './memory-need.js';
 import { inverseFrequencies, ropeTables } from './rope.js';
 import { KVCache } from './kv-cache.js';
 
@@ -85,6 +85,8 @@ export interface ForwardOptions {
 export interface LoadOptions {
   /** Every weight a trainable tf.Variable named by its Hugging Face tensor name (full-weight training). */
   trainable?: boolean;
+  /** Where a warning about the load goes (default: console.warn). */
+  warn?: (message: string) => void;
 }
 
 /**
@@ -206,6 +208,8 @@ export class CausalLM {
     if (refusal !== undefined) throw new Error(refusal);
     // Natively: packed twice where that fits this machine, else once (src/tensor/frozen-matrix.ts).
     const layout = nativeLayout(need) ?? 'once';
+    const risky = mallocSettingsWarning(dir, activeBackendName(), layout);
+    if (risky !== undefined) (opts.warn ?? ((m: string) => console.warn(`warning: ${m}`)))(risky);
     const ckpt = new SafetensorsCheckpoint(dir);
     const shapes = expectedTensors(cfg);
     for (const name of shapes.keys()) {
