@@ -228,13 +228,7 @@ export class SafetensorsFile {
   readBytes(name: string): Buffer {
     const e = this.entry(name);
     const buf = Buffer.alloc(e.end - e.begin);
-    const fd = openSync(this.path, 'r');
-    try {
-      const n = readSync(fd, buf, 0, buf.length, this.dataStart + e.begin);
-      if (n !== buf.length) throw new SafetensorsError(this.path, `truncated: tensor '${name}' could not be read in full`);
-    } finally {
-      closeSync(fd);
-    }
+    this.readInto(name, e, buf);
     return buf;
   }
 
