@@ -16,7 +16,7 @@ import { ortAvailability } from '../src/tensor/ort-binding.js';
 import type { BenchContext, BenchRow, BenchSuite } from './types.js';
 
 /** tfjs backends a benchmark may run on. */
-export type BenchBackend = 'native' | 'wasm' | 'cpu' | 'tensorflow';
+export type BenchBackend = 'native' | 'native-int8' | 'wasm' | 'cpu' | 'tensorflow';
 
 /**
  * What the runner passes to suites: the BenchContext of bench/types.ts plus the tfjs backends to measure.

@@ -1,6 +1,6 @@
 // A minimal ONNX model writer: just enough protobuf (varints, length-delimited fields, fixed32 floats) and
 // just enough of onnx.proto (ModelProto, GraphProto, NodeProto, TensorProto, ValueInfoProto,
-// AttributeProto) to emit small inference graphs with float32/int64 initializers. Field numbers follow
+// AttributeProto) to emit small inference graphs with float32/uint8/int64 initializers. Field numbers follow
 // onnx/onnx.proto3; unknown features are simply not supported, so there is nothing to get half right.
 // Used for the tiny E5 test model (src/skills/tiny-e5.ts) and for the native matMul path's one-node models,
 // whose initializers are a model's frozen weights (src/tensor/native-matmul.ts): a nested message is appended
@@ -83,14 +83,15 @@ class PbWriter {
 
 // onnx TensorProto.DataType
 export const ONNX_FLOAT = 1;
+export const ONNX_UINT8 = 2;
 export const ONNX_INT64 = 7;
 
 export interface OnnxTensor {
   name: string;
   dims: number[];
-  dataType: typeof ONNX_FLOAT | typeof ONNX_INT64;
-  /** Float32Array for FLOAT, BigInt64Array for INT64, or the raw little-endian bytes' source. */
-  data: Float32Array | BigInt64Array | RawFill;
+  dataType: typeof ONNX_FLOAT | typeof ONNX_UINT8 | typeof ONNX_INT64;
+  /** Float32Array for FLOAT, Uint8Array for UINT8, BigInt64Array for INT64, or the raw little-endian bytes' source. */
+  data: Float32Array | Uint8Array | BigInt64Array | RawFill;
 }
 
 export type OnnxAttr = { name: string; int: number } | { name: string; float: number } | { name: string; ints: number[] } | { name: string; tensor: OnnxTensor };
@@ -125,7 +126,7 @@ function tensorProto(t: OnnxTensor): PbWriter {
   for (const d of t.dims) w.int(1, d); // dims
   w.int(2, t.dataType); // data_type
   w.string(8, t.name); // name
-  const raw = t.data instanceof Float32Array || t.data instanceof BigInt64Array ? new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength) : t.data; // little-endian on x86/arm
+  const raw = t.data instanceof Float32Array || t.data instanceof Uint8Array || t.data instanceof BigInt64Array ? new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength) : t.data; // little-endian on x86/arm
   w.bytes(9, raw); // raw_data
   return w;
 }

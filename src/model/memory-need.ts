@@ -14,6 +14,9 @@
 //   twice the f32 weights, plus working memory, should fit the machine (measured on a Qwen3-0.6B shape:
 //   docs/models.md). Where they do not but one copy does, onnxruntime holds each matrix once, unpacked, for
 //   both products (layout `once`, slower: src/tensor/frozen-matrix.ts).
+// - native-int8: the same, with each matrix's two copies in 8-bit blocks (src/tensor/block-int8.ts: 36 bytes per
+//   32 values) instead of packed f32; the embedding table stays f32 in the wasm heap (counted in the working
+//   memory's estimate, as the activations are).
 // - tensorflow with @tensorflow/tfjs-node-gpu (CUDA 11.2, cuDNN 8.1): the weights and the working memory on
 //   each GPU (with --gpus N every worker holds the whole model).
 // - tensorflow with @tensorflow/tfjs-node, and cpu: the same in system memory (cpu is the slow JS reference).
@@ -21,7 +24,7 @@ import { totalmem } from 'node:os';
 import { MODEL_REGISTRY, type RegistryEntry } from '../../models/registry.js';
 import { packedWeightBytes, WASM_HEAP_LIMIT_BYTES } from '../tensor/wasm-heap.js';
 import { tf } from '../tensor/backend.js';
-import { nativeMatMulThreads } from '../tensor/native-matmul.js';
+import { nativeFrozenBase, nativeMatMulThreads } from '../tensor/native-matmul.js';
 import { expectedTensors, type ModelConfig } from './config.js';
 
 /** Activations, KV cache, LoRA and optimizer state on top of the f32 weights, as a fraction of them (an estimate). */
@@ -36,14 +39,17 @@ export function parameterCount(cfg: ModelConfig): number {
 }
 
 /** The backends as this page names them. */
-export type MemoryBackend = 'wasm' | 'native' | 'tensorflow-gpu' | 'tensorflow-cpu' | 'cpu';
+export type MemoryBackend = 'wasm' | 'native' | 'native-int8' | 'tensorflow-gpu' | 'tensorflow-cpu' | 'cpu';
 
 /** Copies of the f32 weights the native backend keeps to train: packed for the forward and for the backward. */
 export const NATIVE_WEIGHT_COPIES = 2;
+/** Bytes per weight of an 8-bit block copy (32 bytes and a float32 scale per 32 values: src/tensor/block-int8.ts). */
+export const INT8_BLOCK_BYTES_PER_WEIGHT = 36 / 32;
 
 export const MEMORY_BACKEND_LABELS: Record<MemoryBackend, string> = {
   wasm: 'wasm (4 GiB heap)',
   native: '--backend native (onnxruntime-node, what auto picks on a CPU machine), system memory',
+  'native-int8': '--backend native-int8 (the frozen base in 8-bit blocks), system memory',
   'tensorflow-gpu': '--backend tensorflow with @tensorflow/tfjs-node-gpu (CUDA 11.2, cuDNN 8.1), per GPU',
   'tensorflow-cpu': '--backend tensorflow with @tensorflow/tfjs-node, system memory',
   cpu: '--backend cpu (the JS reference, very slow), system memory',
@@ -70,6 +76,7 @@ export function memoryNeed(parameters: number, exact: boolean): MemoryNeed {
     backends: [
       { backend: 'wasm', runBytes: wasmRun, needBytes: wasmRun + working, limitBytes: WASM_HEAP_LIMIT_BYTES, fits },
       { backend: 'native', runBytes: NATIVE_WEIGHT_COPIES * weightBytes, needBytes: NATIVE_WEIGHT_COPIES * weightBytes + working },
+      { backend: 'native-int8', runBytes: NATIVE_WEIGHT_COPIES * INT8_BLOCK_BYTES_PER_WEIGHT * parameters, needBytes: NATIVE_WEIGHT_COPIES * INT8_BLOCK_BYTES_PER_WEIGHT * parameters + working },
       ...(['tensorflow-gpu', 'tensorflow-cpu', 'cpu'] as const).map((backend) => ({ backend, runBytes: weightBytes, needBytes: weightBytes + working })),
     ],
   };
@@ -102,6 +109,7 @@ export function memoryNeedLines(n: MemoryNeed): string[] {
       const verdict = b.fits === 'no' ? 'does not fit' : b.fits === 'tight' ? 'runs, with less working memory left than this estimate' : 'fits';
       return `wasm: ${gib(b.runBytes)} with XNNPACK's packed copy of the weights, ≈ ${gib(b.needBytes)} with working memory: ${verdict} (heap 4.0 GiB)`;
     }
+    if (b.backend === 'native-int8') return `native-int8: ≈ ${gib(b.needBytes)} of system memory to train (the weights in 8-bit blocks, twice, ${gib(b.runBytes)}, + working memory; an 8-bit base, not the f32 model: docs/method.md)`;
     if (b.backend === 'native') return `native: ≈ ${gib(b.needBytes)} of system memory to train (the weights packed twice by onnxruntime, ${gib(b.runBytes)}, + working memory; where that does not fit, held once, unpacked, and slower: ≥ ${gib(n.weightBytes)})`;
     return `${MEMORY_BACKEND_LABELS[b.backend]}: ≈ ${gib(b.needBytes)} (${gib(b.runBytes)} of weights + working memory)`;
   });
@@ -134,6 +142,10 @@ export function backendRefusal(label: string, n: MemoryNeed, backend: string | u
       `${label}: ${paramsText(n)}; the native backend keeps them in system memory (packed twice to train, ${gib(native.runBytes)}; at least once, unpacked), more than this machine's ${gib(systemBytes)}. ` +
       `Backends that would: ${others.filter((b) => b.backend !== 'native').map((b) => `${MEMORY_BACKEND_LABELS[b.backend]} with ≈ ${gib(b.needBytes)}`).join(', or ')} (docs/models.md)`
     );
+  }
+  const int8 = n.backends.find((b) => b.backend === 'native-int8');
+  if (backend === 'native-int8' && int8 && int8.runBytes > systemBytes) {
+    return `${label}: ${paramsText(n)}; the native-int8 backend keeps them in system memory in 8-bit blocks (${gib(int8.runBytes)} to train), more than this machine's ${gib(systemBytes)} (docs/models.md)`;
   }
   // The cpu backend keeps every tensor in this process's memory. (With tensorflow the weights may live on a GPU,
   // whose memory this process does not see: doctor checks it.)
@@ -170,23 +182,23 @@ export function mallocSettingsWarning(dir: string, backend: string | undefined, 
 
 /**
  * The tensor backend that is active, without starting one (undefined before any command started its backend):
- * 'native' while the native matMul path runs on the wasm backend.
+ * 'native' (or 'native-int8') while the native matMul path runs on the wasm backend.
  */
 export function activeBackendName(): string | undefined {
   const name = (tf.engine() as { backendName?: string | null }).backendName;
-  if (name === 'wasm' && nativeMatMulThreads() !== undefined) return 'native';
+  if (name === 'wasm' && nativeMatMulThreads() !== undefined) return nativeFrozenBase() === 'int8' ? 'native-int8' : 'native';
   return typeof name === 'string' && name !== '' ? name : undefined;
 }
 
 /** The table of docs/models.md: every registry model, its size and what it needs per backend. */
 export function modelMemoryMarkdown(): string {
-  const head = '| model | parameters | f32 weights | wasm (4 GiB heap) | system memory to train (native) | GPU memory per GPU (tfjs-node-gpu) | system memory (tfjs-node, cpu) |';
+  const head = '| model | parameters | f32 weights | wasm (4 GiB heap) | system memory to train (native) | the same, 8-bit base (native-int8) | GPU memory per GPU (tfjs-node-gpu) | system memory (tfjs-node, cpu) |';
   const rows = MODEL_REGISTRY.map((e) => {
     const n = memoryNeedOfEntry(e);
     const b = (k: MemoryBackend) => n.backends.find((x) => x.backend === k) as MemoryNeed['backends'][number];
     const w = b('wasm');
     const wasm = w.fits === 'no' ? `no (${gib(w.runBytes)} with the packed copy)` : w.fits === 'tight' ? `only just (${gib(w.runBytes)} to run, ≈ ${gib(w.needBytes)} with working memory)` : `yes (${gib(w.needBytes)})`;
-    return `| \`${e.name}\` | ${e.paramsB}B | ${gib(n.weightBytes)} | ${wasm} | ≥ ${gib(b('native').needBytes)} (once, slower: ≥ ${gib(n.weightBytes)}) | ≥ ${gib(b('tensorflow-gpu').needBytes)} | ≥ ${gib(b('tensorflow-cpu').needBytes)} |`;
+    return `| \`${e.name}\` | ${e.paramsB}B | ${gib(n.weightBytes)} | ${wasm} | ≥ ${gib(b('native').needBytes)} (once, slower: ≥ ${gib(n.weightBytes)}) | ≥ ${gib(b('native-int8').needBytes)} | ≥ ${gib(b('tensorflow-gpu').needBytes)} | ≥ ${gib(b('tensorflow-cpu').needBytes)} |`;
   });
-  return [head, '|---|---|---|---|---|---|---|', ...rows].join('\n');
+  return [head, '|---|---|---|---|---|---|---|---|', ...rows].join('\n');
 }

@@ -20,7 +20,7 @@
 // Positions and masks are built on the JS side from the ids.
 import { tf } from '../tensor/backend.js';
 import { linearFrozen, matMulTrainable } from '../tensor/ops.js';
-import { type FrozenMatrix, holdsNatively, NativeMatrix, TensorMatrix } from '../tensor/frozen-matrix.js';
+import { type FrozenMatrix, frozenLayout, holdsNatively, NativeMatrix, TensorMatrix } from '../tensor/frozen-matrix.js';
 import { batchedMatMul } from '../tensor/batched-matmul.js';
 import { nativeMatMulThreads } from '../tensor/native-matmul.js';
 import { recomputed } from '../tensor/recompute.js';
@@ -206,9 +206,10 @@ export class CausalLM {
     const need = memoryNeedOfConfig(cfg);
     const refusal = backendRefusal(dir, need, activeBackendName());
     if (refusal !== undefined) throw new Error(refusal);
-    // Natively: packed twice where that fits this machine, else once (src/tensor/frozen-matrix.ts).
-    const layout = nativeLayout(need) ?? 'once';
-    const risky = mallocSettingsWarning(dir, activeBackendName(), layout);
+    // Natively: in 8-bit blocks on native-int8; else packed twice where that fits this machine, else once
+    // (src/tensor/frozen-matrix.ts).
+    const layout = frozenLayout(() => nativeLayout(need) ?? 'once');
+    const risky = layout === 'int8' ? undefined : mallocSettingsWarning(dir, activeBackendName(), layout);
     if (risky !== undefined) (opts.warn ?? ((m: string) => console.warn(`warning: ${m}`)))(risky);
     const ckpt = new SafetensorsCheckpoint(dir);
     const shapes = expectedTensors(cfg);
@@ -517,7 +518,8 @@ export class CausalLM {
     const all = [...this.layers.flatMap((w) => Object.values(w.proj)), ...(this.lmHead ? [this.lmHead] : [])];
     const native = all.filter((m): m is NativeMatrix => m instanceof NativeMatrix);
     if (native.length === 0) return 'frozen base as tensors';
-    const layout = native[0]?.layout === 'once' ? 'once, unpacked (two packed copies would not fit this machine: slower products)' : 'packed for MLAS';
+    const layout =
+      native[0]?.layout === 'once' ? 'once, unpacked (two packed copies would not fit this machine: slower products)' : native[0]?.layout === 'int8' ? 'in 8-bit blocks (native-int8)' : 'packed for MLAS';
     return `frozen base: ${native.length} of ${all.length} matrices held by onnxruntime, ${layout}`;
   }
 

@@ -5,7 +5,7 @@ import type { AdamWConfig, AdamWState } from '../rl/optimizer.js';
 import type { GrpoUpdateConfig, TrainingSequence } from '../rl/grpo-update.js';
 import type { LoraAdapter, LoraConfig } from '../model/lora.js';
 import type { CausalLM } from '../model/qwen3.js';
-import type { BackendName } from '../tensor/backend.js';
+import type { BackendChoice } from '../tensor/backend.js';
 
 export interface RoleInit {
   lora: LoraConfig;
@@ -18,7 +18,8 @@ export interface WorkerInit {
   rank: number;
   worldSize: number;
   modelDir: string;
-  backend: BackendName;
+  /** The backend the trainer runs (native-int8 rather than native where the base is 8-bit: workers hold it alike). */
+  backend: Exclude<BackendChoice, 'auto'>;
   roles: Record<string, RoleInit>;
   grpo: Omit<GrpoUpdateConfig, 'normalizer'>;
   /**

@@ -41,7 +41,7 @@ async function handle(msg: ToWorker): Promise<void> {
     case 'init': {
       init = msg.init;
       // One compute thread per worker on wasm: N workers share the machine's cores (docs/scale-out.md).
-      await initBackend(init.backend, init.backend === 'wasm' || init.backend === 'native' ? { threads: 1 } : {});
+      await initBackend(init.backend, init.backend === 'wasm' || init.backend === 'native' || init.backend === 'native-int8' ? { threads: 1 } : {});
       model = await CausalLM.load(init.modelDir);
       const gradientKeys: Record<string, string[]> = {};
       for (const [name, r] of Object.entries(init.roles)) {

@@ -385,7 +385,7 @@ export async function buildRun(run: RunFolder, config: TrainConfig, hooks: Train
       workers,
       init: {
         modelDir,
-        backend: backend.name,
+        backend: backend.frozenBase === 'int8' ? 'native-int8' : backend.name,
         roles: { proposer: roleInit('proposer'), solver: roleInit('solver') },
         grpo: grpoConfig,
         tasks: { module: STEP_WORKER_MODULE, init: { config } satisfies StepWorkerInit },

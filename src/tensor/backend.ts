@@ -30,7 +30,7 @@ import { ortAvailability } from './ort-binding.js';
 
 export { tf };
 
-export const BACKEND_CHOICES = ['auto', 'tensorflow', 'webgpu', 'native', 'wasm', 'cpu'] as const;
+export const BACKEND_CHOICES = ['auto', 'tensorflow', 'webgpu', 'native', 'native-int8', 'wasm', 'cpu'] as const;
 export type BackendChoice = (typeof BACKEND_CHOICES)[number];
 export type BackendName = 'tensorflow' | 'webgpu' | 'native' | 'wasm' | 'cpu';
 
@@ -48,6 +48,8 @@ export interface BackendInfo {
   threads: number | undefined;
   /** The WebGPU adapter, on the webgpu backend. */
   adapter?: WebgpuAdapterReport;
+  /** On native: the frozen base in 8-bit blocks (`--backend native-int8`, src/tensor/block-int8.ts). */
+  frozenBase?: 'int8';
 }
 
 export interface BackendOptions {
@@ -66,7 +68,7 @@ export function describeBackend(info: BackendInfo): string {
         : info.name === 'native'
           ? `matMuls on ${plural(info.threads)}, the rest on 1`
           : plural(info.threads);
-  return `${info.name} (${info.provider}; ${info.reason}; ${threads})`;
+  return `${info.frozenBase === 'int8' ? 'native-int8' : info.name} (${info.provider}; ${info.reason}; ${threads}${info.frozenBase === 'int8' ? '; the frozen base in 8-bit blocks' : ''})`;
 }
 
 let active: BackendInfo | undefined;
@@ -124,7 +126,7 @@ export function webgpuRefusal(reason: string): string {
   return `--backend webgpu cannot start: ${reason}. Use --backend wasm (or auto, which picks wasm here)${reason.includes('not installed') ? '' : `; ${WEBGPU_FLAGS_ENV} passes Dawn's options (docs/scale-out.md)`}.`;
 }
 
-async function activate(name: BackendName, threads: number | undefined): Promise<void> {
+async function activate(name: BackendName, threads: number | undefined, frozenBase: 'f32' | 'int8'): Promise<void> {
   // The native matMul path routes only on the `native` backend; every other start turns it off.
   if (name !== 'native') deactivateNativeMatMul();
   if (name === 'webgpu') {
@@ -152,7 +154,7 @@ async function activate(name: BackendName, threads: number | undefined): Promise
     await prepareBatchedMatMul();
     await prepareRmsNormWat();
   }
-  if (name === 'native') activateNativeMatMul(threads ?? availableParallelism());
+  if (name === 'native') activateNativeMatMul(threads ?? availableParallelism(), frozenBase);
 }
 
 /**
@@ -178,10 +180,10 @@ export async function initBackend(choice: BackendChoice = 'auto', options: Backe
       );
     }
     info = { name: 'tensorflow', provider: pkg, reason: 'requested' };
-  } else if (choice === 'native') {
+  } else if (choice === 'native' || choice === 'native-int8') {
     const ort = ortAvailability();
-    if (!ort.ok) throw new Error(`--backend native cannot start: ${ort.reason}. Use --backend wasm (or auto, which picks wasm then)`);
-    info = { name: 'native', provider: nativeProvider(ort.version as string), reason: 'requested' };
+    if (!ort.ok) throw new Error(`--backend ${choice} cannot start: ${ort.reason}. Use --backend wasm (or auto, which picks wasm then)`);
+    info = { name: 'native', provider: nativeProvider(ort.version as string), reason: 'requested', ...(choice === 'native-int8' ? { frozenBase: 'int8' as const } : {}) };
   } else if (choice === 'wasm') {
     info = { name: 'wasm', provider: '@tensorflow/tfjs-backend-wasm', reason: 'requested' };
   } else if (choice === 'cpu') {
@@ -205,7 +207,7 @@ export async function initBackend(choice: BackendChoice = 'auto', options: Backe
         : `--threads ${requested}: the tensorflow backend sizes its own thread pool; leave --threads unset`,
     );
   }
-  await activate(info.name, threads);
+  await activate(info.name, threads, info.frozenBase ?? 'f32');
   active = { ...info, threads };
   return active;
 }

@@ -16,10 +16,14 @@
 //   session holds W once, unpacked, for both products (prepacking off), and MLAS packs its panels per product:
 //   half the memory, for a slower product (a decoded row's product most of all). Each run feeds both inputs,
 //   the unused one with no rows (onnxruntime runs every node of a session).
+//   Layout `int8` (the `native-int8` backend): each product's session holds W in 8-bit blocks (./block-int8.ts),
+//   the forward's quantized along W's rows, the backward's along its columns: about a quarter of f32's bytes a
+//   copy, which a decoded token reads once per matrix.
 import * as tf from '@tensorflow/tfjs';
 import { ONNX_FLOAT, encodeOnnxModel, type OnnxValueInfo, type RawFill } from '../formats/onnx.js';
 import { createSession, type OrtNativeSession, type OrtTensorView, view } from './ort-binding.js';
-import { heapView, nativeMatMulThreads } from './native-matmul.js';
+import { blockInt8Model, quantizeBlocks } from './block-int8.js';
+import { heapView, nativeFrozenBase, nativeMatMulThreads } from './native-matmul.js';
 import { matMulT } from './ops.js';
 
 export interface FrozenMatrix {
@@ -128,8 +132,13 @@ function registerKernel(): void {
   });
 }
 
-/** How onnxruntime holds a frozen W: packed for each product (two copies), or once, unpacked (see the header). */
-export type NativeLayout = 'packed' | 'once';
+/** How onnxruntime holds a frozen W: packed for each product (two copies), once, unpacked, or in 8-bit blocks for each product (see the header). */
+export type NativeLayout = 'packed' | 'once' | 'int8';
+
+/** The layout the active native backend holds every frozen W in: `int8` on `native-int8`, else the memory-decided f32 one. */
+export function frozenLayout(f32: () => 'packed' | 'once'): NativeLayout {
+  return nativeFrozenBase() === 'int8' ? 'int8' : f32();
+}
 
 /** The product nodes: x [n, in] · Wᵀ (the forward, from W as stored [out, in]) and dy [m, out] · W. */
 const FORWARD = { op: 'Gemm', inputs: ['x', 'w'], outputs: ['y'], attrs: [{ name: 'transB', int: 1 }] };
@@ -151,6 +160,13 @@ function productModel(weight: Float32Array | RawFill, inDim: number, outDim: num
     },
     { opset: 17 },
   );
+}
+
+/** The floats of a `RawFill` (a checkpoint's bytes), read into an array of their own. */
+function filled(fill: RawFill): Float32Array {
+  const bytes = new Uint8Array(fill.byteLength);
+  fill.fill(bytes);
+  return new Float32Array(bytes.buffer);
 }
 
 /**
@@ -187,6 +203,12 @@ export class NativeMatrix implements FrozenMatrix {
     const w = this.load();
     const floats = w instanceof Float32Array ? w.length : w.byteLength / 4;
     if (floats !== inDim * outDim) throw new Error(`NativeMatrix: the loader gave ${floats} floats for a [${outDim}, ${inDim}] weight`);
+    if (this.layout === 'int8') {
+      // W [out, in]: the forward sums over `in` (W's rows), the backward over `out` (its columns).
+      const values = w instanceof Float32Array ? w : filled(w);
+      const q = products === 'forward' ? quantizeBlocks(values, outDim, inDim, inDim, 1) : quantizeBlocks(values, inDim, outDim, 1, inDim);
+      return createSession(blockInt8Model(q, `frozen-int8-${products}`), { threads: this.threads });
+    }
     return createSession(productModel(w, inDim, outDim, products), { threads: this.threads, prepack: products !== 'both' });
   }
 
@@ -206,7 +228,9 @@ export class NativeMatrix implements FrozenMatrix {
       return;
     }
     this.backward ??= this.makeSession('backward');
-    this.backward.run({ dy: input }, { dx: output });
+    // The 8-bit sessions name their one input x and output y (./block-int8.ts).
+    if (this.layout === 'int8') this.backward.run({ x: input }, { y: output });
+    else this.backward.run({ dy: input }, { dx: output });
   }
 
   /** Whether the backward's product can run without making a session (its packed copy counts in memory). */

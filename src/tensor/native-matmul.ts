@@ -33,8 +33,12 @@ interface WasmBackendLike {
 
 type KernelFunc = (args: { inputs: tf.NamedTensorInfoMap; backend: unknown; attrs: tf.NamedAttrMap }) => tf.TensorInfo | tf.TensorInfo[];
 
+/** How the native backend holds a model's frozen weights: float32, or in 8-bit blocks (`native-int8`, ./block-int8.ts). */
+export type FrozenBase = 'f32' | 'int8';
+
 interface Active {
   threads: number;
+  base: FrozenBase;
   /** One session per (transposeA, transposeB), made on first use. */
   sessions: Map<string, OrtNativeSession>;
   /** Products sent to MLAS since activation (for tests and the bench's note). */
@@ -168,11 +172,14 @@ function install(): void {
 }
 
 /** Routes large matMuls of the (single-threaded) wasm backend to MLAS on `threads` threads. */
-export function activateNativeMatMul(threads: number): void {
+export function activateNativeMatMul(threads: number, base: FrozenBase = 'f32'): void {
   install();
-  if (active?.threads === threads) return;
+  if (active?.threads === threads) {
+    active.base = base;
+    return;
+  }
   deactivateNativeMatMul();
-  active = { threads, sessions: new Map(), calls: 0 };
+  active = { threads, base, sessions: new Map(), calls: 0 };
 }
 
 /** Back to XNNPACK for every matMul (the `wasm` backend). */
@@ -185,6 +192,11 @@ export function deactivateNativeMatMul(): void {
 /** MLAS threads while the native path is on, else undefined. */
 export function nativeMatMulThreads(): number | undefined {
   return active?.threads;
+}
+
+/** How frozen weights are held while the native path is on, else undefined. */
+export function nativeFrozenBase(): FrozenBase | undefined {
+  return active?.base;
 }
 
 /** Products sent to MLAS since the path was activated (0 when it is off). */
