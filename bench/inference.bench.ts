@@ -16,6 +16,10 @@
 //   Batch 8 on llama.cpp = 8 sequences of one context, evaluated together in the same batches.
 // - The cpu backend (~1 GFLOP/s) gets shorter prompts and fewer decode steps on the ~100M model; the case
 //   name says P (prompt tokens) and D (decode steps), and llama.cpp is measured at the same P and D.
+// - The 8-bit base: where native runs, the ~100M model is also measured on native-int8 (the frozen matrices in
+//   8-bit blocks, src/tensor/block-int8.ts), and its peer is llama.cpp on a Q8_0 export of the same checkpoint
+//   (rows `llama.cpp-q8_0/Nt`; ratio = native-int8 / that). The tiny model holds no matrix natively, so it
+//   has no such rows.
 // - Profile: a batch-1 prefill and the decode steps after it, of the ~100M model (quick: tiny) on wasm with all
 //   cores, kernels grouped by name and shapes (bench/profile.ts), and the time spent outside kernels.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -200,6 +204,11 @@ async function profileInference(model: CausalLM, seed: number, label: string, ke
 
 // ----- llama.cpp (node-llama-cpp) -----
 
+/** A llama.cpp row's engine label: `llama.cpp/2t` on the f32 GGUF, `llama.cpp-q8_0/2t` on the Q8_0 one. */
+function peerLabel(type: 'f32' | 'q8_0', threads: number): string {
+  return `llama.cpp${type === 'f32' ? '' : '-q8_0'}/${threads}t`;
+}
+
 async function cpuLlama(): Promise<{ llama: Llama } | { error: string }> {
   try {
     return { llama: await openLlama({ gpu: false, maxThreads: availableParallelism() }) };
@@ -270,6 +279,8 @@ export const suite: BenchSuite = {
     const rows: BenchRow[] = [];
     const profiles: BenchRow[] = []; // printed after the speed rows
     const engines = benchEngines(ctx);
+    // The 8-bit base beside native (see the header), on the ~100M model only.
+    const int8Engines: BenchEngine[] = engines.filter((e) => e.backend === 'native').map((e) => ({ ...e, backend: 'native-int8', label: e.label.replace('/native-', '/native-int8-') }));
     const specs = ctx.quick ? [TINY] : [TINY, M100];
     const allThreads = Math.max(1, ctx.threads);
     const threadCounts = allThreads > 1 ? [1, allThreads] : [1];
@@ -290,6 +301,10 @@ export const suite: BenchSuite = {
         const made = makeTinyCheckpoint({ ...spec.make, out: dir });
         const gguf = join(root, `${spec.key}.gguf`);
         await exportGguf(dir, gguf, { dtype: 'f32' });
+        const specEngines = spec.key === M100.key ? [...engines, ...int8Engines] : engines;
+        const ggufQ8 = join(root, `${spec.key}-q8_0.gguf`);
+        const q8 = specEngines.some((e) => e.backend === 'native-int8');
+        if (q8) await exportGguf(dir, ggufQ8, { dtype: 'q8_0' });
         const desc = describeModel(spec, made.parameters);
         ctx.log(`${spec.key}: ${desc} (made and exported in ${((performance.now() - t) / 1000).toFixed(1)} s)`);
         const vocab = made.config.vocabSize;
@@ -297,7 +312,7 @@ export const suite: BenchSuite = {
 
         // Ours, per backend.
         const ours: Array<{ engine: BenchEngine; setting: Setting; timing: Timing }> = [];
-        for (const engine of engines) {
+        for (const engine of specEngines) {
           const backend = engine.backend;
           await initEngine(engine);
           const before = tf.memory().numTensors;
@@ -324,13 +339,16 @@ export const suite: BenchSuite = {
           if (leaked !== 0) ctx.log(`warning: ${leaked} tensors leaked on ${engine.label}`);
         }
 
-        // llama.cpp at every distinct setting ours used, on 1 thread and on all cores.
-        const reference = new Map<string, Timing>(); // key: case|threads
-        if (!('error' in nlc)) {
-          const lm = await nlc.llama.loadModel({ modelPath: gguf, gpuLayers: 0 });
+        // llama.cpp at every distinct setting ours used, on 1 thread and on all cores: on the f32 GGUF, and on
+        // the Q8_0 one at the settings native-int8 used.
+        const reference = new Map<string, Timing>(); // key: case|threads|f32 or q8_0
+        const peers = [{ type: 'f32' as const, path: gguf, of: ours.filter((o) => o.engine.backend !== 'native-int8') }, ...(q8 ? [{ type: 'q8_0' as const, path: ggufQ8, of: ours.filter((o) => o.engine.backend === 'native-int8') }] : [])];
+        for (const peer of 'error' in nlc ? [] : peers) {
+          if ('error' in nlc) break;
+          const lm = await nlc.llama.loadModel({ modelPath: peer.path, gpuLayers: 0 });
           try {
             const distinct = new Map<string, Setting>();
-            for (const o of ours) {
+            for (const o of peer.of) {
               const name = caseName(spec.key, o.setting);
               const prev = distinct.get(name);
               distinct.set(name, { ...o.setting, allCores: o.setting.allCores || (prev?.allCores ?? false), repeats: Math.max(o.setting.repeats, prev?.repeats ?? 0) });
@@ -341,8 +359,8 @@ export const suite: BenchSuite = {
                 // 1 thread is the ratio's reference: at least 3 repeats (it is fast); all cores: as ours.
                 const repeats = threads === 1 ? Math.max(3, s.repeats) : s.repeats;
                 const timing = await llamaMeasure(lm, s, threads, repeats, vocab, seed);
-                ctx.log(`llama.cpp/${threads}t ${name}: prefill ${timing.prefillTokS.toFixed(1)} tok/s, decode ${timing.decodeTokS.toFixed(1)} tok/s`);
-                reference.set(`${name}|${threads}`, timing);
+                ctx.log(`${peerLabel(peer.type, threads)} ${name}: prefill ${timing.prefillTokS.toFixed(1)} tok/s, decode ${timing.decodeTokS.toFixed(1)} tok/s`);
+                reference.set(`${name}|${threads}|${peer.type}`, timing);
               }
             }
           } finally {
@@ -357,7 +375,8 @@ export const suite: BenchSuite = {
             const key = metric === 'prefill' ? 'prefillTokS' : 'decodeTokS';
             for (const o of ours.filter((x) => caseName(spec.key, x.setting) === name)) {
               const threads = o.engine.threads ?? 1;
-              const ref = reference.get(`${name}|${threads}`);
+              const peerType = o.engine.backend === 'native-int8' ? 'q8_0' : 'f32';
+              const ref = reference.get(`${name}|${threads}|${peerType}`);
               rows.push({
                 case: name,
                 engine: o.engine.label,
@@ -368,25 +387,29 @@ export const suite: BenchSuite = {
                 notes:
                   `${desc}; median of ${o.setting.repeats} after ${o.setting.warm.runs} warm-up run${o.setting.warm.runs === 1 ? '' : 's'}` +
                   (o.engine.backend === 'cpu' && spec.key === '100m' ? '; cpu backend (~1 GFLOP/s): shorter prompt and fewer steps' : '') +
-                  (ref ? `; ratio = ours / llama.cpp on ${threads} thread${threads > 1 ? 's' : ''}` : '; no llama.cpp row at this thread count, no ratio'),
+                  (o.engine.backend === 'native-int8' ? '; frozen base in 8-bit blocks' : '') +
+                  (ref ? `; ratio = ours / ${peerLabel(peerType, threads)}` : '; no llama.cpp row at this thread count, no ratio'),
               });
             }
-            for (const threads of threadCounts) {
-              const ref = reference.get(`${name}|${threads}`);
-              if (!ref) continue;
-              rows.push({
-                case: name,
-                engine: `llama.cpp/${threads}t`,
-                metric,
-                value: ref[key],
-                unit: 'tok/s',
-                notes: `llama.cpp via node-llama-cpp, CPU, same GGUF (f32), F32 KV cache, flash attention off, ${threads} thread${threads > 1 ? 's' : ''}; batch 8 = 8 sequences of one context; median of ${threads === 1 ? '≥3' : 'as many repeats as ours'}`,
-              });
+            for (const peerType of ['f32', 'q8_0'] as const) {
+              for (const threads of threadCounts) {
+                const ref = reference.get(`${name}|${threads}|${peerType}`);
+                if (!ref) continue;
+                rows.push({
+                  case: name,
+                  engine: peerLabel(peerType, threads),
+                  metric,
+                  value: ref[key],
+                  unit: 'tok/s',
+                  notes: `llama.cpp via node-llama-cpp, CPU, same checkpoint (GGUF ${peerType === 'f32' ? 'f32' : 'Q8_0 matrices'}), F32 KV cache, flash attention off, ${threads} thread${threads > 1 ? 's' : ''}; batch 8 = 8 sequences of one context; median of ${threads === 1 ? '≥3' : 'as many repeats as ours'}`,
+                });
+              }
             }
           }
         }
         rmSync(dir, { recursive: true, force: true });
         rmSync(gguf, { force: true });
+        rmSync(ggufQ8, { force: true });
       }
     } finally {
       process.off('SIGINT', onSignal);

@@ -53,7 +53,7 @@ export interface BenchEngine {
 export function benchEngines(ctx: BenchContext, prefix = 'sesa'): BenchEngine[] {
   const out: BenchEngine[] = [];
   for (const backend of benchBackends(ctx)) {
-    if (backend === 'wasm' || backend === 'native') {
+    if (backend === 'wasm' || backend === 'native' || backend === 'native-int8') {
       for (const threads of ctx.threads > 1 ? [1, ctx.threads] : [1]) out.push({ backend, threads, label: `${prefix}/${backend}-${threads}t` });
     } else out.push({ backend, label: `${prefix}/${backend}` });
   }

@@ -217,6 +217,38 @@ describe('HF → GGUF export', () => {
     expect(Array.from(readGgufTensor(f, 'blk.0.attn_q.weight'))).toEqual(Array.from(f16ToF32(f32ToF16(q))));
   });
 
+  it('exports Q8_0 matrices as ggml quantizes them: an f16 scale max|block|/127 per 32 values, each value within half a step', async () => {
+    const dir = join(root, 'qwen3-q8');
+    writeTinyHf(dir, { arch: 'qwen3', hidden: 64, heads: 4, kvHeads: 2, headDim: 32, layers: 1, ff: 96, vocab: 320, tie: true, seed: 6, tokenizer: 'bytebpe' });
+    const out = join(root, 'qwen3-q8_0.gguf');
+    const res = await exportGguf(dir, out, { dtype: 'q8_0' });
+    expect(res.dtype).toBe('q8_0');
+    const f = readGguf(out);
+    expect(ggufMeta(f, 'general.file_type')).toBe(7); // MOSTLY_Q8_0
+    const info = f.tensors.get('blk.0.attn_q.weight');
+    expect(info?.type).toBe('Q8_0');
+    expect(info?.byteSize).toBe((64 * 128 * 34) / 32);
+    expect(f.tensors.get('blk.0.attn_norm.weight')?.type).toBe('F32');
+    const q = new SafetensorsCheckpoint(dir).readFloat32('model.layers.0.self_attn.q_proj.weight');
+    const back = readGgufTensor(f, 'blk.0.attn_q.weight');
+    expect(back.length).toBe(q.length);
+    for (let b = 0; b < q.length / 32; b++) {
+      const block = Array.from(q.subarray(b * 32, b * 32 + 32));
+      const max = Math.max(...block.map(Math.abs));
+      const d = f16ToF32(f32ToF16(Float32Array.of(max / 127)))[0] as number;
+      block.forEach((v, j) => {
+        // q is rounded with the f32 scale, then stored against its f16 rounding (ggml's reference does the same).
+        expect(Math.abs((back[b * 32 + j] as number) - v)).toBeLessThanOrEqual(d / 2 + 127 * Math.abs(d - max / 127) + 1e-9);
+        // The value read back is d times a whole step count in [-127, 127].
+        const steps = (back[b * 32 + j] as number) / d;
+        expect(Math.abs(steps - Math.round(steps))).toBeLessThan(1e-4);
+        expect(Math.abs(steps)).toBeLessThanOrEqual(127 + 1e-4);
+      });
+    }
+    // Q8_0 needs whole blocks along the innermost dim.
+    expect(() => writeGguf(join(root, 'bad-q8.gguf'), [], [{ name: 't', type: 'Q8_0', dims: [48, 2], data: new Float32Array(96) }])).toThrow(/Q8_0 needs the innermost dim to be a multiple of 32, got dims \[48,2\]/);
+  });
+
   it('names the file and tensor when the checkpoint does not match config.json', async () => {
     const dir = join(root, 'broken');
     writeTinyHf(dir, { arch: 'qwen2', hidden: 32, heads: 4, kvHeads: 2, layers: 1, ff: 64, vocab: 300, tie: true, seed: 1, tokenizer: 'bytebpe' });

@@ -123,7 +123,7 @@ describe('memory need per backend', () => {
     const end = page.indexOf(MODELS_END);
     expect(start).toBeGreaterThan(0);
     expect(page.slice(start, end + MODELS_END.length)).toBe(modelsSection());
-    expect(modelMemoryMarkdown()).toContain('| `qwen3-4b` | 4B | 14.9 GiB | no (29.8 GiB with the packed copy) | ≥ 34.3 GiB (once, slower: ≥ 14.9 GiB) | ≥ 19.4 GiB | ≥ 19.4 GiB |');
+    expect(modelMemoryMarkdown()).toContain('| `qwen3-4b` | 4B | 14.9 GiB | no (29.8 GiB with the packed copy) | ≥ 34.3 GiB (once, slower: ≥ 14.9 GiB) | ≥ 12.9 GiB | ≥ 19.4 GiB | ≥ 19.4 GiB |');
   });
 });
 
@@ -134,7 +134,7 @@ describe('the refusal before loading, through the command line', () => {
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain('models--Qwen--Qwen3-4B');
     expect(r.stderr).toContain('4.02B parameters, 15.0 GiB of f32 weights; the wasm backend holds the weights and XNNPACK');
-    expect(r.stderr).toContain('Backends that would: --backend native (onnxruntime-node, what auto picks on a CPU machine), system memory with ≈ 34.5 GiB, or --backend tensorflow with @tensorflow/tfjs-node-gpu');
+    expect(r.stderr).toContain('Backends that would: --backend native (onnxruntime-node, what auto picks on a CPU machine), system memory with ≈ 34.5 GiB, or --backend native-int8 (the frozen base in 8-bit blocks), system memory with ≈ 12.9 GiB, or --backend tensorflow with @tensorflow/tfjs-node-gpu');
     expect(r.stderr).not.toMatch(/safetensors|tensor '.*' is missing/);
   });
 

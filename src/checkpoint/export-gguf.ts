@@ -12,7 +12,8 @@ import { expectedTensors, loadModelConfig, type ModelConfig } from '../model/con
 import { SafetensorsCheckpoint } from '../formats/safetensors.js';
 import { gv, writeGguf, type GgufTensorToWrite, type GgufValue } from '../formats/gguf.js';
 
-export type GgufExportDtype = 'f32' | 'f16';
+/** The matrices' type (norms and biases stay f32): q8_0 is llama.cpp's 8-bit blocks (src/formats/gguf.ts). */
+export type GgufExportDtype = 'f32' | 'f16' | 'q8_0';
 
 export interface ExportGgufOptions {
   dtype?: GgufExportDtype;
@@ -421,7 +422,7 @@ function archMetadata(cfg: ModelConfig): Array<[string, GgufValue]> {
  */
 export async function exportGguf(modelDir: string, outPath: string, options: ExportGgufOptions = {}): Promise<ExportGgufResult> {
   const dtype = options.dtype ?? 'f32';
-  if (dtype !== 'f32' && dtype !== 'f16') throw new Error(`GGUF export: dtype must be 'f32' or 'f16', got ${JSON.stringify(dtype)}`);
+  if (dtype !== 'f32' && dtype !== 'f16' && dtype !== 'q8_0') throw new Error(`GGUF export: dtype must be 'f32', 'f16' or 'q8_0', got ${JSON.stringify(dtype)}`);
   const dir = resolve(modelDir);
   const cfg = loadModelConfig(dir);
   checkSupported(cfg, dir);
@@ -443,7 +444,7 @@ export async function exportGguf(modelDir: string, outPath: string, options: Exp
     ['general.architecture', gv.string(cfg.architecture)],
     ['general.type', gv.string('model')],
     ['general.name', gv.string(name)],
-    ['general.file_type', gv.u32(dtype === 'f16' ? 1 : 0)], // LlamaFileType ALL_F32 / MOSTLY_F16
+    ['general.file_type', gv.u32({ f32: 0, f16: 1, q8_0: 7 }[dtype])], // LlamaFileType ALL_F32 / MOSTLY_F16 / MOSTLY_Q8_0
     ['general.alignment', gv.u32(32)],
     ...archMetadata(cfg),
     ...vocab.entries,
@@ -460,7 +461,7 @@ export async function exportGguf(modelDir: string, outPath: string, options: Exp
     const isQk = /\.self_attn\.[qk]_proj\.(weight|bias)$/.test(hf);
     tensors.push({
       name: gg,
-      type: dtype === 'f16' && shape.length === 2 ? 'F16' : 'F32',
+      type: shape.length === 2 && dtype !== 'f32' ? (dtype === 'f16' ? 'F16' : 'Q8_0') : 'F32',
       dims: [...shape].reverse(),
       data: () => {
         const v = ckpt.readFloat32(hf, shape);

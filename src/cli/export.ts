@@ -28,7 +28,7 @@ export const command: CommandModule<object, ExportArgs> = {
       .option('format', { choices: EXPORT_FORMATS, demandOption: true, describe: 'output format' })
       .option('out', { type: 'string', demandOption: true, describe: 'output file' })
       .option('adapter', { type: 'string', describe: 'export this LoRA adapter folder (PEFT) instead of the base model' })
-      .option('dtype', { choices: ['f32', 'f16'] as const, default: 'f32' as GgufExportDtype, describe: 'weight type of the matrices (norms and biases stay f32)' })
+      .option('dtype', { choices: ['f32', 'f16', 'q8_0'] as const, default: 'f32' as GgufExportDtype, describe: 'weight type of the matrices (norms and biases stay f32); q8_0: llama.cpp\'s 8-bit blocks' })
       .example('$0 export --model ./tiny --format gguf --out tiny.gguf', 'write an f32 GGUF')
       .example('$0 export --model ./tiny --adapter run/checkpoints/step-10/solver --format gguf --out solver.gguf', 'a GGUF LoRA adapter for llama.cpp')
       .check((a) => {

@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { SafetensorsCheckpoint } from '../formats/safetensors.js';
 import { expectedTensors, loadModelConfig, type ModelConfig } from '../model/config.js';
 import { projectionShape } from '../model/lora.js';
-import { memoryNeedStatement, NATIVE_WEIGHT_COPIES, parameterCount, type MemoryNeed, WORKING_MEMORY_FRACTION } from '../model/memory-need.js';
+import { INT8_BLOCK_BYTES_PER_WEIGHT, memoryNeedStatement, NATIVE_WEIGHT_COPIES, parameterCount, type MemoryNeed, WORKING_MEMORY_FRACTION } from '../model/memory-need.js';
 import { resolveModel } from '../model/resolve.js';
 import { packedWeightBytes } from '../tensor/wasm-heap.js';
 import { type CheckResult, type DoctorOptions, firstLine, formatBytes } from './types.js';
@@ -97,14 +97,24 @@ export function checkModelMemory(config: ModelConfig, limitBytes: number, limitN
 
 /**
  * On the native backend: onnxruntime keeps the frozen weights packed for MLAS in system memory, twice to train
- * (forward and backward: src/model/memory-need.ts), beside the wasm heap that holds the rest.
+ * (forward and backward: src/model/memory-need.ts), beside the wasm heap that holds the rest; on native-int8,
+ * twice in 8-bit blocks.
  */
-export function checkNativeModelMemory(config: ModelConfig, systemBytes: number): CheckResult {
+export function checkNativeModelMemory(config: ModelConfig, systemBytes: number, base: 'f32' | 'int8' = 'f32'): CheckResult {
   const weights = 4 * parameterCount(config);
+  const int8Hint = 'or --backend native-int8, which holds the frozen base in 8-bit blocks (about a quarter of the memory; an 8-bit base, not the f32 model: docs/method.md)';
+  if (base === 'int8') {
+    const run = NATIVE_WEIGHT_COPIES * INT8_BLOCK_BYTES_PER_WEIGHT * parameterCount(config);
+    const need = run + weights * WORKING_MEMORY_FRACTION;
+    const detail = `${(parameterCount(config) / 1e6).toFixed(1)}M parameters: the frozen base in 8-bit blocks, twice to train (${formatBytes(run)}), ≈ ${formatBytes(need)} with working memory; system memory holds ${formatBytes(systemBytes)}`;
+    if (run > systemBytes) return { check: 'model-memory', status: 'fail', detail, fix: 'a smaller model, or a machine with more memory (docs/models.md)' };
+    if (need > systemBytes) return { check: 'model-memory', status: 'warn', detail: `${detail}: the working memory may not fit`, fix: 'a smaller model or shorter sequences, or a machine with more memory (docs/models.md)' };
+    return { check: 'model-memory', status: 'ok', detail };
+  }
   const run = NATIVE_WEIGHT_COPIES * weights;
   const need = run + weights * WORKING_MEMORY_FRACTION;
   const detail = `${(parameterCount(config) / 1e6).toFixed(1)}M parameters: ${formatBytes(weights)} of f32 weights, packed twice by onnxruntime to train (${formatBytes(run)}), ≈ ${formatBytes(need)} with working memory; system memory holds ${formatBytes(systemBytes)}`;
-  if (weights > systemBytes) return { check: 'model-memory', status: 'fail', detail, fix: 'a smaller model, or a machine with more memory (docs/models.md)' };
+  if (weights > systemBytes) return { check: 'model-memory', status: 'fail', detail, fix: `a smaller model, or a machine with more memory (docs/models.md), ${int8Hint}` };
   if (need > systemBytes) {
     return {
       check: 'model-memory',
@@ -112,7 +122,8 @@ export function checkNativeModelMemory(config: ModelConfig, systemBytes: number)
       detail: `${detail}: onnxruntime will hold each matrix once, unpacked (${formatBytes(weights)}), and MLAS packs it per product (slower)`,
       fix:
         'a machine with more memory for the faster layout, or a smaller model; start it with `node bin/sesa-train.mjs …` rather than `npx sesa-train`: ' +
-        "the bin's malloc settings keep the load's freed copies resident (a Qwen3-4B shape on 24 GiB was killed at 24.3 GB with them and peaked at 20.5 GB without: docs/models.md)",
+        "the bin's malloc settings keep the load's freed copies resident (a Qwen3-4B shape on 24 GiB was killed at 24.3 GB with them and peaked at 20.5 GB without: docs/models.md); " +
+        int8Hint,
     };
   }
   return { check: 'model-memory', status: 'ok', detail };

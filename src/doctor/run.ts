@@ -60,7 +60,7 @@ export async function runDoctor(options: DoctorOptions, probes: Probes = default
   const webgpuAdapter = webgpu.ok && (options.backend === 'webgpu' || (options.backend === 'auto' && !gpuBackend && !webgpu.adapter.cpuRenderer)) ? webgpu.adapter : undefined;
   const cpuTensorflow = !gpuBackend && !webgpuAdapter && (options.backend === 'tensorflow' || options.backend === 'auto') && tfLoads('tfjs-node');
   // auto takes native after tfjs-node, wherever onnxruntime-node's binding loads.
-  const nativeBackend = native.status === 'ok' && (options.backend === 'native' || (options.backend === 'auto' && !gpuBackend && !webgpuAdapter && !cpuTensorflow));
+  const nativeBackend = native.status === 'ok' && (options.backend === 'native' || options.backend === 'native-int8' || (options.backend === 'auto' && !gpuBackend && !webgpuAdapter && !cpuTensorflow));
   if ((options.gpus ?? 1) > 1) results.push(await checkGpuWorkers(probes, options.gpus as number, gpuBackend));
   let limit = Math.min(WASM_HEAP_BYTES, probes.totalMemoryBytes);
   let limitName = 'the wasm heap (4 GiB cap)';
@@ -92,7 +92,7 @@ export async function runDoctor(options: DoctorOptions, probes: Probes = default
     if (model.config) {
       // Only wasm holds XNNPACK's packed copy of the weights besides them; native holds them packed in system
       // memory (src/model/memory-need.ts).
-      if (nativeBackend) results.push(checkNativeModelMemory(model.config, probes.totalMemoryBytes));
+      if (nativeBackend) results.push(checkNativeModelMemory(model.config, probes.totalMemoryBytes, options.backend === 'native-int8' ? 'int8' : 'f32'));
       else results.push(checkModelMemory(model.config, limit, limitName, !gpuBackend && !webgpuAdapter && !cpuTensorflow && options.backend !== 'cpu'));
       if (webgpuAdapter) results.push(checkWebgpuModel(model.config, webgpuAdapter));
       disk = { oneCheckpoint: checkpointBytes(model.config, options.loraR, PROJECTIONS), checkpoints: options.checkpoints ?? 1, once: options.rolloutEngine === 'llama.cpp' ? ggufExportBytes(model.config) : 0 };

@@ -193,7 +193,7 @@ export async function checkWasm(options: Pick<DoctorOptions, 'backend' | 'thread
 export async function checkNative(options: Pick<DoctorOptions, 'backend' | 'threads'>, cores: number): Promise<CheckResult> {
   const { ortAvailability } = await import('../tensor/ort-binding.js');
   const ort = ortAvailability();
-  const wanted = options.backend === 'native';
+  const wanted = options.backend === 'native' || options.backend === 'native-int8';
   if (!ort.ok) {
     return {
       check: 'native',
@@ -203,7 +203,7 @@ export async function checkNative(options: Pick<DoctorOptions, 'backend' | 'thre
     };
   }
   const threads = options.threads ?? cores;
-  const picked = wanted ? 'as --backend native asks' : options.backend === 'auto' ? 'auto picks it unless a TensorFlow binding or a GPU adapter loads' : `not used: --backend ${options.backend}`;
+  const picked = wanted ? `as --backend ${options.backend} asks${options.backend === 'native-int8' ? ', with the frozen base in 8-bit blocks' : ''}` : options.backend === 'auto' ? 'auto picks it unless a TensorFlow binding or a GPU adapter loads' : `not used: --backend ${options.backend}`;
   return {
     check: 'native',
     status: 'ok',

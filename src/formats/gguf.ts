@@ -66,11 +66,15 @@ export const gv = {
 };
 
 // ---------------------------------------------------------------------------------------------------------
-// Tensor types (ggml_type codes). Only the unquantized float types are written here.
+// Tensor types (ggml_type codes): the float types, and Q8_0 (blocks of 32 values along the innermost dim: an f16
+// scale d = max|block| / 127, then 32 int8 q = round(x / d); x ≈ d · q), the 8-bit format the native-int8
+// backend's blocks follow (src/tensor/block-int8.ts, whose scale is float32).
 
-export type GgmlTypeName = 'F32' | 'F16' | 'BF16';
-const GGML_TYPE: Record<GgmlTypeName, number> = { F32: 0, F16: 1, BF16: 30 };
-const GGML_TYPE_SIZE: Record<GgmlTypeName, number> = { F32: 4, F16: 2, BF16: 2 };
+export type GgmlTypeName = 'F32' | 'F16' | 'BF16' | 'Q8_0';
+const GGML_TYPE: Record<GgmlTypeName, number> = { F32: 0, F16: 1, BF16: 30, Q8_0: 8 };
+/** Bytes per element (Q8_0: 34 bytes per block of 32). */
+const GGML_TYPE_SIZE: Record<GgmlTypeName, number> = { F32: 4, F16: 2, BF16: 2, Q8_0: 34 / 32 };
+const Q8_0_BLOCK = 32;
 const GGML_TYPE_NAME = new Map<number, GgmlTypeName>(Object.entries(GGML_TYPE).map(([k, v]) => [v, k as GgmlTypeName]));
 
 export class GgufError extends Error {
@@ -82,7 +86,8 @@ export class GgufError extends Error {
 
 export interface GgufTensorToWrite {
   name: string;
-  type: 'F32' | 'F16';
+  /** Q8_0 needs the innermost dim to be a multiple of 32. */
+  type: 'F32' | 'F16' | 'Q8_0';
   /** ggml `ne`: dims innermost-first, i.e. a torch [out, in] row-major matrix has dims [in, out]. */
   dims: number[];
   /** f32 values in row-major order of the torch shape; a function defers loading until the tensor is written. */
@@ -181,8 +186,42 @@ function encodeTensorData(t: GgufTensorToWrite, values: Float32Array): Uint8Arra
     throw new Error(`GGUF tensor '${t.name}': ${values.length} values for dims ${JSON.stringify(t.dims)} (${count} elements)`);
   }
   if (t.type === 'F32') return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+  if (t.type === 'Q8_0') return encodeQ8_0(values);
   const half = f32ToF16(values);
   return new Uint8Array(half.buffer, half.byteOffset, half.byteLength);
+}
+
+/** Q8_0 blocks of `values` (a multiple of 32), as ggml's reference quantizer forms them: q from the f32 scale, d stored as f16. */
+function encodeQ8_0(values: Float32Array): Uint8Array {
+  const blocks = values.length / Q8_0_BLOCK;
+  const out = new Uint8Array(blocks * 34);
+  const view = new DataView(out.buffer);
+  const d16 = new Float32Array(1);
+  for (let b = 0; b < blocks; b++) {
+    let max = 0;
+    for (let j = 0; j < Q8_0_BLOCK; j++) max = Math.max(max, Math.abs(values[b * Q8_0_BLOCK + j] as number));
+    const d = Math.fround(max / 127);
+    const id = d !== 0 ? 1 / d : 0;
+    d16[0] = d;
+    view.setUint16(b * 34, f32ToF16(d16)[0] as number, true);
+    // roundf: half away from zero.
+    for (let j = 0; j < Q8_0_BLOCK; j++) {
+      const x = (values[b * Q8_0_BLOCK + j] as number) * id;
+      view.setInt8(b * 34 + 2 + j, Math.sign(x) * Math.round(Math.abs(x)));
+    }
+  }
+  return out;
+}
+
+function decodeQ8_0(bytes: Uint8Array): Float32Array {
+  const blocks = bytes.length / 34;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out = new Float32Array(blocks * Q8_0_BLOCK);
+  for (let b = 0; b < blocks; b++) {
+    const d = f16ToF32(new Uint16Array([view.getUint16(b * 34, true)]))[0] as number;
+    for (let j = 0; j < Q8_0_BLOCK; j++) out[b * Q8_0_BLOCK + j] = d * view.getInt8(b * 34 + 2 + j);
+  }
+  return out;
 }
 
 /**
@@ -221,6 +260,9 @@ function encodeHeader(metadata: ReadonlyArray<readonly [string, GgufValue]>, ten
     names.add(t.name);
     if (t.dims.length < 1 || t.dims.length > 4 || t.dims.some((d) => !Number.isInteger(d) || d <= 0)) {
       throw new Error(`GGUF tensor '${t.name}': bad dims ${JSON.stringify(t.dims)} (1 to 4 positive integers)`);
+    }
+    if (t.type === 'Q8_0' && (t.dims[0] as number) % Q8_0_BLOCK !== 0) {
+      throw new Error(`GGUF tensor '${t.name}': Q8_0 needs the innermost dim to be a multiple of ${Q8_0_BLOCK}, got dims ${JSON.stringify(t.dims)}`);
     }
     sink.str(t.name);
     sink.u32(t.dims.length);
@@ -420,6 +462,7 @@ export function readGgufTensor(file: GgufFile, name: string): Float32Array {
     closeSync(fd);
   }
   if (t.type === 'F32') return new Float32Array(bytes.buffer);
+  if (t.type === 'Q8_0') return decodeQ8_0(bytes);
   const half = new Uint16Array(bytes.buffer);
   if (t.type === 'F16') return f16ToF32(half);
   const out = new Uint32Array(half.length);
