@@ -7,7 +7,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
 import { LoraAdapter } from '../src/model/lora.js';
-import { backendRefusal, memoryNeed } from '../src/model/memory-need.js';
+import { checkNativeModelMemory } from '../src/doctor/model.js';
+import { loadModelConfig } from '../src/model/config.js';
+import { backendRefusal, memoryNeed, parameterCount } from '../src/model/memory-need.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { scoreBatch } from '../src/model/score.js';
 import { disposeGrads } from '../src/rl/accumulate.js';
@@ -216,6 +218,22 @@ describe('a model on native-int8', () => {
     expect(backendRefusal('big', n, 'native-int8', 8 * 2 ** 30)).toMatch(/^big: .*native-int8 backend keeps them in system memory in 8-bit blocks \(8\.4 GiB to train\), more than this machine's 8\.0 GiB/);
     // The f32 refusal names the 8-bit backend as one that would hold it.
     expect(backendRefusal('qwen3-4b', n, 'native', 12 * 2 ** 30)).toContain('--backend native-int8');
+  });
+
+  it("doctor counts the 8-bit copies on native-int8, and names native-int8 where f32's copies do not fit", () => {
+    const cfg = loadModelConfig(dir);
+    const params = parameterCount(cfg);
+    const int8Run = 2 * (36 / 32) * params;
+    // A machine that holds two 8-bit copies and the working memory, but not one f32 copy.
+    const small = Math.ceil(int8Run + 4 * params * 0.3) + 1;
+    expect(small).toBeLessThan(4 * params);
+    const onInt8 = checkNativeModelMemory(cfg, small, 'int8');
+    expect(onInt8.status).toBe('ok');
+    expect(onInt8.detail).toContain('the frozen base in 8-bit blocks, twice to train');
+    expect(checkNativeModelMemory(cfg, Math.floor(int8Run) - 1, 'int8').status).toBe('fail');
+    const onF32 = checkNativeModelMemory(cfg, small, 'f32');
+    expect(onF32.status).toBe('fail');
+    expect(onF32.fix).toContain('--backend native-int8');
   });
 });
 

@@ -81,7 +81,7 @@ export async function stepZeroEvalInputs(parts: StepZeroEvalParts): Promise<{ in
       sets: parts.sets.map((s) => ({ dataset: s.dataset, search: s.searcher.contentDigest, questions: createHash('sha256').update(JSON.stringify(s.questions)).digest('hex') })),
       settings,
       files,
-      backend: { name: parts.backend.name, threads: parts.backend.threads ?? null },
+      backend: { name: parts.backend.name, threads: parts.backend.threads ?? null, frozenBase: parts.backend.frozenBase ?? 'f32' },
       machine: { cpu: cpus()[0]?.model ?? 'unknown', arch: arch(), node: process.version },
     },
   };
