@@ -17,6 +17,7 @@ import { disposeGrads } from '../src/rl/accumulate.js';
 import { grpoGradients, type TrainingSequence } from '../src/rl/grpo-update.js';
 import { activeBackend, initBackend, tf } from '../src/tensor/backend.js';
 import { holdsNatively, NATIVE_LINEAR, NATIVE_MIN_FLOATS, NativeMatrix, TensorMatrix } from '../src/tensor/frozen-matrix.js';
+import { holdsTableNatively, NativeTable, TensorTable } from '../src/tensor/frozen-table.js';
 import { MIN_ROWS, MIN_WORK, nativeMatMulCalls, nativeMatMulThreads } from '../src/tensor/native-matmul.js';
 import { matMulT } from '../src/tensor/ops.js';
 import { Rng } from '../src/util/rng.js';
@@ -261,6 +262,35 @@ describe('frozen matrices', () => {
   });
 });
 
+describe('frozen tables', () => {
+  it('NativeTable gives the rows tf.gather gives, bit for bit, keeps nothing in the heap, and names a bad id', async () => {
+    await initBackend('native', { threads: 2 });
+    const rng = new Rng(23);
+    const [rows, cols] = [600, 40];
+    const e = values(rows * cols, rng);
+    const native = new NativeTable(rows, cols, () => e);
+    const tensor = new TensorTable(tf.tensor2d(e, [rows, cols]));
+    expect(native.heapFloats).toBe(0);
+    expect(tensor.heapFloats).toBe(rows * cols);
+    const ids = [0, 599, 17, 17, 301];
+    const before = tf.memory().numTensors;
+    const a = native.rows(ids);
+    const b = tensor.rows(ids);
+    expect(a.shape).toEqual([5, cols]);
+    expect(Array.from(a.dataSync())).toEqual(Array.from(b.dataSync()));
+    const empty = native.rows([]);
+    expect(empty.shape).toEqual([0, cols]);
+    tf.dispose([a, b, empty]);
+    expect(tf.memory().numTensors).toBe(before);
+    expect(() => native.rows([600])).toThrow(/token id 600 is outside the table's 600 rows/);
+    native.dispose();
+    tensor.dispose();
+    expect(() => native.rows([1])).toThrow(/after dispose/);
+    expect(holdsTableNatively(512, 512)).toBe(true);
+    expect(holdsTableNatively(320, 64)).toBe(false);
+  });
+});
+
 describe('a model on the native backend', () => {
   let root: string;
   let dir: string;
@@ -318,10 +348,10 @@ describe('a model on the native backend', () => {
     expect(scale).toBeGreaterThan(0);
     expect(diff).toBeLessThanOrEqual(1e-5 * scale);
     // The same model; natively, q, o, the MLP (each with the transpose the wasm update holds for its backward)
-    // and the head (the embedding's transpose) left the heap, and k and v hold no transpose (the native path
-    // multiplies by Wᵀ without forming it).
+    // and the head (the embedding's transpose) left the heap, k and v hold no transpose (the native path
+    // multiplies by Wᵀ without forming it), and the embedding table itself is a native Gather.
     expect(native.parameters).toBe(wasm.parameters);
-    const held = 2 * 2 * (2 * 512 * 512 + 3 * 512 * 1024) + 2 * 2 * 512 * 128 + 512 * 512;
+    const held = 2 * 2 * (2 * 512 * 512 + 3 * 512 * 1024) + 2 * 2 * 512 * 128 + 512 * 512 + 512 * 512;
     expect(wasm.heapFloats - native.heapFloats).toBe(held);
   });
 });

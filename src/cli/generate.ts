@@ -4,6 +4,7 @@ import { contextLength, contextProblem } from '../model/context.js';
 import { generate } from '../model/generate.js';
 import { type CommonArgs, emit, parseIdList, startBackend, withCommonOptions } from './common.js';
 import { loadModelFromArgs, type ModelArgs, requireTokenizer, withModelOptions } from './model-args.js';
+import { backendLabel } from '../tensor/backend.js';
 
 interface GenerateArgs extends CommonArgs, ModelArgs {
   prompt?: string;
@@ -88,7 +89,7 @@ export const command: CommandModule<object, GenerateArgs> = {
       args,
       {
         model: loaded.resolved.dir,
-        backend: backend.name,
+        backend: backendLabel(backend),
         promptIds,
         ...(promptText !== undefined ? { prompt: promptText } : {}),
         ids: result.ids,
@@ -102,7 +103,7 @@ export const command: CommandModule<object, GenerateArgs> = {
       [
         result.text !== undefined ? result.text : `ids: ${result.ids.join(',')}`,
         '',
-        `[${result.ids.length} tokens, ${result.finishReason}${result.stopString ? ` at ${JSON.stringify(result.stopString)}` : ''}, ${(result.ids.length / seconds).toFixed(1)} tok/s on ${backend.name}]`,
+        `[${result.ids.length} tokens, ${result.finishReason}${result.stopString ? ` at ${JSON.stringify(result.stopString)}` : ''}, ${(result.ids.length / seconds).toFixed(1)} tok/s on ${backendLabel(backend)}]`,
       ].join('\n'),
     );
     loaded.adapter?.dispose();

@@ -20,6 +20,7 @@ import { DEMO_MODEL_NAME } from '../world/setup.js';
 import { printedConfig, resumedConfig } from './print-config.js';
 import { listenForStop } from './stop-signals.js';
 import { RunFolder } from '../selfplay/run-folder.js';
+import { backendLabel } from '../tensor/backend.js';
 
 interface TrainArgs {
   [key: string]: unknown;
@@ -250,7 +251,7 @@ export const command: CommandModule<object, TrainArgs> = {
             runDir = info.runDir;
             if (!human) return;
             process.stderr.write(
-              `training ${info.runDir}: steps ${info.firstStep}–${info.lastStep} on ${info.backend.name}${info.resumedFrom !== undefined ? ` (resumed from step ${info.resumedFrom})` : ''}\n`,
+              `training ${info.runDir}: steps ${info.firstStep}–${info.lastStep} on ${backendLabel(info.backend)}${info.resumedFrom !== undefined ? ` (resumed from step ${info.resumedFrom})` : ''}\n`,
             );
             progress = new TrainProgressText(info.firstStep, info.lastStep, info.heldOutSteps);
             if (tty) {

@@ -21,6 +21,7 @@
 import { tf } from '../tensor/backend.js';
 import { linearFrozen, matMulTrainable } from '../tensor/ops.js';
 import { type FrozenMatrix, frozenLayout, holdsNatively, NativeMatrix, TensorMatrix } from '../tensor/frozen-matrix.js';
+import { type FrozenTable, holdsTableNatively, NativeTable, TensorTable } from '../tensor/frozen-table.js';
 import { batchedMatMul } from '../tensor/batched-matmul.js';
 import { nativeMatMulThreads } from '../tensor/native-matmul.js';
 import { recomputed } from '../tensor/recompute.js';
@@ -174,7 +175,8 @@ export class CausalLM {
 
   private constructor(
     readonly config: ModelConfig,
-    private readonly embed: tf.Tensor2D,
+    /** The embedding table: natively held on the native backend when frozen and large (src/tensor/frozen-table.ts). */
+    private readonly embed: FrozenTable,
     private readonly layers: LayerWeights[],
     private readonly finalNorm: tf.Tensor1D,
     /**
@@ -265,7 +267,10 @@ export class CausalLM {
       });
     }
     const embedName = 'model.embed_tokens.weight';
-    const embed = param(embedName, tf.tensor2d(read(embedName), [cfg.vocabSize, cfg.hiddenSize]));
+    // Frozen and large, natively: the table out of the wasm heap (src/tensor/frozen-table.ts).
+    const embedNatively = !opts.trainable && holdsTableNatively(cfg.vocabSize, cfg.hiddenSize);
+    const embed = embedNatively ? undefined : param(embedName, tf.tensor2d(read(embedName), [cfg.vocabSize, cfg.hiddenSize]));
+    const table: FrozenTable = embed ? new TensorTable(embed) : new NativeTable(cfg.vocabSize, cfg.hiddenSize, () => source(embedName));
     // A tied frozen head: natively, the embedding table as stored ([V, d] is the head's [out, in]); else a
     // transposed copy of the embedding, whose transpose for the backward is the table itself: memory for speed
     // (no transposed matMul). A trainable tied model keeps none: a copy would go stale at the first update.
@@ -273,8 +278,8 @@ export class CausalLM {
     if (!cfg.tieWordEmbeddings) lmHead = projection('lm_head.weight');
     else if (opts.trainable) lmHead = undefined;
     else if (holdsNatively(cfg.hiddenSize, cfg.vocabSize)) lmHead = new NativeMatrix(cfg.hiddenSize, cfg.vocabSize, () => source(embedName), layout);
-    else lmHead = new TensorMatrix(tf.transpose(embed) as tf.Tensor2D, { transposed: embed });
-    return new CausalLM(cfg, embed, layers, vector('model.norm.weight'), lmHead, dir, variables);
+    else lmHead = new TensorMatrix(tf.transpose(embed as tf.Tensor2D) as tf.Tensor2D, { transposed: embed as tf.Tensor2D });
+    return new CausalLM(cfg, table, layers, vector('model.norm.weight'), lmHead, dir, variables);
   }
 
   /** A fresh, empty KV cache for a batch of `batchSize` sequences. */
@@ -434,7 +439,7 @@ export class CausalLM {
     return tf.tidy(() => {
       const rot = { cos: tf.tensor4d(cos, [B, T, 1, half]), sin: tf.tensor4d(sin, [B, T, 1, half]) };
       const bias = attentionBias(keyMask, pastLength, T, keyWidth);
-      let h = tf.gather(this.embed, tf.tensor1d(inputIds.flat(), 'int32')) as tf.Tensor2D;
+      let h = this.embed.rows(inputIds.flat());
       for (let l = 0; l < this.config.numLayers; l++) {
         const w = this.layers[l] as LayerWeights;
         const hIn = h;
@@ -465,7 +470,7 @@ export class CausalLM {
 
   /** Logits [N, V] of hidden states [N, d]. For the full vocab, callers chunk N (see score.ts). */
   logits(hidden: tf.Tensor2D): tf.Tensor2D {
-    if (this.trainable) return tf.tidy(() => matMulTrainable(hidden, (this.lmHead as tf.Tensor2D | undefined) ?? (tf.transpose(this.embed) as tf.Tensor2D)));
+    if (this.trainable) return tf.tidy(() => matMulTrainable(hidden, (this.lmHead as tf.Tensor2D | undefined) ?? (tf.transpose(this.embedTensor()) as tf.Tensor2D)));
     return linearFrozen(hidden, this.head);
   }
 
@@ -486,7 +491,7 @@ export class CausalLM {
    */
   trainingHead(): TrainingHead {
     if (!this.trainable) return { weight: this.head };
-    if (!this.lmHead) return { weight: tf.transpose(this.embed) as tf.Tensor2D, weightT: this.embed };
+    if (!this.lmHead) return { weight: tf.transpose(this.embedTensor()) as tf.Tensor2D, weightT: this.embedTensor() };
     const w = this.lmHead as tf.Tensor2D;
     return { weight: w, weightT: tf.transpose(w) as tf.Tensor2D };
   }
@@ -550,12 +555,18 @@ export class CausalLM {
     return this.tensorProjections().reduce((n, p) => n + p.weight.size, 0);
   }
 
+  /** The embedding table as a tensor (a trainable model's; a frozen native one has none in the heap). */
+  private embedTensor(): tf.Tensor2D {
+    if (!(this.embed instanceof TensorTable)) throw new Error('the embedding table is held natively: only a trainable model forms its transpose');
+    return this.embed.table;
+  }
+
   /**
    * Floats of the base model in the tfjs heap: every weight but those onnxruntime holds (native), the held
    * transposes included (for the wasm heap's plan: src/rl/grpo-update.ts, `wasmHeapInUse`).
    */
   heapWeightFloats(): number {
-    let n = this.embed.size + this.finalNorm.size;
+    let n = this.embed.heapFloats + this.finalNorm.size;
     const matrix = (m: FrozenMatrix | tf.Tensor2D): number => (m instanceof tf.Tensor ? m.size : m.heapFloats);
     // A tied tensor head's held transpose is the embedding, counted already.
     if (this.lmHead) n += this.lmHead instanceof TensorMatrix && this.config.tieWordEmbeddings ? this.lmHead.weight.size : matrix(this.lmHead);
@@ -568,7 +579,8 @@ export class CausalLM {
   }
 
   dispose(): void {
-    const all: tf.Tensor[] = [this.eps, this.attentionScale, this.embed, this.finalNorm];
+    const all: tf.Tensor[] = [this.eps, this.attentionScale, this.finalNorm];
+    this.embed.dispose();
     const matrices: FrozenMatrix[] = [];
     const add = (m: FrozenMatrix | tf.Tensor2D | undefined): void => {
       if (m instanceof tf.Tensor) all.push(m);
@@ -588,7 +600,7 @@ export class CausalLM {
   /** Number of parameters of the base model (the tied head counted once). */
   parameterCount(): number {
     const size = (m: FrozenMatrix | tf.Tensor2D): number => (m instanceof tf.Tensor ? m.size : m.shape[0] * m.shape[1]);
-    let n = this.embed.size + this.finalNorm.size + (this.config.tieWordEmbeddings ? 0 : size(this.lmHead as FrozenMatrix | tf.Tensor2D));
+    let n = this.embed.shape[0] * this.embed.shape[1] + this.finalNorm.size + (this.config.tieWordEmbeddings ? 0 : size(this.lmHead as FrozenMatrix | tf.Tensor2D));
     for (const w of this.layers) {
       n += w.inputNorm.size + w.postNorm.size + (w.qNorm?.size ?? 0) + (w.kNorm?.size ?? 0);
       for (const t of Object.values(w.proj)) n += size(t);

@@ -34,7 +34,7 @@ import { E5Embedder } from '../skills/e5.js';
 import type { Embedder } from '../skills/embedder.js';
 import { LexicalEmbedder } from '../skills/lexical.js';
 import { WASM_HEAP_LIMIT_BYTES } from '../tensor/wasm-heap.js';
-import { type BackendInfo, describeBackend, initBackend } from '../tensor/backend.js';
+import { type BackendChoice, type BackendInfo, backendLabel, describeBackend, initBackend } from '../tensor/backend.js';
 import { type TrainConfig, workerCount } from '../settings/train.js';
 import { endpointOf, probeChat, probeRetriever } from './endpoints.js';
 import { AnswerJudge } from '../agent/judge.js';
@@ -385,7 +385,7 @@ export async function buildRun(run: RunFolder, config: TrainConfig, hooks: Train
       workers,
       init: {
         modelDir,
-        backend: backend.frozenBase === 'int8' ? 'native-int8' : backend.name,
+        backend: backendLabel(backend) as Exclude<BackendChoice, 'auto'>,
         roles: { proposer: roleInit('proposer'), solver: roleInit('solver') },
         grpo: grpoConfig,
         tasks: { module: STEP_WORKER_MODULE, init: { config } satisfies StepWorkerInit },

@@ -57,6 +57,11 @@ export interface BackendOptions {
   threads?: number;
 }
 
+/** The backend as a user names it: its name, or `native-int8` for native with the 8-bit base. */
+export function backendLabel(info: BackendInfo): string {
+  return info.frozenBase === 'int8' ? 'native-int8' : info.name;
+}
+
 /** `backend: wasm (provider; reason; 2 threads)`, the line commands print at start. */
 export function describeBackend(info: BackendInfo): string {
   const plural = (n: number): string => `${n} thread${n === 1 ? '' : 's'}`;
@@ -68,7 +73,7 @@ export function describeBackend(info: BackendInfo): string {
         : info.name === 'native'
           ? `matMuls on ${plural(info.threads)}, the rest on 1`
           : plural(info.threads);
-  return `${info.frozenBase === 'int8' ? 'native-int8' : info.name} (${info.provider}; ${info.reason}; ${threads}${info.frozenBase === 'int8' ? '; the frozen base in 8-bit blocks' : ''})`;
+  return `${backendLabel(info)} (${info.provider}; ${info.reason}; ${threads}${info.frozenBase === 'int8' ? '; the frozen base in 8-bit blocks' : ''})`;
 }
 
 let active: BackendInfo | undefined;

@@ -25,10 +25,18 @@ export interface OrtTensorView {
   location: 'cpu';
 }
 
+/** An int64 feed (token ids). */
+export interface OrtInt64View {
+  type: 'int64';
+  dims: number[];
+  data: BigInt64Array;
+  location: 'cpu';
+}
+
 /** The binding's session object. */
 export interface OrtNativeSession {
   loadModel(buffer: ArrayBufferLike, byteOffset: number, byteLength: number, options: Record<string, unknown>): void;
-  run(feeds: Record<string, OrtTensorView>, fetches: Record<string, OrtTensorView | null>): Record<string, { dims: number[]; data: Float32Array }>;
+  run(feeds: Record<string, OrtTensorView | OrtInt64View>, fetches: Record<string, OrtTensorView | null>): Record<string, { dims: number[]; data: Float32Array }>;
   dispose?(): void;
 }
 

@@ -1,0 +1,92 @@
+// A frozen embedding table E [rows, cols] and its one operation, the rows of given ids (docs/method.md, "The
+// native matMul path": the frozen base outside the heap). Two places it can live, as a frozen matrix can
+// (./frozen-matrix.ts):
+//
+// - a tfjs tensor: `tf.gather` (every backend);
+// - on the native backend, an onnxruntime session whose initializer is E and whose one node is Gather: E is in
+//   system memory, not the wasm heap, where a Qwen3 table (151,936 rows) takes 0.6–1.6 GB of the 4 GiB beside
+//   the activations an update needs. The ids go in as int64 and the rows come out into a plain array that
+//   becomes a tensor: one copy of the [ids, cols] rows, against none of E. A gather copies values, so both give
+//   the same bits.
+import * as tf from '@tensorflow/tfjs';
+import { ONNX_FLOAT, ONNX_INT64, encodeOnnxModel, type RawFill } from '../formats/onnx.js';
+import { holdsNatively } from './frozen-matrix.js';
+import { nativeMatMulThreads } from './native-matmul.js';
+import { createSession, type OrtNativeSession, view } from './ort-binding.js';
+
+export interface FrozenTable {
+  readonly shape: readonly [number, number];
+  /** E[ids] → [ids.length, cols]. */
+  rows(ids: readonly number[]): tf.Tensor2D;
+  /** Floats this table keeps in the tfjs heap. */
+  readonly heapFloats: number;
+  dispose(): void;
+}
+
+/** Whether a frozen table [rows, cols] is held natively: where a matrix of its size would be. */
+export function holdsTableNatively(rows: number, cols: number): boolean {
+  return holdsNatively(cols, rows);
+}
+
+export class TensorTable implements FrozenTable {
+  constructor(readonly table: tf.Tensor2D) {}
+
+  get shape(): readonly [number, number] {
+    return this.table.shape;
+  }
+
+  get heapFloats(): number {
+    return this.table.size;
+  }
+
+  rows(ids: readonly number[]): tf.Tensor2D {
+    return tf.tidy(() => tf.gather(this.table, tf.tensor1d(ids as number[], 'int32')) as tf.Tensor2D);
+  }
+
+  dispose(): void {
+    this.table.dispose();
+  }
+}
+
+export class NativeTable implements FrozenTable {
+  readonly heapFloats = 0;
+  readonly shape: readonly [number, number];
+  private session: OrtNativeSession | undefined;
+
+  /** `load` gives E as stored, [rows, cols] row-major, as values or as the source of their bytes. */
+  constructor(rows: number, cols: number, load: () => Float32Array | RawFill) {
+    const threads = nativeMatMulThreads();
+    if (threads === undefined) throw new Error('NativeTable needs the native backend (initBackend("native"))');
+    this.shape = [rows, cols];
+    const data = load();
+    const floats = data instanceof Float32Array ? data.length : data.byteLength / 4;
+    if (floats !== rows * cols) throw new Error(`NativeTable: the loader gave ${floats} floats for a [${rows}, ${cols}] table`);
+    const model = encodeOnnxModel(
+      {
+        name: 'frozen-table',
+        nodes: [{ op: 'Gather', inputs: ['table', 'ids'], outputs: ['y'], attrs: [{ name: 'axis', int: 0 }] }],
+        initializers: [{ name: 'table', dims: [rows, cols], dataType: ONNX_FLOAT, data }],
+        inputs: [{ name: 'ids', elemType: ONNX_INT64, shape: ['n'] }],
+        outputs: [{ name: 'y', elemType: ONNX_FLOAT, shape: ['n', cols] }],
+      },
+      { opset: 17 },
+    );
+    this.session = createSession(model, { threads: 1 });
+  }
+
+  rows(ids: readonly number[]): tf.Tensor2D {
+    if (!this.session) throw new Error('NativeTable: used after dispose');
+    const [rows, cols] = this.shape;
+    for (const id of ids) if (!Number.isInteger(id) || id < 0 || id >= rows) throw new Error(`NativeTable: token id ${id} is outside the table's ${rows} rows`);
+    const out = new Float32Array(ids.length * cols);
+    if (ids.length > 0) {
+      this.session.run({ ids: { type: 'int64', dims: [ids.length], data: BigInt64Array.from(ids, (i) => BigInt(i)), location: 'cpu' } }, { y: view(out, [ids.length, cols]) });
+    }
+    return tf.tensor2d(out, [ids.length, cols]);
+  }
+
+  dispose(): void {
+    this.session?.dispose?.();
+    this.session = undefined;
+  }
+}
