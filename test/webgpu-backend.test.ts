@@ -79,7 +79,7 @@ const cpuPath = ortAvailability().ok ? 'native' : 'wasm';
 describe.skipIf(!installed.ok)('backend selection on this machine', () => {
   it('parses webgpu as a backend choice', () => {
     expect(parseBackendChoice('webgpu')).toBe('webgpu');
-    expect(() => parseBackendChoice('gpu')).toThrow(/auto, tensorflow, webgpu, native, wasm, cpu/);
+    expect(() => parseBackendChoice('gpu')).toThrow(/auto, tensorflow, webgpu, native, native-int8, wasm, cpu/);
   });
 
   it("Dawn's default adapter: --backend webgpu runs on it or is refused with Dawn's reason; auto agrees", async () => {

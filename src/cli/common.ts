@@ -19,7 +19,7 @@ export function withCommonOptions<T>(y: Argv<T>): Argv<T & CommonArgs> {
     .option('backend', {
       choices: BACKEND_CHOICES,
       default: 'auto' as BackendChoice,
-      describe: 'tensor backend (auto picks the fastest available and says which)',
+      describe: 'tensor backend (auto picks the fastest available and says which; native-int8: native with the frozen base in 8-bit blocks, docs/method.md)',
     })
     .option('threads', { type: 'number', describe: `compute threads of the wasm backend (at most ${WASM_MAX_THREADS}), or of the native backend's matMuls (default: all cores)` })
     .option('json', { type: 'boolean', default: false, describe: 'print one JSON object for scripts' }) as Argv<T & CommonArgs>;

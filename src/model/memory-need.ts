@@ -176,7 +176,7 @@ export function mallocSettingsWarning(dir: string, backend: string | undefined, 
   return (
     `${dir}: the frozen weights barely fit this machine (held once, unpacked), and this process runs with the malloc settings of bin/sesa-train.mjs ` +
     `(MALLOC_MMAP_THRESHOLD_), which keep the load's freed copies resident: the load may be killed for memory. If it is, start it with ` +
-    '`node bin/sesa-train.mjs …` instead of `npx sesa-train` (docs/models.md)'
+    '`node bin/sesa-train.mjs …` instead of `npx sesa-train`, or use --backend native-int8 (an 8-bit base, about a quarter of the memory: docs/models.md)'
   );
 }
 

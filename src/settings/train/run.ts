@@ -41,7 +41,7 @@ export const RUN_SETTINGS = {
     help: "base model: 'demo' = the demo world's warm-start model shipped in models/demo (the embedded default: SESA in that world, docs/world.md); a Hugging Face folder or a registry name (qwen3-4b, ...); 'tiny' = a tiny random Qwen3 (mechanics only: it writes no valid question)",
     resume: fixedForRun('the adapters and optimizer state of the run belong to its base model'),
   }),
-  backend: choice(BACKEND_CHOICES, 'auto', { help: 'tensor backend (auto picks the fastest available and says which: on a CPU machine native, where onnxruntime-node loads, else wasm)' }),
+  backend: choice(BACKEND_CHOICES, 'auto', { help: 'tensor backend (auto picks the fastest available and says which: on a CPU machine native, where onnxruntime-node loads, else wasm; native-int8 is native with the frozen base in 8-bit blocks, an option for memory and decoding speed: docs/method.md)' }),
   gpus: int(1, {
     help: 'GPUs: N > 1 runs the step on N worker processes, one GPU each (CUDA_VISIBLE_DEVICES=rank); needs the tensorflow GPU backend (@tensorflow/tfjs-node-gpu) and is refused on another backend, where --workers N runs N processes on the CPU',
   }),
