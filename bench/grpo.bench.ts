@@ -3,7 +3,9 @@
 // and the ~100M configurations, on native and wasm with one thread and with all cores (native: its matMuls' threads;
 // the rest of tfjs runs on one). The wasm rows are the path as it was before the native one: the two side by side
 // in one run are the comparison. tokens/s counts every token through the update (prompt and response); the
-// ~100M model does not run on the cpu backend (it would take many minutes).
+// ~100M model does not run on the cpu backend (it would take many minutes). Where native runs, the ~100M case
+// also runs on native-int8 (the frozen base in 8-bit blocks: docs/method.md), whose MFU rows are left out (its
+// products are not the f32 matMul measured beside them).
 //
 // Model-FLOPs utilization: the useful matMul work of an update (a forward for the reference log-probs, a
 // forward and an input-gradient backward with the adapter: 3 × 2 flops per weight per token, plus attention)
@@ -34,12 +36,12 @@ interface Case {
   prompt: number;
   response: number;
   microBatch: number;
-  backends: Array<'native' | 'wasm' | 'cpu'>;
+  backends: Array<'native' | 'native-int8' | 'wasm' | 'cpu'>;
 }
 
 const CASES: Case[] = [
   { key: 'tiny', make: { arch: 'qwen3', layers: 2, hidden: 64, heads: 4, kvHeads: 2, headDim: 16, intermediate: 128, vocab: 320, seed: 1 }, sequences: 16, prompt: 64, response: 64, microBatch: 8, backends: ['native', 'wasm', 'cpu'] },
-  { key: '100m', make: { arch: 'qwen3', layers: 12, hidden: 768, heads: 12, kvHeads: 4, headDim: 64, intermediate: 2048, vocab: 32000, seed: 2 }, sequences: 4, prompt: 64, response: 64, microBatch: 2, backends: ['native', 'wasm'] },
+  { key: '100m', make: { arch: 'qwen3', layers: 12, hidden: 768, heads: 12, kvHeads: 4, headDim: 64, intermediate: 2048, vocab: 32000, seed: 2 }, sequences: 4, prompt: 64, response: 64, microBatch: 2, backends: ['native', 'native-int8', 'wasm'] },
 ];
 
 function sequences(n: number, prompt: number, response: number, vocab: number, seed: number): TrainingSequence[] {
@@ -87,7 +89,10 @@ export const suite: BenchSuite = {
     try {
       for (const c of CASES) {
         const dir = makeTinyCheckpoint({ ...c.make, out: join(root, c.key) }).dir;
-        for (const engine of benchEngines(ctx).filter((e) => (c.backends as string[]).includes(e.backend))) {
+        // Where native runs, the ~100M case also runs on native-int8 (the 8-bit frozen base), as the inference suite does.
+        const engines = benchEngines(ctx);
+        const int8 = engines.filter((e) => e.backend === 'native').map((e) => ({ ...e, backend: 'native-int8' as const, label: e.label.replace('/native-', '/native-int8-') }));
+        for (const engine of [...engines, ...int8].filter((e) => (c.backends as string[]).includes(e.backend))) {
           const backend = engine.backend;
           await initEngine(engine);
           const model = await CausalLM.load(dir);
