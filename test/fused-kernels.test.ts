@@ -1,11 +1,12 @@
 // The decoder's fused inference kernels (src/tensor/fused-kernels.ts; RMSNorm's WebAssembly form,
-// src/tensor/rms-norm-wat.ts, on the single-threaded and the threaded build): each equals, bit for bit, the op chain it
-// replaces on wasm (the chain runs when a gradient tape records, so both are computed here in one process), over
+// src/tensor/fused-wat.ts, on the single-threaded and the threaded build): each equals, bit for bit, the op chain it
+// replaces on wasm, in its WebAssembly form (the JavaScript loops of fused-kernels.ts run only where that module is
+// not prepared) (the chain runs when a gradient tape records, so both are computed here in one process), over
 // values of mixed signs and magnitudes where another order of float32 operations would show; a mismatched mask
 // is refused; no tensor is left behind.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addScaledKernel, rmsNormKernel, ropeKernel, scaleMaskKernel } from '../src/tensor/fused-kernels.js';
-import { rmsNormWatReady } from '../src/tensor/rms-norm-wat.js';
+import { fusedWatReady } from '../src/tensor/fused-wat.js';
 import { initBackend, tf } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
 
@@ -34,7 +35,7 @@ describe('fused inference kernels on wasm', () => {
     [2, 768],
   ])('RMSNorm (the WebAssembly kernel, %i thread(s), rows of %i) equals x · rsqrt(mean(x²) + eps) · w bit for bit', async (threads, d) => {
     await initBackend('wasm', { threads });
-    expect(rmsNormWatReady()).toBe(true);
+    expect(fusedWatReady()).toBe(true);
     const rng = new Rng(d);
     const x = random([5, d], rng);
     const w = random([d], rng) as tf.Tensor1D;
@@ -48,9 +49,15 @@ describe('fused inference kernels on wasm', () => {
     await initBackend('wasm', { threads: 1 });
   });
 
-  it('RoPE equals [x1·cos − x2·sin, x2·cos + x1·sin] bit for bit', async () => {
-    const rng = new Rng(2);
-    const [B, T, H, hd] = [2, 3, 4, 16];
+  it.each([
+    [1, 16],
+    [2, 16],
+    [1, 12], // half 6: the kernel's last pairs one at a time
+  ])('RoPE (%i thread(s), head dim %i) equals [x1·cos − x2·sin, x2·cos + x1·sin] bit for bit', async (threads, hd) => {
+    await initBackend('wasm', { threads });
+    expect(fusedWatReady()).toBe(true);
+    const rng = new Rng(2 + hd);
+    const [B, T, H] = [2, 3, 4];
     const x = random([B, T, H, hd], rng) as tf.Tensor4D;
     const cos = random([B, T, 1, hd / 2], rng) as tf.Tensor4D;
     const sin = random([B, T, 1, hd / 2], rng) as tf.Tensor4D;
@@ -63,23 +70,34 @@ describe('fused inference kernels on wasm', () => {
     );
     expect(Array.from(fused)).toEqual(Array.from(chain));
     tf.dispose([x, cos, sin]);
+    await initBackend('wasm', { threads: 1 });
   });
 
-  it('the LoRA scale-and-add equals y + p · s bit for bit', async () => {
-    const rng = new Rng(3);
-    const y = random([7, 40], rng);
-    const p = random([7, 40], rng);
+  it.each([
+    [1, 40],
+    [2, 40],
+    [1, 41], // 287 values: the last three one at a time
+  ])('the LoRA scale-and-add (%i thread(s), rows of %i) equals y + p · s bit for bit', async (threads, d) => {
+    await initBackend('wasm', { threads });
+    expect(fusedWatReady()).toBe(true);
+    const rng = new Rng(3 + d);
+    const y = random([7, d], rng);
+    const p = random([7, d], rng);
     const s = tf.scalar(Math.fround(0.37));
     const fused = await bits(addScaledKernel(y, p, s));
     const chain = await bits(tf.tidy(() => tf.add(y, tf.mul(p, s))));
     expect(Array.from(fused)).toEqual(Array.from(chain));
     tf.dispose([y, p, s]);
+    await initBackend('wasm', { threads: 1 });
   });
 
   it.each([
-    [1, 12, 1, 64], // a decoded token of the ~100M model: 12 heads, a 64-slot cache
-    [2, 4, 5, 9], // two rows, five queries, nine keys
-  ])('the attention scale and mask equal (x · c) + m bit for bit for scores [%i, %i, %i, %i]', async (B, H, T, S) => {
+    [1, 1, 12, 1, 64], // a decoded token of the ~100M model: 12 heads, a 64-slot cache
+    [1, 2, 4, 5, 9], // two rows, five queries, nine keys: planes of 45, the last one at a time
+    [2, 2, 4, 5, 9],
+  ])('the attention scale and mask (%i thread(s)) equal (x · c) + m bit for bit for scores [%i, %i, %i, %i]', async (threads, B, H, T, S) => {
+    await initBackend('wasm', { threads });
+    expect(fusedWatReady()).toBe(true);
     const rng = new Rng(B * 100 + S);
     const x = random([B, H, T, S], rng) as tf.Tensor4D;
     // An additive mask as the model builds it: 0 or −1e9.
@@ -91,6 +109,7 @@ describe('fused inference kernels on wasm', () => {
     expect(Array.from(fused)).toEqual(Array.from(chain));
     expect(tf.memory().numTensors).toBe(before);
     tf.dispose([x, mask, c]);
+    await initBackend('wasm', { threads: 1 });
   });
 
   it('refuses a mask whose shape is not [B, 1, T, S] of the scores', () => {

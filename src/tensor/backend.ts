@@ -20,7 +20,7 @@ import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { registerWasmFixes } from './wasm-fixes.js';
 import { prepareBatchedMatMul } from './batched-matmul.js';
-import { prepareRmsNormWat } from './rms-norm-wat.js';
+import { prepareFusedWat } from './fused-wat.js';
 import { activateThreadedWasm, releaseThreadedWasm, WASM_MAX_THREADS, wasmThreadsRefusal } from './wasm-threads.js';
 import { registerGradientFixes } from './gradient-fixes.js';
 import { activateWebgpu, describeAdapter, probeWebgpu, WEBGPU_FLAGS_ENV, type WebgpuAdapterReport } from './webgpu.js';
@@ -157,7 +157,7 @@ async function activate(name: BackendName, threads: number | undefined, frozenBa
   if (tfName === 'wasm') {
     registerWasmFixes();
     await prepareBatchedMatMul();
-    await prepareRmsNormWat();
+    await prepareFusedWat();
   }
   if (name === 'native') activateNativeMatMul(threads ?? availableParallelism(), frozenBase);
 }

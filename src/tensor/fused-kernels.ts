@@ -9,8 +9,8 @@
 // Bit-exact by construction: each kernel performs, per element, the same float32 operations in the same
 // order as the op chain it replaces, with the result of every operation rounded to float32 (Math.fround of
 // an operation on two float32 values computed in float64 is the correctly rounded float32 result, for +, −,
-// ×, ÷ and √, because float64 carries more than twice float32's precision). RMSNorm runs the same loop as
-// WebAssembly where it is prepared (./rms-norm-wat.ts: ~9× faster). The op chains, on wasm:
+// ×, ÷ and √, because float64 carries more than twice float32's precision). Each runs the same loop as
+// WebAssembly where it is prepared (./fused-wat.ts: several times faster), else in JavaScript. The op chains, on wasm:
 //   RMSNorm   y = (x · rsqrt(mean(x²) + eps)) · w, where mean sums the row left to right in float32 and divides
 //             by its length in float32, and rsqrt(v) = 1 / sqrtf(v) in float32 (tfjs-backend-wasm's Mean and
 //             Rsqrt kernels; checked against them on a million values).
@@ -21,7 +21,7 @@
 // cpu backend's Mean sums in float64, so there the chain is not this kernel's arithmetic).
 import { tf } from './backend.js';
 import { recordingGradients } from './ops.js';
-import { rmsNormWat } from './rms-norm-wat.js';
+import { addScaledWat, rmsNormWat, ropeWat, scaleMaskWat } from './fused-wat.js';
 
 export const RMS_NORM = 'SesaRmsNorm';
 export const ROPE = 'SesaRope';
@@ -33,13 +33,20 @@ interface WasmBackendLike {
   typedArrayFromHeap(info: tf.TensorInfo): Float32Array | Int32Array | Uint8Array;
 }
 
-/** Runs `compute` over the inputs' values and one fresh float32 output of `shape` (views taken after allocating it). */
-function typedKernel(backend: unknown, inputs: tf.TensorInfo[], shape: number[], compute: (ins: Float32Array[], out: Float32Array) => void): tf.TensorInfo {
+/**
+ * One fresh float32 output of `shape`, written by the kernel's WebAssembly form (`wat`, false where it is not
+ * prepared) or else by its JavaScript loop over the inputs' values (views taken after allocating the output).
+ */
+function fusedKernel(backend: unknown, inputs: tf.TensorInfo[], shape: number[], wat: (out: tf.TensorInfo) => boolean, js: (ins: Float32Array[], out: Float32Array) => void): tf.TensorInfo {
   const wasm = backend as WasmBackendLike;
   const info = wasm.makeOutput(shape, 'float32');
-  const ins = inputs.map((i) => wasm.typedArrayFromHeap(i) as Float32Array);
-  compute(ins, wasm.typedArrayFromHeap(info) as Float32Array);
+  if (!wat(info)) js(inputs.map((i) => wasm.typedArrayFromHeap(i) as Float32Array), wasm.typedArrayFromHeap(info) as Float32Array);
   return info;
+}
+
+/** A float32 scalar tensor's value. */
+function scalarOf(backend: unknown, info: tf.TensorInfo): number {
+  return ((backend as WasmBackendLike).typedArrayFromHeap(info) as Float32Array)[0] as number;
 }
 
 const f32 = Math.fround;
@@ -109,13 +116,7 @@ function register(): void {
       const { x, weight } = inputs as { x: tf.TensorInfo; weight: tf.TensorInfo };
       const eps = (attrs as unknown as { eps: number }).eps;
       const d = x.shape[x.shape.length - 1] as number;
-      // The WebAssembly form of the same loop where it is prepared (./rms-norm-wat.ts), else this one.
-      const out = (backend as WasmBackendLike).makeOutput([...x.shape], 'float32');
-      if (!rmsNormWat(backend, x, weight, out, eps)) {
-        const view = (i: tf.TensorInfo): Float32Array => (backend as WasmBackendLike).typedArrayFromHeap(i) as Float32Array;
-        rmsNormRows(view(x), view(weight), eps, d, view(out));
-      }
-      return out;
+      return fusedKernel(backend, [x, weight], [...x.shape], (out) => rmsNormWat(backend, x, weight, out, eps), ([xs, ws], out) => rmsNormRows(xs as Float32Array, ws as Float32Array, eps, d, out));
     },
   });
   tf.registerKernel({
@@ -124,7 +125,7 @@ function register(): void {
     kernelFunc: ({ inputs, backend }) => {
       const { x, cos, sin } = inputs as { x: tf.TensorInfo; cos: tf.TensorInfo; sin: tf.TensorInfo };
       const [, , heads, hd] = x.shape as [number, number, number, number];
-      return typedKernel(backend, [x, cos, sin], [...x.shape], ([xs, cs, ss], out) => ropeRows(xs as Float32Array, cs as Float32Array, ss as Float32Array, heads, hd, out));
+      return fusedKernel(backend, [x, cos, sin], [...x.shape], (out) => ropeWat(backend, x, cos, sin, out), ([xs, cs, ss], out) => ropeRows(xs as Float32Array, cs as Float32Array, ss as Float32Array, heads, hd, out));
     },
   });
   tf.registerKernel({
@@ -132,7 +133,8 @@ function register(): void {
     backendName: 'wasm',
     kernelFunc: ({ inputs, backend }) => {
       const { y, p, s } = inputs as { y: tf.TensorInfo; p: tf.TensorInfo; s: tf.TensorInfo };
-      return typedKernel(backend, [y, p, s], [...y.shape], ([ys, ps, ss], out) => addScaled(ys as Float32Array, ps as Float32Array, (ss as Float32Array)[0] as number, out));
+      const scale = scalarOf(backend, s);
+      return fusedKernel(backend, [y, p], [...y.shape], (out) => addScaledWat(backend, y, p, out, scale), ([ys, ps], out) => addScaled(ys as Float32Array, ps as Float32Array, scale, out));
     },
   });
   tf.registerKernel({
@@ -141,9 +143,8 @@ function register(): void {
     kernelFunc: ({ inputs, backend }) => {
       const { x, mask, scale } = inputs as { x: tf.TensorInfo; mask: tf.TensorInfo; scale: tf.TensorInfo };
       const [, heads, rows, keys] = x.shape as [number, number, number, number];
-      return typedKernel(backend, [x, mask, scale], [...x.shape], ([xs, ms, cs], out) =>
-        scaleMask(xs as Float32Array, ms as Float32Array, (cs as Float32Array)[0] as number, heads, rows * keys, out),
-      );
+      const c = scalarOf(backend, scale);
+      return fusedKernel(backend, [x, mask], [...x.shape], (out) => scaleMaskWat(backend, x, mask, out, c), ([xs, ms], out) => scaleMask(xs as Float32Array, ms as Float32Array, c, heads, rows * keys, out));
     },
   });
 }

@@ -1,5 +1,5 @@
 // Hand-written WebAssembly kernels that run inside tfjs-backend-wasm's memory (./batched-matmul.ts,
-// ./rms-norm-wat.ts): their text is assembled with wabt when the wasm backend starts and instantiated against
+// ./fused-wat.ts): their text is assembled with wabt when the wasm backend starts and instantiated against
 // the backend's memory, so they read and write tensors where they are (byte offsets into that memory).
 import type { TensorInfo } from '@tensorflow/tfjs';
 import wabtInit from 'wabt';
