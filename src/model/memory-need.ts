@@ -10,13 +10,13 @@
 //   only when its weights and their packed copy fit in 4 GiB: about 0.5B parameters at most.
 // - native (onnxruntime-node's MLAS beside the wasm heap: src/tensor/frozen-matrix.ts): onnxruntime holds each
 //   frozen weight matrix packed for MLAS in system memory, once for the forward and, when the model trains, once
-//   more for the backward's dy·Wᵀ; the wasm heap keeps the activations, adapters and the embedding table. So
+//   more for the backward's dy·Wᵀ, and the embedding table (f32, a Gather: src/tensor/frozen-table.ts); the wasm heap
+//   keeps the activations and adapters. So
 //   twice the f32 weights, plus working memory, should fit the machine (measured on a Qwen3-0.6B shape:
 //   docs/models.md). Where they do not but one copy does, onnxruntime holds each matrix once, unpacked, for
 //   both products (layout `once`, slower: src/tensor/frozen-matrix.ts).
 // - native-int8: the same, with each matrix's two copies in 8-bit blocks (src/tensor/block-int8.ts: 36 bytes per
-//   32 values) instead of packed f32; the embedding table stays f32 in the wasm heap (counted in the working
-//   memory's estimate, as the activations are).
+//   32 values) instead of packed f32; the embedding table stays f32 (counted in the working memory's estimate).
 // - tensorflow with @tensorflow/tfjs-node-gpu (CUDA 11.2, cuDNN 8.1): the weights and the working memory on
 //   each GPU (with --gpus N every worker holds the whole model).
 // - tensorflow with @tensorflow/tfjs-node, and cpu: the same in system memory (cpu is the slow JS reference).
