@@ -112,6 +112,15 @@ describe('fused inference kernels on wasm', () => {
     await initBackend('wasm', { threads: 1 });
   });
 
+  it('refuses a RoPE table whose shape is not [B, T, 1, hd/2] of x (the kernel would read past it)', () => {
+    const x = tf.zeros([2, 3, 4, 8]) as tf.Tensor4D;
+    const good = tf.zeros([2, 3, 1, 4]) as tf.Tensor4D;
+    const broadcast = tf.zeros([1, 3, 1, 4]) as tf.Tensor4D;
+    expect(() => ropeKernel(x, broadcast, good)).toThrow(/table \[1, 3, 1, 4\] does not match x \[2, 3, 4, 8\]/);
+    expect(() => ropeKernel(x, good, broadcast)).toThrow(/does not match/);
+    tf.dispose([x, good, broadcast]);
+  });
+
   it('refuses a mask whose shape is not [B, 1, T, S] of the scores', () => {
     const x = tf.zeros([1, 2, 3, 4]) as tf.Tensor4D;
     const mask = tf.zeros([1, 1, 3, 5]) as tf.Tensor4D;

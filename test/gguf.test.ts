@@ -1,6 +1,6 @@
 // GGUF writer/reader round trips and the HF → GGUF export mapping (no llama.cpp here; see
 // reference-llamacpp.test.ts for loading the exports).
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -245,6 +245,17 @@ describe('HF → GGUF export', () => {
         expect(Math.abs(steps)).toBeLessThanOrEqual(127 + 1e-4);
       });
     }
+    // ggml's arithmetic on a bf16 tie (float32 reciprocal and product, roundf): ±0.04541015625 in a block of
+    // max 0.0908203125 is stored as ±64 (float64 arithmetic would give ±63).
+    const tiePath = join(root, 'tie-q8.gguf');
+    const tie = new Float32Array(32);
+    tie[0] = 0.0908203125;
+    tie[1] = 0.04541015625;
+    tie[2] = -0.04541015625;
+    writeGguf(tiePath, [], [{ name: 't', type: 'Q8_0', dims: [32], data: tie }]);
+    const tf8 = readGguf(tiePath);
+    const raw = readFileSync(tiePath).subarray(tf8.dataStart, tf8.dataStart + 34);
+    expect([raw.readInt8(2), raw.readInt8(3), raw.readInt8(4)]).toEqual([127, 64, -64]);
     // Q8_0 needs whole blocks along the innermost dim.
     expect(() => writeGguf(join(root, 'bad-q8.gguf'), [], [{ name: 't', type: 'Q8_0', dims: [48, 2], data: new Float32Array(96) }])).toThrow(/Q8_0 needs the innermost dim to be a multiple of 32, got dims \[48,2\]/);
   });

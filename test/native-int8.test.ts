@@ -15,6 +15,7 @@ import { scoreBatch } from '../src/model/score.js';
 import { disposeGrads } from '../src/rl/accumulate.js';
 import { grpoGradients, type TrainingSequence } from '../src/rl/grpo-update.js';
 import { activeBackend, describeBackend, initBackend, tf } from '../src/tensor/backend.js';
+import { roundHalfAway } from '../src/formats/gguf.js';
 import { BLOCK, type BlockInt8, blockInt8Bytes, dequantized, quantizeBlocks } from '../src/tensor/block-int8.js';
 import { NativeMatrix } from '../src/tensor/frozen-matrix.js';
 import { nativeFrozenBase } from '../src/tensor/native-matmul.js';
@@ -50,7 +51,8 @@ describe('8-bit blocks', () => {
           const back = dequantized(m, r, c);
           // Round to nearest: within half a step (and the largest value is at most one float32 ulp off 127 steps).
           expect(Math.abs(back - v)).toBeLessThanOrEqual(s / 2 + Math.abs(v) * 2 ** -22);
-          expect(back + 0).toBe(s * Math.round(v / s) + 0);
+          // ggml's arithmetic: float32 reciprocal and product, halves away from zero.
+          expect(back + 0).toBe(s * roundHalfAway(Math.fround(v * Math.fround(1 / s))) + 0);
         });
         // Padding stands for zero.
         for (let j = block.length; j < BLOCK; j++) expect(m.q[(r * 3 + b) * BLOCK + j]).toBe(128);
@@ -58,6 +60,19 @@ describe('8-bit blocks', () => {
     }
     expect(m.q.subarray(2 * 3 * BLOCK, 2 * 3 * BLOCK + BLOCK).every((q) => q === 128)).toBe(true);
     expect(blockInt8Bytes(rows, cols)).toBe(m.q.length + 4 * m.scales.length);
+  });
+
+  it("round a bf16 tie as ggml's Q8_0 does (float32 reciprocal and product, away from zero), where w / s in float64 would not", () => {
+    // max 0.0908203125 gives s = fround(max / 127); ±0.04541015625 · fround(1 / s) is ±63.5 in float32 (→ ±64),
+    // while 0.04541015625 / s in float64 is just under 63.5 (→ 63).
+    const w = new Float32Array(BLOCK);
+    w[0] = 0.0908203125;
+    w[1] = 0.04541015625;
+    w[2] = -0.04541015625;
+    const s = Math.fround(0.0908203125 / 127);
+    expect(Math.round(0.04541015625 / s)).toBe(63);
+    const m = quantizeBlocks(w, 1, BLOCK, BLOCK, 1);
+    expect(Array.from(m.q.subarray(0, 3))).toEqual([128 + 127, 128 + 64, 128 - 64]);
   });
 
   it("quantize W's columns through strides exactly as an explicit transpose's rows", () => {

@@ -4,6 +4,7 @@ import { contextProblem } from '../model/context.js';
 import { scoreBatch } from '../model/score.js';
 import { type CommonArgs, emit, parseIdList, startBackend, withCommonOptions } from './common.js';
 import { loadModelFromArgs, type ModelArgs, requireTokenizer, withModelOptions } from './model-args.js';
+import { backendLabel } from '../tensor/backend.js';
 
 interface ScoreArgs extends CommonArgs, ModelArgs {
   text?: string;
@@ -43,7 +44,7 @@ export const command: CommandModule<object, ScoreArgs> = {
     });
     emit(
       args,
-      { model: loaded.resolved.dir, backend: backend.name, ids, logprobs: r.logprobs, greedyNext: r.greedyNext, totalLogprob: total, meanLogprob: total / r.logprobs.length },
+      { model: loaded.resolved.dir, backend: backendLabel(backend), ids, logprobs: r.logprobs, greedyNext: r.greedyNext, totalLogprob: total, meanLogprob: total / r.logprobs.length },
       [...lines, `total log-prob ${total.toFixed(4)} over ${r.logprobs.length} tokens (mean ${(total / r.logprobs.length).toFixed(4)})`].join('\n'),
     );
     loaded.adapter?.dispose();

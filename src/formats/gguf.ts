@@ -200,17 +200,19 @@ function encodeQ8_0(values: Float32Array): Uint8Array {
   for (let b = 0; b < blocks; b++) {
     let max = 0;
     for (let j = 0; j < Q8_0_BLOCK; j++) max = Math.max(max, Math.abs(values[b * Q8_0_BLOCK + j] as number));
+    // As ggml's reference, in float32: d = amax / 127, id = 1 / d, q = roundf(x · id) (half away from zero).
     const d = Math.fround(max / 127);
-    const id = d !== 0 ? 1 / d : 0;
+    const id = d !== 0 ? Math.fround(1 / d) : 0;
     d16[0] = d;
     view.setUint16(b * 34, f32ToF16(d16)[0] as number, true);
-    // roundf: half away from zero.
-    for (let j = 0; j < Q8_0_BLOCK; j++) {
-      const x = (values[b * Q8_0_BLOCK + j] as number) * id;
-      view.setInt8(b * 34 + 2 + j, Math.sign(x) * Math.round(Math.abs(x)));
-    }
+    for (let j = 0; j < Q8_0_BLOCK; j++) view.setInt8(b * 34 + 2 + j, roundHalfAway(Math.fround((values[b * Q8_0_BLOCK + j] as number) * id)));
   }
   return out;
+}
+
+/** C's roundf: to the nearest integer, halves away from zero. */
+export function roundHalfAway(x: number): number {
+  return Math.sign(x) * Math.round(Math.abs(x));
 }
 
 function decodeQ8_0(bytes: Uint8Array): Float32Array {

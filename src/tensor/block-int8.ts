@@ -3,8 +3,9 @@
 //
 //   W is cut along its inner dimension (the one a product sums over) into blocks of BLOCK = 32 values;
 //   block b of row n has the scale s = max_k |W[n, k]| / 127 over its values, and each value is stored as
-//   q = round(W[n, k] / s) + 128 (a byte, 1..255; a block of zeros has s = 1 and every q = 128), so that
-//   Ŵ[n, k] = s · (q − 128) and |W − Ŵ| ≤ s / 2 = max |block| / 254.
+//   q = roundf(W[n, k] · (1 / s)) + 128 (a byte, 1..255; ggml's reference arithmetic: the reciprocal and the
+//   product rounded to float32, halves rounded away from zero; a block of zeros has s = 1 and every q = 128),
+//   so that Ŵ[n, k] = s · (q − 128) and |W − Ŵ| ≤ s / 2 = max |block| / 254 (to float32 rounding).
 //
 // The product is onnxruntime's contrib op MatMulNBits (bits 8, zero point 128 implied when none is given), which
 // takes B as [N, K/BLOCK, BLOCK] bytes and scales [N · K/BLOCK]: y[m, n] = Σ_k x[m, k] · Ŵ[n, k]. With
@@ -15,6 +16,7 @@
 // A frozen W [out, in] (as a checkpoint stores it) serves two products: the forward x·Wᵀ sums over `in`, so it
 // quantizes W's rows; the backward dy·W sums over `out`, so it quantizes W's columns (Wᵀ's rows), a second,
 // differently rounded copy of W. Each is within s / 2 of W per value; they are not bit-identical to each other.
+import { roundHalfAway } from '../formats/gguf.js';
 import { ONNX_FLOAT, ONNX_UINT8, encodeOnnxModel } from '../formats/onnx.js';
 
 /** Values per block (llama.cpp's Q8_0 block). */
@@ -50,9 +52,10 @@ export function quantizeBlocks(w: Float32Array, rows: number, cols: number, rowS
       let max = 0;
       for (let c = start; c < end; c++) max = Math.max(max, Math.abs(w[r * rowStride + c * colStride] as number));
       const s = max > 0 ? Math.fround(max / 127) : 1;
+      const inverse = Math.fround(1 / s);
       scales[r * blocks + b] = s;
       const out = (r * blocks + b) * BLOCK - start;
-      for (let c = start; c < end; c++) q[out + c] = Math.max(1, Math.min(255, Math.round((w[r * rowStride + c * colStride] as number) / s) + ZERO));
+      for (let c = start; c < end; c++) q[out + c] = Math.max(1, Math.min(255, roundHalfAway(Math.fround((w[r * rowStride + c * colStride] as number) * inverse)) + ZERO));
     }
   }
   return { rows, cols, q, scales };

@@ -166,6 +166,10 @@ export function rmsNormKernel<T extends tf.Tensor>(x: T, weight: tf.Tensor1D, ep
 
 /** Rotate-half RoPE of x [B, T, heads, hd] with cos/sin [B, T, 1, hd/2], in one kernel (see the file header). */
 export function ropeKernel(x: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D): tf.Tensor4D {
+  const [B, T, , hd] = x.shape;
+  for (const t of [cos, sin]) {
+    if (t.shape[0] !== B || t.shape[1] !== T || t.shape[2] !== 1 || t.shape[3] !== hd / 2) throw new Error(`${ROPE}: table [${t.shape.join(', ')}] does not match x [${x.shape.join(', ')}] (one row of hd/2 per position)`);
+  }
   register();
   return tf.engine().runKernel(ROPE, { x, cos, sin }, {}) as tf.Tensor4D;
 }
