@@ -9,7 +9,7 @@ import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
 import { LoraAdapter } from '../src/model/lora.js';
 import { checkNativeModelMemory } from '../src/doctor/model.js';
 import { loadModelConfig } from '../src/model/config.js';
-import { backendRefusal, memoryNeed, parameterCount } from '../src/model/memory-need.js';
+import { backendRefusal, memoryNeed, memoryNeedOfConfig, parameterCount } from '../src/model/memory-need.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { scoreBatch } from '../src/model/score.js';
 import { disposeGrads } from '../src/rl/accumulate.js';
@@ -238,8 +238,11 @@ describe('a model on native-int8', () => {
   it("doctor counts the 8-bit copies on native-int8, and names native-int8 where f32's copies do not fit", () => {
     const cfg = loadModelConfig(dir);
     const params = parameterCount(cfg);
-    const int8Run = 2 * (36 / 32) * params;
-    // A machine that holds two 8-bit copies and the working memory, but not one f32 copy.
+    // Two 8-bit copies of every frozen matrix (the tied head is the table) and the f32 table once.
+    const table = cfg.vocabSize * cfg.hiddenSize;
+    const int8Run = 2 * (36 / 32) * params + 4 * table;
+    expect(memoryNeedOfConfig(cfg).backends.find((b) => b.backend === 'native-int8')?.runBytes).toBe(int8Run);
+    // A machine that holds them and the working memory, but not one f32 copy.
     const small = Math.ceil(int8Run + 4 * params * 0.3) + 1;
     expect(small).toBeLessThan(4 * params);
     const onInt8 = checkNativeModelMemory(cfg, small, 'int8');

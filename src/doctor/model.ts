@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { SafetensorsCheckpoint } from '../formats/safetensors.js';
 import { expectedTensors, loadModelConfig, type ModelConfig } from '../model/config.js';
 import { projectionShape } from '../model/lora.js';
-import { INT8_BLOCK_BYTES_PER_WEIGHT, memoryNeedStatement, NATIVE_WEIGHT_COPIES, parameterCount, type MemoryNeed, WORKING_MEMORY_FRACTION } from '../model/memory-need.js';
+import { memoryNeedOfConfig, memoryNeedStatement, parameterCount, type MemoryNeed, WORKING_MEMORY_FRACTION } from '../model/memory-need.js';
 import { resolveModel } from '../model/resolve.js';
 import { packedWeightBytes } from '../tensor/wasm-heap.js';
 import { type CheckResult, type DoctorOptions, firstLine, formatBytes } from './types.js';
@@ -101,21 +101,20 @@ export function checkModelMemory(config: ModelConfig, limitBytes: number, limitN
  * twice in 8-bit blocks.
  */
 export function checkNativeModelMemory(config: ModelConfig, systemBytes: number, base: 'f32' | 'int8' = 'f32'): CheckResult {
-  const weights = 4 * parameterCount(config);
+  const need = memoryNeedOfConfig(config);
+  const weights = need.weightBytes;
+  const row = need.backends.find((b) => b.backend === (base === 'int8' ? 'native-int8' : 'native')) as MemoryNeed['backends'][number];
+  const params = `${(parameterCount(config) / 1e6).toFixed(1)}M parameters`;
   const int8Hint = 'or --backend native-int8, which holds the frozen base in 8-bit blocks (about a quarter of the memory; an 8-bit base, not the f32 model: docs/method.md)';
   if (base === 'int8') {
-    const run = NATIVE_WEIGHT_COPIES * INT8_BLOCK_BYTES_PER_WEIGHT * parameterCount(config);
-    const need = run + weights * WORKING_MEMORY_FRACTION;
-    const detail = `${(parameterCount(config) / 1e6).toFixed(1)}M parameters: the frozen base in 8-bit blocks, twice to train (${formatBytes(run)}), ≈ ${formatBytes(need)} with working memory; system memory holds ${formatBytes(systemBytes)}`;
-    if (run > systemBytes) return { check: 'model-memory', status: 'fail', detail, fix: 'a smaller model, or a machine with more memory (docs/models.md)' };
-    if (need > systemBytes) return { check: 'model-memory', status: 'warn', detail: `${detail}: the working memory may not fit`, fix: 'a smaller model or shorter sequences, or a machine with more memory (docs/models.md)' };
+    const detail = `${params}: the frozen base in 8-bit blocks, twice to train, and the f32 embedding table (${formatBytes(row.runBytes)}), ≈ ${formatBytes(row.needBytes)} with working memory; system memory holds ${formatBytes(systemBytes)}`;
+    if (row.runBytes > systemBytes) return { check: 'model-memory', status: 'fail', detail, fix: 'a smaller model, or a machine with more memory (docs/models.md)' };
+    if (row.needBytes > systemBytes) return { check: 'model-memory', status: 'warn', detail: `${detail}: the working memory may not fit`, fix: 'a smaller model or shorter sequences, or a machine with more memory (docs/models.md)' };
     return { check: 'model-memory', status: 'ok', detail };
   }
-  const run = NATIVE_WEIGHT_COPIES * weights;
-  const need = run + weights * WORKING_MEMORY_FRACTION;
-  const detail = `${(parameterCount(config) / 1e6).toFixed(1)}M parameters: ${formatBytes(weights)} of f32 weights, packed twice by onnxruntime to train (${formatBytes(run)}), ≈ ${formatBytes(need)} with working memory; system memory holds ${formatBytes(systemBytes)}`;
+  const detail = `${params}: ${formatBytes(weights)} of f32 weights, packed twice by onnxruntime to train (${formatBytes(row.runBytes)} with the embedding table), ≈ ${formatBytes(row.needBytes)} with working memory; system memory holds ${formatBytes(systemBytes)}`;
   if (weights > systemBytes) return { check: 'model-memory', status: 'fail', detail, fix: `a smaller model, or a machine with more memory (docs/models.md), ${int8Hint}` };
-  if (need > systemBytes) {
+  if (row.needBytes > systemBytes) {
     return {
       check: 'model-memory',
       status: 'warn',

@@ -16,7 +16,7 @@
 //   docs/models.md). Where they do not but one copy does, onnxruntime holds each matrix once, unpacked, for
 //   both products (layout `once`, slower: src/tensor/frozen-matrix.ts).
 // - native-int8: the same, with each matrix's two copies in 8-bit blocks (src/tensor/block-int8.ts: 36 bytes per
-//   32 values) instead of packed f32; the embedding table stays f32 (counted in the working memory's estimate).
+//   32 values) instead of packed f32; the embedding table stays f32 (counted once, where config.json gives its shape).
 // - tensorflow with @tensorflow/tfjs-node-gpu (CUDA 11.2, cuDNN 8.1): the weights and the working memory on
 //   each GPU (with --gpus N every worker holds the whole model).
 // - tensorflow with @tensorflow/tfjs-node, and cpu: the same in system memory (cpu is the slow JS reference).
@@ -64,26 +64,39 @@ export interface MemoryNeed {
   backends: Array<{ backend: MemoryBackend; runBytes: number; needBytes: number; limitBytes?: number; fits?: 'yes' | 'tight' | 'no' }>;
 }
 
-export function memoryNeed(parameters: number, exact: boolean): MemoryNeed {
+/** The embedding table, where the shape is known: its floats, and whether the LM head is that table. */
+export interface EmbeddingTable {
+  floats: number;
+  tied: boolean;
+}
+
+/**
+ * What a model of `parameters` needs per backend. Natively the embedding table is held once, in f32 (a Gather),
+ * and a tied head is that table again as a frozen matrix: with `table` known (from config.json) the native rows
+ * count exactly that; without it (a registry size) every weight is counted as a frozen matrix.
+ */
+export function memoryNeed(parameters: number, exact: boolean, table: EmbeddingTable = { floats: 0, tied: false }): MemoryNeed {
   const weightBytes = F32 * parameters;
   const working = weightBytes * WORKING_MEMORY_FRACTION;
   const wasmRun = weightBytes + packedWeightBytes(parameters);
   const fits = wasmRun > WASM_HEAP_LIMIT_BYTES ? 'no' : wasmRun + working > WASM_HEAP_LIMIT_BYTES ? 'tight' : 'yes';
+  // Bytes of the frozen matrices (the tied head included) at `perWeight` bytes a copy, plus the f32 table.
+  const native = (perWeight: number): number => NATIVE_WEIGHT_COPIES * perWeight * (parameters - table.floats + (table.tied ? table.floats : 0)) + F32 * table.floats;
   return {
     parameters,
     exact,
     weightBytes,
     backends: [
       { backend: 'wasm', runBytes: wasmRun, needBytes: wasmRun + working, limitBytes: WASM_HEAP_LIMIT_BYTES, fits },
-      { backend: 'native', runBytes: NATIVE_WEIGHT_COPIES * weightBytes, needBytes: NATIVE_WEIGHT_COPIES * weightBytes + working },
-      { backend: 'native-int8', runBytes: NATIVE_WEIGHT_COPIES * INT8_BLOCK_BYTES_PER_WEIGHT * parameters, needBytes: NATIVE_WEIGHT_COPIES * INT8_BLOCK_BYTES_PER_WEIGHT * parameters + working },
+      { backend: 'native', runBytes: native(F32), needBytes: native(F32) + working },
+      { backend: 'native-int8', runBytes: native(INT8_BLOCK_BYTES_PER_WEIGHT), needBytes: native(INT8_BLOCK_BYTES_PER_WEIGHT) + working },
       ...(['tensorflow-gpu', 'tensorflow-cpu', 'cpu'] as const).map((backend) => ({ backend, runBytes: weightBytes, needBytes: weightBytes + working })),
     ],
   };
 }
 
 export function memoryNeedOfConfig(cfg: ModelConfig): MemoryNeed {
-  return memoryNeed(parameterCount(cfg), true);
+  return memoryNeed(parameterCount(cfg), true, { floats: cfg.vocabSize * cfg.hiddenSize, tied: cfg.tieWordEmbeddings });
 }
 
 export function memoryNeedOfEntry(e: RegistryEntry): MemoryNeed {
