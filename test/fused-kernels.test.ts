@@ -6,7 +6,7 @@
 // is refused; no tensor is left behind.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addScaledKernel, rmsNormKernel, ropeKernel, scaleMaskKernel } from '../src/tensor/fused-kernels.js';
-import { fusedWatReady } from '../src/tensor/fused-wat.js';
+import { fusedWatReady, withoutFusedWat } from '../src/tensor/fused-wat.js';
 import { initBackend, tf } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
 
@@ -110,6 +110,24 @@ describe('fused inference kernels on wasm', () => {
     expect(tf.memory().numTensors).toBe(before);
     tf.dispose([x, mask, c]);
     await initBackend('wasm', { threads: 1 });
+  });
+
+  it('the JavaScript loops, which run where the WebAssembly module is not prepared, give the same bits', async () => {
+    const rng = new Rng(9);
+    const x = random([3, 2, 5, 7], rng) as tf.Tensor4D; // planes of 35 and rows of 7: every scalar tail
+    const mask = tf.tensor4d(Float32Array.from({ length: 3 * 5 * 7 }, () => (rng.next() < 0.3 ? -1e9 : 0)), [3, 1, 5, 7]);
+    const c = tf.scalar(Math.fround(0.125));
+    const q = random([2, 3, 4, 12], rng) as tf.Tensor4D;
+    const cos = random([2, 3, 1, 6], rng) as tf.Tensor4D;
+    const sin = random([2, 3, 1, 6], rng) as tf.Tensor4D;
+    const y = random([5, 7], rng);
+    const p = random([5, 7], rng);
+    const w = random([7], rng) as tf.Tensor1D;
+    const all = (): tf.Tensor[] => [scaleMaskKernel(x, mask, c), ropeKernel(q, cos, sin), addScaledKernel(y, p, c), rmsNormKernel(y, w, Math.fround(1e-6))];
+    const wat = await Promise.all(all().map(bits));
+    const js = await Promise.all(withoutFusedWat(all).map(bits));
+    js.forEach((b, i) => expect(Array.from(b), `kernel ${i}`).toEqual(Array.from(wat[i] as Uint32Array)));
+    tf.dispose([x, mask, c, q, cos, sin, y, p, w]);
   });
 
   it('refuses a RoPE table whose shape is not [B, T, 1, hd/2] of x (the kernel would read past it)', () => {

@@ -186,13 +186,25 @@ export function fusedWatReady(): boolean {
   return prepared !== undefined && tf.getBackend() === 'wasm' && prepared.memory === backendMemory(tf.backend() as unknown as WasmBackendLike, 'fused kernels');
 }
 
+let bypassed = false;
+
+/** Runs `f` with the JavaScript loops of ./fused-kernels.ts in place of these kernels (tests compare the two). */
+export function withoutFusedWat<T>(f: () => T): T {
+  bypassed = true;
+  try {
+    return f();
+  } finally {
+    bypassed = false;
+  }
+}
+
 /**
  * Runs one kernel with the byte offsets of tensors of the wasm backend `backend`; false (nothing written) where
  * the kernels were not prepared for this backend's memory (the JavaScript loops of ./fused-kernels.ts run then).
  */
 function withKernels(backend: unknown, run: (k: Prepared, at: (info: tf.TensorInfo) => number) => void): boolean {
   const wasm = backend as WasmBackendLike;
-  if (!prepared || prepared.memory !== backendMemory(wasm, 'fused kernels')) return false;
+  if (bypassed || !prepared || prepared.memory !== backendMemory(wasm, 'fused kernels')) return false;
   run(prepared, (info) => (wasm.dataIdMap.get(info.dataId) as { memoryOffset: number }).memoryOffset);
   return true;
 }
