@@ -15,7 +15,7 @@
 // tf.matMul everywhere else.
 import * as tf from '@tensorflow/tfjs';
 import { BATCHED_MATMUL_WAT } from './batched-matmul-wat.js';
-import { assembleWat, backendMemory as memoryOf, isShared, type WasmBackendLike } from './wat-module.js';
+import { backendMemory as memoryOf, type WasmBackendLike, WatKernels } from './wat-module.js';
 
 export const BATCHED_MATMUL = 'SesaBatchedMatMul';
 
@@ -23,16 +23,13 @@ export const BATCHED_MATMUL = 'SesaBatchedMatMul';
 const TFJS_BLOCK = 48;
 
 interface Kernels {
-  memory: WebAssembly.Memory;
   /** out[p] = a[p]·b[p]; N % 4 = 0 (byte addresses; P, M, K, N). */
   matmulNN(a: number, b: number, out: number, P: number, M: number, K: number, N: number): void;
   /** out[p] = a[p]·b[p]ᵀ; K % 4 = 0. */
   matmulNT(a: number, b: number, out: number, P: number, M: number, K: number, N: number): void;
 }
 
-let kernels: Kernels | undefined;
-/** The assembled kernels by whether they import a shared memory (the threaded build's) or not. */
-const modules = new Map<boolean, WebAssembly.Module>();
+const kernels = new WatKernels<Kernels>('batched-matmul.wat', BATCHED_MATMUL_WAT.replaceAll('BLOCK', String(TFJS_BLOCK)));
 let registered = false;
 
 const backendMemory = (backend: WasmBackendLike): WebAssembly.Memory => memoryOf(backend, 'batchedMatMul');
@@ -42,14 +39,7 @@ const backendMemory = (backend: WasmBackendLike): WebAssembly.Memory => memoryOf
  * after a switch between its single-threaded and threaded builds, whose memories differ).
  */
 export async function prepareBatchedMatMul(): Promise<void> {
-  const backend = tf.backend() as unknown as WasmBackendLike;
-  const memory = backendMemory(backend);
-  if (kernels?.memory === memory) return;
-  const shared = isShared(memory);
-  const module = modules.get(shared) ?? (await assembleWat('batched-matmul.wat', BATCHED_MATMUL_WAT.replaceAll('BLOCK', String(TFJS_BLOCK)), shared));
-  modules.set(shared, module);
-  const instance = new WebAssembly.Instance(module, { env: { memory } });
-  kernels = { memory, ...(instance.exports as unknown as Omit<Kernels, 'memory'>) };
+  await kernels.prepare(backendMemory(tf.backend() as unknown as WasmBackendLike));
   register();
 }
 
@@ -63,8 +53,8 @@ function register(): void {
       const { a, b } = inputs as { a: tf.TensorInfo; b: tf.TensorInfo };
       const transposeB = (attrs as unknown as { transposeB: boolean }).transposeB;
       const wasm = backend as unknown as WasmBackendLike;
-      const k = kernels;
-      if (!k || k.memory !== backendMemory(wasm)) throw new Error('batchedMatMul: the kernels were not prepared for this wasm backend (prepareBatchedMatMul)');
+      const k = kernels.boundTo(backendMemory(wasm));
+      if (!k) throw new Error('batchedMatMul: the kernels were not prepared for this wasm backend (prepareBatchedMatMul)');
       const [P, M, K] = a.shape as [number, number, number];
       const N = (transposeB ? b.shape[1] : b.shape[2]) as number;
       const out = wasm.makeOutput([P, M, N], 'float32');
@@ -85,10 +75,9 @@ function register(): void {
 export function batchedMatMul(a: tf.Tensor3D, b: tf.Tensor3D, transposeB: boolean): tf.Tensor3D {
   const [P, , K] = a.shape;
   const fits =
-    kernels !== undefined &&
     tf.getBackend() === 'wasm' &&
     // Prepared for this backend's memory (a backend switched by tf.setBackend rather than initBackend is not).
-    kernels.memory === backendMemory(tf.backend() as unknown as WasmBackendLike) &&
+    kernels.boundTo(backendMemory(tf.backend() as unknown as WasmBackendLike)) !== undefined &&
     // No gradient tape records (./ops.ts, recordingGradients; not imported: ./backend.ts starts this module).
     !(tf.engine() as unknown as { isTapeOn(): boolean }).isTapeOn() &&
     a.dtype === 'float32' &&

@@ -14,7 +14,7 @@
 //   product rounded, then the sum), with x1 = x[j], x2 = x[hd/2 + j] and the row's cos[j], sin[j].
 // LoRA's scale and add: out[i] = y[i] + (p[i] · s).
 import * as tf from '@tensorflow/tfjs';
-import { assembleWat, backendMemory, isShared, type WasmBackendLike } from './wat-module.js';
+import { backendMemory, type WasmBackendLike, WatKernels } from './wat-module.js';
 
 const FUSED_WAT = `(module
   (import "env" "memory" (memory 1 MEMORY_LIMITS))
@@ -158,32 +158,24 @@ const FUSED_WAT = `(module
       (br $tLoop))))
 )`;
 
-interface Prepared {
-  memory: WebAssembly.Memory;
+interface Kernels {
   rmsNorm(x: number, w: number, out: number, rows: number, d: number, eps: number): void;
   scaleMask(x: number, m: number, out: number, batch: number, heads: number, plane: number, c: number): void;
   rope(x: number, cos: number, sin: number, out: number, rows: number, heads: number, hd: number): void;
   addScaled(y: number, p: number, out: number, n: number, s: number): void;
 }
 
-let prepared: Prepared | undefined;
-/** The assembled module by whether it imports a shared memory (the threaded build's) or not. */
-const modules = new Map<boolean, WebAssembly.Module>();
+const kernels = new WatKernels<Kernels>('fused.wat', FUSED_WAT);
+const activeMemory = (backend: unknown): WebAssembly.Memory => backendMemory(backend as WasmBackendLike, 'fused kernels');
 
 /** Assembles and instantiates the kernels against the active wasm backend's memory (when the backend starts). */
 export async function prepareFusedWat(): Promise<void> {
-  const memory = backendMemory(tf.backend() as unknown as WasmBackendLike, 'fused kernels');
-  if (prepared?.memory === memory) return;
-  const shared = isShared(memory);
-  const module = modules.get(shared) ?? (await assembleWat('fused.wat', FUSED_WAT, shared));
-  modules.set(shared, module);
-  const instance = new WebAssembly.Instance(module, { env: { memory } });
-  prepared = { memory, ...(instance.exports as unknown as Omit<Prepared, 'memory'>) };
+  await kernels.prepare(activeMemory(tf.backend()));
 }
 
 /** Whether the kernels are prepared for the active wasm backend's memory (tests). */
 export function fusedWatReady(): boolean {
-  return prepared !== undefined && tf.getBackend() === 'wasm' && prepared.memory === backendMemory(tf.backend() as unknown as WasmBackendLike, 'fused kernels');
+  return tf.getBackend() === 'wasm' && kernels.boundTo(activeMemory(tf.backend())) !== undefined;
 }
 
 let bypassed = false;
@@ -202,10 +194,11 @@ export function withoutFusedWat<T>(f: () => T): T {
  * Runs one kernel with the byte offsets of tensors of the wasm backend `backend`; false (nothing written) where
  * the kernels were not prepared for this backend's memory (the JavaScript loops of ./fused-kernels.ts run then).
  */
-function withKernels(backend: unknown, run: (k: Prepared, at: (info: tf.TensorInfo) => number) => void): boolean {
+function withKernels(backend: unknown, run: (k: Kernels, at: (info: tf.TensorInfo) => number) => void): boolean {
+  const k = bypassed ? undefined : kernels.boundTo(activeMemory(backend));
+  if (!k) return false;
   const wasm = backend as WasmBackendLike;
-  if (bypassed || !prepared || prepared.memory !== backendMemory(wasm, 'fused kernels')) return false;
-  run(prepared, (info) => (wasm.dataIdMap.get(info.dataId) as { memoryOffset: number }).memoryOffset);
+  run(k, (info) => (wasm.dataIdMap.get(info.dataId) as { memoryOffset: number }).memoryOffset);
   return true;
 }
 

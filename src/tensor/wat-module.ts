@@ -40,3 +40,34 @@ export async function assembleWat(file: string, text: string, shared: boolean): 
     parsed.destroy();
   }
 }
+
+/**
+ * A module's exports bound to a wasm backend's memory: assembled once per kind of memory (shared or not) and
+ * instantiated again when the backend's memory changes (a switch between the single- and multi-threaded builds).
+ */
+export class WatKernels<E> {
+  private readonly modules = new Map<boolean, WebAssembly.Module>();
+  private bound: { memory: WebAssembly.Memory; exports: E } | undefined;
+
+  constructor(
+    private readonly file: string,
+    private readonly text: string,
+  ) {}
+
+  /** Binds the exports to `memory` (a no-op where they are bound to it already). */
+  async prepare(memory: WebAssembly.Memory): Promise<void> {
+    if (this.bound?.memory === memory) return;
+    const shared = isShared(memory);
+    let module = this.modules.get(shared);
+    if (!module) {
+      module = await assembleWat(this.file, this.text, shared);
+      this.modules.set(shared, module);
+    }
+    this.bound = { memory, exports: new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as E };
+  }
+
+  /** The exports where they are bound to `memory`, else undefined. */
+  boundTo(memory: WebAssembly.Memory): E | undefined {
+    return this.bound?.memory === memory ? this.bound.exports : undefined;
+  }
+}
