@@ -343,9 +343,9 @@ export const suite: BenchSuite = {
         // the Q8_0 one at the settings native-int8 used.
         const reference = new Map<string, Timing>(); // key: case|threads|f32 or q8_0
         const peers = [{ type: 'f32' as const, path: gguf, of: ours.filter((o) => o.engine.backend !== 'native-int8') }, ...(q8 ? [{ type: 'q8_0' as const, path: ggufQ8, of: ours.filter((o) => o.engine.backend === 'native-int8') }] : [])];
-        for (const peer of 'error' in nlc ? [] : peers) {
-          if ('error' in nlc) break;
-          const lm = await nlc.llama.loadModel({ modelPath: peer.path, gpuLayers: 0 });
+        const llama = 'error' in nlc ? undefined : nlc.llama;
+        if (llama) for (const peer of peers) {
+          const lm = await llama.loadModel({ modelPath: peer.path, gpuLayers: 0 });
           try {
             const distinct = new Map<string, Setting>();
             for (const o of peer.of) {

@@ -20,10 +20,10 @@
 // Positions and masks are built on the JS side from the ids.
 import { tf } from '../tensor/backend.js';
 import { linearFrozen, matMulTrainable } from '../tensor/ops.js';
-import { type FrozenMatrix, frozenLayout, holdsNatively, NativeMatrix, TensorMatrix } from '../tensor/frozen-matrix.js';
+import { type FrozenMatrix, holdsNatively, NativeMatrix, type NativeLayout, TensorMatrix } from '../tensor/frozen-matrix.js';
 import { type FrozenTable, holdsTableNatively, NativeTable, TensorTable } from '../tensor/frozen-table.js';
 import { batchedMatMul } from '../tensor/batched-matmul.js';
-import { nativeMatMulThreads } from '../tensor/native-matmul.js';
+import { nativeFrozenBase, nativeMatMulThreads } from '../tensor/native-matmul.js';
 import { recomputed } from '../tensor/recompute.js';
 import { addScaledKernel, fusedInference, rmsNormKernel, ropeKernel, scaleMaskKernel } from '../tensor/fused-kernels.js';
 import { SafetensorsCheckpoint } from '../formats/safetensors.js';
@@ -210,7 +210,7 @@ export class CausalLM {
     if (refusal !== undefined) throw new Error(refusal);
     // Natively: in 8-bit blocks on native-int8; else packed twice where that fits this machine, else once
     // (src/tensor/frozen-matrix.ts).
-    const layout = frozenLayout(() => nativeLayout(need) ?? 'once');
+    const layout: NativeLayout = nativeFrozenBase() === 'int8' ? 'int8' : (nativeLayout(need) ?? 'once');
     const risky = layout === 'int8' ? undefined : mallocSettingsWarning(dir, activeBackendName(), layout);
     if (risky !== undefined) (opts.warn ?? ((m: string) => console.warn(`warning: ${m}`)))(risky);
     const ckpt = new SafetensorsCheckpoint(dir);

@@ -23,7 +23,7 @@ import * as tf from '@tensorflow/tfjs';
 import { ONNX_FLOAT, encodeOnnxModel, type OnnxValueInfo, type RawFill } from '../formats/onnx.js';
 import { createSession, type OrtNativeSession, type OrtTensorView, view } from './ort-binding.js';
 import { blockInt8Model, quantizeBlocks } from './block-int8.js';
-import { heapView, nativeFrozenBase, nativeMatMulThreads } from './native-matmul.js';
+import { heapView, nativeMatMulThreads } from './native-matmul.js';
 import { matMulT } from './ops.js';
 
 export interface FrozenMatrix {
@@ -135,10 +135,6 @@ function registerKernel(): void {
 /** How onnxruntime holds a frozen W: packed for each product (two copies), once, unpacked, or in 8-bit blocks for each product (see the header). */
 export type NativeLayout = 'packed' | 'once' | 'int8';
 
-/** The layout the active native backend holds every frozen W in: `int8` on `native-int8`, else the memory-decided f32 one. */
-export function frozenLayout(f32: () => 'packed' | 'once'): NativeLayout {
-  return nativeFrozenBase() === 'int8' ? 'int8' : f32();
-}
 
 /** The product nodes: x [n, in] · Wᵀ (the forward, from W as stored [out, in]) and dy [m, out] · W. */
 const FORWARD = { op: 'Gemm', inputs: ['x', 'w'], outputs: ['y'], attrs: [{ name: 'transB', int: 1 }] };
