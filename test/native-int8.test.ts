@@ -5,21 +5,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
-import { LoraAdapter } from '../src/model/lora.js';
 import { checkNativeModelMemory } from '../src/doctor/model.js';
 import { loadModelConfig } from '../src/model/config.js';
 import { backendRefusal, memoryNeed, memoryNeedOfConfig, parameterCount } from '../src/model/memory-need.js';
-import { CausalLM } from '../src/model/qwen3.js';
-import { scoreBatch } from '../src/model/score.js';
-import { disposeGrads } from '../src/rl/accumulate.js';
-import { grpoGradients, type TrainingSequence } from '../src/rl/grpo-update.js';
 import { activeBackend, describeBackend, initBackend, tf } from '../src/tensor/backend.js';
 import { roundHalfAway } from '../src/formats/gguf.js';
 import { BLOCK, type BlockInt8, blockInt8Bytes, dequantized, quantizeBlocks } from '../src/tensor/block-int8.js';
 import { NativeMatrix } from '../src/tensor/frozen-matrix.js';
 import { nativeFrozenBase } from '../src/tensor/native-matmul.js';
 import { Rng } from '../src/util/rng.js';
+import { makeNativeTestModel, type NativeTestRun, nativeTestSequences, runNativeTestModel } from './helpers/native-model.js';
 
 function values(n: number, rng: Rng): Float32Array {
   // Mixed signs and magnitudes, so blocks have different scales.
@@ -164,33 +159,12 @@ describe('a model on native-int8', () => {
   beforeAll(() => {
     root = mkdtempSync(join(tmpdir(), 'sesa-int8-'));
     // As test/native-matmul.test.ts: q, o, the MLP and the head are held natively (≥ 2^18 floats).
-    dir = makeTinyCheckpoint({ out: join(root, 'm'), arch: 'qwen3', layers: 2, hidden: 512, heads: 8, kvHeads: 2, headDim: 64, intermediate: 1024, vocab: 512, tie: true, seed: 4, dtype: 'f32' }).dir;
+    dir = makeNativeTestModel(root);
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-  const rng = new Rng(17);
-  const seqs: TrainingSequence[] = Array.from({ length: 4 }, (_, i) => {
-    const promptIds = Array.from({ length: 20 + i }, () => rng.int(512));
-    const responseIds = Array.from({ length: 24 }, () => rng.int(512));
-    return { promptIds, responseIds, responseMask: responseIds.map((_, j) => (j % 5 === 4 ? 0 : 1)), oldLogprobs: responseIds.map(() => -6), advantage: i - 1.5, samplingTemperature: 1 };
-  });
-
-  async function run(backend: 'native' | 'native-int8'): Promise<{ logprobs: number[]; grads: Record<string, Float32Array>; heapFloats: number; described: string }> {
-    await initBackend(backend, { threads: 2 });
-    const before = tf.memory().numTensors;
-    const model = await CausalLM.load(dir);
-    const adapter = LoraAdapter.create('solver', model.config, { r: 8, alpha: 16, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] }, { seed: 1, randomB: true, randomBStd: 0.02 });
-    const params = Object.fromEntries(adapter.variables());
-    const [scored] = await scoreBatch(model, [(seqs[0] as TrainingSequence).promptIds]);
-    const g = await grpoGradients(model, adapter, params, seqs, { microBatchSize: 2, klCoef: 0.01 });
-    const grads = Object.fromEntries(Object.entries(g.grads).map(([k, v]) => [k, (v as tf.Tensor).dataSync() as Float32Array]));
-    disposeGrads(g.grads);
-    const out = { logprobs: scored?.logprobs ?? [], grads, heapFloats: model.heapWeightFloats(), described: model.describeFrozenBase() };
-    adapter.dispose();
-    model.dispose();
-    expect(tf.memory().numTensors).toBe(before);
-    return out;
-  }
+  const seqs = nativeTestSequences();
+  const run = (backend: 'native' | 'native-int8'): Promise<NativeTestRun> => runNativeTestModel(dir, seqs, backend);
 
   it('scores and trains LoRA close to the f32 model (an 8-bit base moves log-probs by a few hundredths), holding no weight more in the heap', async () => {
     const f32 = await run('native');

@@ -9,18 +9,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
-import { LoraAdapter } from '../src/model/lora.js';
-import { CausalLM } from '../src/model/qwen3.js';
-import { scoreBatch } from '../src/model/score.js';
-import { disposeGrads } from '../src/rl/accumulate.js';
-import { grpoGradients, type TrainingSequence } from '../src/rl/grpo-update.js';
+import type { TrainingSequence } from '../src/rl/grpo-update.js';
 import { activeBackend, initBackend, tf } from '../src/tensor/backend.js';
 import { holdsNatively, NATIVE_LINEAR, NATIVE_MIN_FLOATS, NativeMatrix, TensorMatrix } from '../src/tensor/frozen-matrix.js';
 import { holdsTableNatively, NativeTable, TensorTable } from '../src/tensor/frozen-table.js';
 import { MIN_ROWS, MIN_WORK, nativeMatMulCalls, nativeMatMulThreads } from '../src/tensor/native-matmul.js';
 import { matMulT } from '../src/tensor/ops.js';
 import { Rng } from '../src/util/rng.js';
+import { makeNativeTestModel, type NativeTestRun, nativeTestSequences, runNativeTestModel } from './helpers/native-model.js';
 import { ReferenceModel } from './helpers/reference-forward.js';
 
 function values(n: number, rng: Rng): Float32Array {
@@ -297,34 +293,12 @@ describe('a model on the native backend', () => {
   beforeAll(() => {
     root = mkdtempSync(join(tmpdir(), 'sesa-native-'));
     // q, o, the MLP and the head are held natively (≥ 2^18 floats); k and v (512 × 128) stay tensors.
-    dir = makeTinyCheckpoint({ out: join(root, 'm'), arch: 'qwen3', layers: 2, hidden: 512, heads: 8, kvHeads: 2, headDim: 64, intermediate: 1024, vocab: 512, tie: true, seed: 4, dtype: 'f32' }).dir;
+    dir = makeNativeTestModel(root);
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-  const rng = new Rng(17);
-  const seqs: TrainingSequence[] = Array.from({ length: 4 }, (_, i) => {
-    const promptIds = Array.from({ length: 20 + i }, () => rng.int(512));
-    const responseIds = Array.from({ length: 24 }, () => rng.int(512));
-    return { promptIds, responseIds, responseMask: responseIds.map((_, j) => (j % 5 === 4 ? 0 : 1)), oldLogprobs: responseIds.map(() => -6), advantage: i - 1.5, samplingTemperature: 1 };
-  });
-
-  async function run(backend: 'wasm' | 'native'): Promise<{ logprobs: number[]; grads: Record<string, Float32Array>; heapFloats: number; parameters: number }> {
-    await initBackend(backend, { threads: 2 });
-    const before = tf.memory().numTensors;
-    const model = await CausalLM.load(dir);
-    const adapter = LoraAdapter.create('solver', model.config, { r: 8, alpha: 16, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] }, { seed: 1, randomB: true, randomBStd: 0.02 });
-    const params = Object.fromEntries(adapter.variables());
-    const [scored] = await scoreBatch(model, [(seqs[0] as TrainingSequence).promptIds]);
-    const g = await grpoGradients(model, adapter, params, seqs, { microBatchSize: 2, klCoef: 0.01 });
-    const grads = Object.fromEntries(Object.entries(g.grads).map(([k, v]) => [k, (v as tf.Tensor).dataSync() as Float32Array]));
-    disposeGrads(g.grads);
-    const out = { logprobs: scored?.logprobs ?? [], grads, heapFloats: model.heapWeightFloats(), parameters: model.parameterCount() };
-    adapter.dispose();
-    model.dispose();
-    // Nothing is left: the model's tensors (held transposes included) go with it.
-    expect(tf.memory().numTensors).toBe(before);
-    return out;
-  }
+  const seqs = nativeTestSequences();
+  const run = (backend: 'wasm' | 'native'): Promise<NativeTestRun> => runNativeTestModel(dir, seqs, backend);
 
   it('scores within the float64 reference bound, trains LoRA with the wasm path\'s gradients, and keeps its large weights out of the heap', async () => {
     const wasm = await run('wasm');
