@@ -153,6 +153,8 @@ interface WorldOptions {
   reuse?: { threshold: number; clearEvery: number; byHops?: boolean };
   solverBatch?: number;
   hopMix?: number[];
+  /** --min-informative-groups and --resample-rounds. */
+  resample?: { minGroups: number; rounds: number };
   /** No skill bank (as the SSP recipe). */
   noSkills?: boolean;
 }
@@ -239,6 +241,7 @@ async function makeWorld(plans: Plan[], opts: WorldOptions = {}): Promise<World>
     ...(opts.reuse ? { reuse: opts.reuse } : {}),
     ...(opts.solverBatch !== undefined ? { solverBatch: opts.solverBatch } : {}),
     ...(opts.hopMix ? { hopMix: opts.hopMix } : {}),
+    ...(opts.resample ? { resample: opts.resample } : {}),
   };
   const seedPool = plans.map((p, i) => ({ answer: p.answer, hops: p.hops ?? 2, ...(p.aliases ? { aliases: p.aliases } : {}), ...(opts.corpusOf ? { corpus: opts.corpusOf(i) } : {}) }));
   return { deps, settings, seedPool, plans, proposerPolicy, solverPolicy, searcher, searchers, ragJudges, ragJudge, semantic, updater, bank };
@@ -866,6 +869,26 @@ describe('the reuse pool (SSP extraction_failure = reuse)', () => {
     expect(new ReusePool([q('easy', 1)]).drawByHops([2, 2], 0.5, rng)).toEqual([]);
   });
 
+  it('a resampling draw (drawDistinct): distinct questions, without replacement, none excluded or above the threshold', () => {
+    const pool = new ReusePool([q('a', 0.2), q('b', 1), q('a', 0.6), q('c', 0.4), q('d', 0), q('e', 0.8)]);
+    const rng = new Rng(5);
+    for (let i = 0; i < 50; i++) {
+      const drawn = pool.drawDistinct(3, 0.9, rng, new Set(['c'])).map((d) => d.question);
+      expect(drawn.length).toBe(3);
+      expect(new Set(drawn).size).toBe(3);
+      for (const d of drawn) expect(['a', 'd', 'e']).toContain(d);
+    }
+    // More asked than there are: all of them once; the pool itself is unchanged.
+    expect(
+      pool
+        .drawDistinct(10, 1, rng, new Set())
+        .map((d) => d.question)
+        .sort(),
+    ).toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(pool.size).toBe(6);
+    expect(pool.drawDistinct(4, 0.9, rng, new Set(['a', 'c', 'd', 'e']))).toEqual([]);
+  });
+
   it('round-trips through its file, and a malformed file names the file and the question', () => {
     const pool = new ReusePool([{ ...q('mid', 0.4, 3), aliases: ['a'], corpus: 2 }]);
     const back = ReusePool.fromFile(JSON.parse(JSON.stringify(pool.toFile())), 'p.json');
@@ -980,6 +1003,69 @@ describe('sesaStep: the solver batch and the reuse pool', () => {
     const full = await run();
     expect(await run(3)).toEqual(full);
     expect(JSON.stringify(full)).toContain('"reusedQuestions":');
+  });
+});
+
+describe('sesaStep: resampling to a minimum of informative groups (--min-informative-groups)', () => {
+  // Seeds 0–2 write valid questions (p̂ 0.4, 1 and 0.2); seeds 3–5 never do. Each step's questions differ (tagged).
+  const plans: Plan[] = [
+    { answer: 'Varrowen', correct: 2 },
+    { answer: 'Quillmarsh', correct: 5 },
+    { answer: 'Brennock', correct: 1 },
+    { answer: 'Tessaly', kinds: ['too-short'], correct: 3 },
+    { answer: 'Ormwick', kinds: ['no-question'], correct: 3 },
+    { answer: 'Fennhollow', kinds: ['too-few-words'], correct: 3 },
+  ];
+  const informativeOf: Record<string, boolean> = { Varrowen: true, Quillmarsh: false, Brennock: true };
+  const world = (resample?: { minGroups: number; rounds: number }) =>
+    makeWorld(plans, { seedsPerStep: 6, tagQuestions: true, reuse: { threshold: 1, clearEvery: 10 }, noSkills: true, ...(resample ? { resample } : {}) });
+
+  it('while too few groups carry a signal, rounds solve distinct pooled questions not yet in the step; all of them judged, pooled and trained', async () => {
+    const w = await world({ minGroups: 20, rounds: 3 });
+    const pool = w.deps.reusePool as ReusePool;
+    // Step 1: the pool is empty, so no round runs. It then holds step 1's three valid questions.
+    const first = await sesaStep(1, w.seedPool, w.deps, w.settings);
+    expect([first.metrics.resampleRounds, first.metrics.resampledQuestions, first.metrics.solverQuestions]).toEqual([0, 0, 3]);
+    await sesaStep(2, w.seedPool, w.deps, w.settings);
+    await sesaStep(3, w.seedPool, w.deps, w.settings);
+    const before = pool.entries();
+    const r = await sesaStep(4, w.seedPool, w.deps, w.settings);
+    const m = r.metrics;
+    // Round 0: 3 valid + 3 reused (drawn with replacement). The rounds then take every other pooled question
+    // once, a batch (6) per round, until none is left or the rounds run out.
+    const firstRoundTexts = new Set([...r.proposals.filter((p) => !p.invalid).map((p) => p.question as string), ...r.reused.map((q) => q.question)]);
+    const left = new Set(before.map((e) => e.question).filter((t) => !firstRoundTexts.has(t)));
+    expect(left.size).toBeGreaterThan(6);
+    expect(m.resampledQuestions).toBe(Math.min(left.size, 6 * 3));
+    expect(m.resampleRounds).toBe(Math.min(3, Math.ceil(left.size / 6)));
+    expect([m.reusedQuestions, m.emptySlots]).toEqual([3, 0]);
+    expect(m.solverQuestions).toBe(6 + m.resampledQuestions);
+    expect(m.solverRollouts).toBe(m.solverQuestions * G);
+    // Every question went into the pool with its own p̂, and the solver update got every group's rewards, in order.
+    const added = pool.entries().slice(before.length);
+    expect(added.length).toBe(m.solverQuestions);
+    const resampled = added.slice(6).map((e) => e.question);
+    expect(new Set(resampled).size).toBe(resampled.length);
+    for (const t of resampled) expect(left.has(t)).toBe(true);
+    const solverCall = w.updater.calls.filter((c) => c.role === 'solver').at(-1);
+    expect(solverCall?.rewards).toEqual(added.map((e) => Array.from({ length: G }, (_, j) => (j < ((plans.find((p) => p.answer === e.answer) as Plan).correct ?? 0) ? 1 : 0))));
+    expect(m.informativeGroups).toBe(added.filter((e) => informativeOf[e.answer]).length);
+    // The proposer's rewards are its own questions' only.
+    expect(w.updater.calls.filter((c) => c.role === 'proposer').at(-1)?.rewards).toEqual(r.proposals.map((p) => [p.reward]));
+  });
+
+  it('a step that already has enough informative groups runs no round: its records equal those of a run without the setting', async () => {
+    const strip = (r: StepResult) => ({ ...r, metrics: { ...r.metrics, seconds: undefined } });
+    const run = async (resample?: { minGroups: number; rounds: number }) => {
+      const w = await world(resample);
+      const out: unknown[] = [];
+      for (let step = 1; step <= 3; step++) out.push({ r: strip(await sesaStep(step, w.seedPool, w.deps, w.settings)), updates: w.updater.calls.slice(-2) });
+      return out;
+    };
+    // Varrowen and Brennock give two informative groups every step, so one is always enough.
+    const off = await run();
+    expect(await run({ minGroups: 1, rounds: 3 })).toEqual(off);
+    expect(JSON.stringify(off)).toContain('"resampleRounds":0');
   });
 });
 

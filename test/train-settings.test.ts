@@ -154,6 +154,9 @@ const EVERY_SETTING: Record<string, unknown> = {
   'reuse-threshold': 0.5,
   'reuse-pool-clear-every': 5,
   'reuse-by-hops': true,
+  // 0 (the default): resampling draws from the reuse pool, which --extraction-failure dummy above turns off.
+  'min-informative-groups': 0,
+  'resample-rounds': 3,
   'card-utility': 'counterfactual',
 };
 
@@ -169,7 +172,7 @@ describe('the settings table', () => {
       const key = name.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase()) as keyof TrainConfig;
       expect(config[key], name).toEqual(name === 'skills' ? true : v);
       // Every value differs from the default, so the file really set it.
-      if (name !== 'recipe' && name !== 'rollout-engine' && name !== 'corpus' && name !== 'frontier' && name !== 'skills') expect(config[key], name).not.toEqual(TRAIN_DEFAULTS[key]);
+      if (name !== 'recipe' && name !== 'rollout-engine' && name !== 'corpus' && name !== 'frontier' && name !== 'skills' && name !== 'min-informative-groups') expect(config[key], name).not.toEqual(TRAIN_DEFAULTS[key]);
     }
     const run = RunFolder.create(join(root, 'run-every'), config);
     const saved = parseSavedConfig(JSON.parse(readFileSync(run.configPath, 'utf8')), run.configPath);
@@ -192,6 +195,8 @@ describe('the settings table', () => {
     const bad = (over: Partial<TrainConfig>): string[] => configProblems({ ...TRAIN_DEFAULTS, ...over });
     expect(bad({ temperature: 0 })).toEqual(['--temperature 0 samples greedily: the G rollouts of a group would be identical and GRPO would get no signal (use a temperature > 0)']);
     expect(bad({ minLrRatio: 0.1 })).toEqual(['--min-lr-ratio 0.1 applies only to --lr-schedule cosine']);
+    expect(bad({ minInformativeGroups: 4, extractionFailure: 'dummy' })).toEqual(['--min-informative-groups draws its extra questions from the reuse pool: it needs --extraction-failure reuse']);
+    expect(bad({ minInformativeGroups: 4 })).toEqual([]);
     expect(bad({ lrSchedule: 'cosine', steps: 5, warmupSteps: 5 })).toEqual(['--lr-schedule cosine needs --steps (5) > --warmup-steps (5)']);
     expect(bad({ judgeModel: 'x' })).toEqual(['--judge-model names a model at --judge-url, which is not set']);
     expect(bad({ retrieverUrl: 'http://h/retrieve', corpus: 'c.jsonl', seeds: 's.jsonl' })).toEqual(['--retriever-url replaces the local index, so --corpus c.jsonl would be unused: give one of them']);

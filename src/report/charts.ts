@@ -410,29 +410,32 @@ export function figure3Charts(steps: readonly StepRow[], evals: readonly EvalRow
 
 /**
  * The solver batch per step (docs/method.md, "The solver batch and the reuse pool"): the step's valid questions,
- * the questions reused from the pool, and the slots left empty (no valid question and nothing to reuse).
+ * the questions reused from the pool, those of resampling rounds (--min-informative-groups), and the slots left
+ * empty (no valid question and nothing to reuse).
  */
 export function solverBatchChart(steps: readonly StepRow[]): Chart | undefined {
   const rows: Array<{ step: number; kind: string; count: number }> = [];
   for (const s of steps) {
     if (!num(s.solverQuestions)) continue;
     const reused = num(s.reusedQuestions) ? s.reusedQuestions : 0;
-    rows.push({ step: s.step, kind: 'valid this step', count: s.solverQuestions - reused });
+    const resampled = num(s.resampledQuestions) ? s.resampledQuestions : 0;
+    rows.push({ step: s.step, kind: 'valid this step', count: s.solverQuestions - reused - resampled });
     rows.push({ step: s.step, kind: 'reused from the pool', count: reused });
+    if (resampled > 0) rows.push({ step: s.step, kind: 'resampled from the pool', count: resampled });
     if (num(s.emptySlots)) rows.push({ step: s.step, kind: 'empty slot', count: s.emptySlots });
   }
   if (rows.length === 0) return undefined;
   return {
     id: 'solver-batch',
     title: 'The solver batch',
-    caption: 'Questions the solver got per step: this step’s valid questions, questions reused from the pool, and slots left empty.',
+    caption: 'Questions the solver got per step: this step’s valid questions, questions reused from the pool, questions of resampling rounds, and slots left empty.',
     svg: render({
       width: NARROW,
       height: 230,
       marginLeft: 40,
       x: stepBand(steps),
       y: { label: 'questions', grid: true },
-      color: { legend: true, domain: ['valid this step', 'reused from the pool', 'empty slot'], range: ['#f28e2b', '#4e79a7', '#d3d3d3'] },
+      color: { legend: true, domain: ['valid this step', 'reused from the pool', 'resampled from the pool', 'empty slot'], range: ['#f28e2b', '#4e79a7', '#76b7b2', '#d3d3d3'] },
       marks: [Plot.barY(rows, { x: 'step', y: 'count', fill: 'kind', tip: true }), Plot.ruleY([0])],
     }),
   };

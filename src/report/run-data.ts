@@ -26,10 +26,13 @@ export interface StepRow {
   activeSkills?: number;
   /** Cards in the bank retrieved at least once (docs/method.md, "One step"). */
   activeCards?: number;
-  /** The solver batch: its questions, those reused from the pool, the slots left empty. */
+  /** The solver batch: its questions, those reused from the pool, those of resampling rounds, the slots left empty. */
   solverQuestions?: number;
   reusedQuestions?: number;
+  resampledQuestions?: number;
   emptySlots?: number;
+  /** Solver groups with a learning signal (0 < p̂ < 1). */
+  informativeGroups?: number;
   /** The solver's accuracy on the step's own valid questions, and its rollouts. */
   validQuestionAccuracy?: number;
   validQuestionRollouts?: number;

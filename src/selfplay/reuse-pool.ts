@@ -81,6 +81,24 @@ export class ReusePool {
     });
   }
 
+  /**
+   * Up to `n` distinct eligible questions, none of whose text is in `exclude`, drawn uniformly without
+   * replacement (a question the pool holds twice counts once): a resampling round's draw
+   * (`--min-informative-groups`, docs/method.md, "The solver batch and the reuse pool").
+   */
+  drawDistinct(n: number, threshold: number, rng: Rng, exclude: ReadonlySet<string>): PooledQuestion[] {
+    const seen = new Set(exclude);
+    const from: PooledQuestion[] = [];
+    for (const q of this.eligible(threshold)) {
+      if (seen.has(q.question)) continue;
+      seen.add(q.question);
+      from.push(q);
+    }
+    const picked: PooledQuestion[] = [];
+    while (picked.length < n && from.length > 0) picked.push({ ...(from.splice(rng.int(from.length), 1)[0] as PooledQuestion) });
+    return picked;
+  }
+
   /** Adds the questions solved this step, in the order given. */
   add(questions: readonly PooledQuestion[]): void {
     this.questions.push(...questions.map((q) => ({ ...q })));

@@ -46,6 +46,7 @@ export function stepSettingsOf(config: TrainConfig): StepSettings {
     solverBatch: config.solverBatch,
     ...(config.extractionFailure === 'reuse' ? { reuse: { threshold: config.reuseThreshold, clearEvery: config.reusePoolClearEvery, ...(config.reuseByHops ? { byHops: true } : {}) } } : {}),
     cardUtility: config.cardUtility,
+    ...(config.minInformativeGroups > 0 ? { resample: { minGroups: config.minInformativeGroups, rounds: config.resampleRounds } } : {}),
   };
 }
 

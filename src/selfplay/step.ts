@@ -99,6 +99,12 @@ export interface StepSettings {
   /** SSP's extraction_failure = reuse: the pool's threshold on p̂ and its clear interval; absent: no reuse. */
   reuse?: { threshold: number; clearEvery: number; byHops?: boolean };
   /**
+   * DAPO's dynamic sampling from the reuse pool (docs/method.md, "The solver batch and the reuse pool"): while
+   * the batch has fewer than `minGroups` groups with 0 < p̂ < 1, another round solves up to one batch more of
+   * pooled questions not yet in the step, at most `rounds` rounds. Absent: off (SSP).
+   */
+  resample?: { minGroups: number; rounds: number };
+  /**
    * How card utility is counted (docs/method.md, "Card use"): per rollout with the cards (outcome, the paper), or
    * per split group by the sign of (reward with cards − reward without) (counterfactual, ours); default outcome.
    */
@@ -136,10 +142,15 @@ export interface StepMetrics {
   validQuestions: number;
   /** Proposals and valid questions by the hop count their seed asked for ("1", "2", ...). */
   validByHops: Record<string, { proposals: number; valid: number }>;
-  /** Questions the solver was given: the valid ones and those reused from the pool (docs/method.md, "The solver batch and the reuse pool"). */
+  /** Questions the solver was given: the valid ones, those reused from the pool and those of resampling rounds (docs/method.md, "The solver batch and the reuse pool"). */
   solverQuestions: number;
   /** Of them, questions reused from the pool. */
   reusedQuestions: number;
+  /** Of them, questions drawn from the pool by resampling rounds (`resample`), and the rounds run. */
+  resampledQuestions: number;
+  resampleRounds: number;
+  /** Solver groups with a learning signal (0 < p̂ < 1) in the whole batch. */
+  informativeGroups: number;
   /** Slots of the solver batch that stayed empty (SSP's dummy questions): no valid question and nothing to reuse. */
   emptySlots: number;
   /** Questions in the reuse pool after this step's were added (with reuse on). */
@@ -197,6 +208,8 @@ function allPassages(r: Rollout): Passage[] {
 
 /** The stream label of the reuse draws: (seed, step) gives them a stream of their own, so reuse changes no other draw. */
 const REUSE_STREAM = 0x52455553;
+/** The stream of the resampling rounds' draws and rollouts (off, they draw nothing: no other draw changes). */
+const RESAMPLE_STREAM = 0x5245534d;
 
 /** One question of the solver batch: a valid proposal's, or one reused from the pool. */
 interface SolverItem {
@@ -217,7 +230,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   const clock = (phase: StepPhase, since: number): number => {
     const now = performance.now();
     seconds[phase] += (now - since) / 1000;
-    deps.onPhase?.(step, phase, 'end', (now - since) / 1000);
+    deps.onPhase?.(step, phase, 'end', seconds[phase]);
     return now;
   };
   const begin = (phase: StepPhase): void => deps.onPhase?.(step, phase, 'start');
@@ -308,26 +321,61 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   for (let k = 0; nextReused < reused.length; k++) items.push(fromPool(reused[nextReused++] as PooledQuestion, k % seeds.length));
   // A question's group is its slot's shard: with the step sharded over workers it runs where the seed's
   // proposals ran (docs/scale-out.md).
-  const groups = await deps.solver.solve(
-    items.map((it) => it.question),
-    settings.groupSize,
-    rolloutSeed(),
-    items.map((it) => it.shard),
-    settings.cardsInGroup === 'half' ? Math.floor(settings.groupSize / 2) : settings.groupSize,
-    items.some((it) => it.corpus !== undefined) ? items.map((it) => it.corpus) : undefined,
-  );
-  t = clock('solve', t);
+  const groups: Awaited<ReturnType<SolverRole['solve']>> = [];
+  const verdicts: Judgement[] = [];
+  const solveAndJudge = async (batch: readonly SolverItem[], seed: number): Promise<void> => {
+    let since = performance.now();
+    const solvedGroups = await deps.solver.solve(
+      batch.map((it) => it.question),
+      settings.groupSize,
+      seed,
+      batch.map((it) => it.shard),
+      settings.cardsInGroup === 'half' ? Math.floor(settings.groupSize / 2) : settings.groupSize,
+      batch.some((it) => it.corpus !== undefined) ? batch.map((it) => it.corpus) : undefined,
+    );
+    seconds.solve += (performance.now() - since) / 1000;
+    since = performance.now();
+    verdicts.push(
+      ...(await judging.judge(
+        batch.flatMap((it, k) => {
+          const group = solvedGroups[k] as (typeof solvedGroups)[number];
+          const golds = [it.answer, ...it.aliases];
+          return group.rollouts.map((r) => ({ shard: it.shard, question: group.question, golds, prediction: r.final }));
+        }),
+      )),
+    );
+    seconds.judge += (performance.now() - since) / 1000;
+    groups.push(...solvedGroups);
+  };
+  await solveAndJudge(items, rolloutSeed());
+  const firstRound = items.length;
+  // Resampling rounds (settings.resample): more pooled questions while too few groups carry a signal. The
+  // verdicts come back in global-index order, so a group's rewards are known here; everything after (rewards,
+  // the bank, the pool, the updates) takes all rounds' groups in order.
+  const informative = (): number => {
+    let n = 0;
+    let v = 0;
+    for (const g of groups) if (hasAdvantageSignal({ rollouts: g.rollouts, rewards: g.rollouts.map(() => solverReward((verdicts[v++] as Judgement).correct)) })) n++;
+    return n;
+  };
+  let resampleRounds = 0;
+  if (settings.resample && pool && settings.reuse) {
+    const resampleRng = Rng.derive((settings.seed ^ RESAMPLE_STREAM) >>> 0, step);
+    while (resampleRounds < settings.resample.rounds && informative() < settings.resample.minGroups) {
+      const more = pool.drawDistinct(slots, settings.reuse.threshold, resampleRng, new Set(items.map((it) => it.question)));
+      if (more.length === 0) break;
+      const batch = more.map((q, k) => fromPool(q, k % seeds.length));
+      items.push(...batch);
+      resampleRounds++;
+      await solveAndJudge(batch, resampleRng.nextU32() & 0x7fffffff);
+    }
+  }
+  t = performance.now();
+  deps.onPhase?.(step, 'solve', 'end', seconds.solve);
   begin('judge');
 
-  // 5-9. Judge, rewards, skill utility, failure queue, the reuse pool. The verdicts come back in global-index
-  // order, and the bank (one writer: this process) takes the outcomes and failures in that order.
-  const verdicts = await judging.judge(
-    items.flatMap((it, k) => {
-      const group = groups[k] as (typeof groups)[number];
-      const golds = [it.answer, ...it.aliases];
-      return group.rollouts.map((r) => ({ shard: it.shard, question: group.question, golds, prediction: r.final }));
-    }),
-  );
+  // 5-9. Rewards, skill utility, failure queue, the reuse pool, over every round's groups in order; the bank
+  // (one writer: this process) takes the outcomes and failures in that order.
   let nextVerdict = 0;
   const solverGroups: RolloutGroup[] = [];
   // Read before the commit below changes the bank: the cards as the prompts had them.
@@ -453,7 +501,10 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     validByHops,
     solverQuestions: items.length,
     reusedQuestions: reused.length,
-    emptySlots: Math.max(0, slots - items.length),
+    resampledQuestions: items.length - firstRound,
+    resampleRounds,
+    informativeGroups: solverGroups.filter(hasAdvantageSignal).length,
+    emptySlots: Math.max(0, slots - firstRound),
     ...(pool ? { reusePool: pool.size, reusePoolCleared: poolCleared === true } : {}),
     ...(corpus !== undefined ? { corpus } : {}),
     solverRollouts: solverRewards.length,

@@ -105,6 +105,10 @@ const THINKING_JUDGE_MIN_TOKENS = 256;
 /** Rules that tie settings together; each names the flags and the reason. */
 const CROSS_CHECKS: CrossCheck[] = [
   (c) => (c.maxResponseTokens >= c.maxNewTokens ? undefined : `--max-response-tokens (${c.maxResponseTokens}) must be ≥ --max-new-tokens (${c.maxNewTokens})`),
+  (c) =>
+    c.minInformativeGroups === 0 || c.extractionFailure === 'reuse'
+      ? undefined
+      : '--min-informative-groups draws its extra questions from the reuse pool: it needs --extraction-failure reuse',
   (c) => (c.groupSize >= 2 || !c.frontier ? undefined : '--group-size must be ≥ 2 for the frontier reward (p̂ needs a group)'),
   (c) =>
     c.temperature > 0

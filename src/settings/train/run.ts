@@ -62,6 +62,11 @@ export const RUN_SETTINGS = {
     min: 0,
     help: "questions the solver gets per step: the step's valid questions, topped up to this many from the reuse pool (--extraction-failure reuse); 0 = one per proposal (seeds × n_p), as SSP. More valid questions than this are all solved",
   }),
+  minInformativeGroups: int(0, {
+    min: 0,
+    help: "resample until the solver batch has this many groups with a learning signal (0 < p̂ < 1): while fewer, another round solves up to a solver batch more of questions drawn from the reuse pool (distinct, not yet in the step), at most --resample-rounds rounds (DAPO's dynamic sampling, from SSP's pool; docs/method.md, \"The solver batch and the reuse pool\"); 0 = off, as SSP",
+  }),
+  resampleRounds: int(2, { min: 1, help: 'the most resampling rounds a step runs for --min-informative-groups' }),
   hopMix: optionalStr({
     help: "the shares of 1-, 2-, 3-, … hop answer seeds each step draws, as 'a,b,c' (1,1,1 = a third each, as the papers' seed pool); unset: the pool as it comes (docs/method.md, \"One step\")",
     check: hopMixProblem,
