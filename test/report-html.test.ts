@@ -80,6 +80,10 @@ describe('renderReport', () => {
     const section = (id: string): string => /<section class="chart" data-chart="[^"]+">.*?<\/section>/s.exec(html.slice(html.indexOf(`data-chart="${id}"`) - 30))?.[0] ?? '';
     expect(section('figure3-active-cards')).toContain('active cards');
     expect(section('solver-batch')).toContain('reused from the pool');
+    expect(section('solver-batch')).not.toContain('resampled from the pool');
+    // A run that resampled (--min-informative-groups) draws those questions as a kind of their own.
+    const resampled = renderReport({ run: run({ steps: steps.map((s, i) => ({ ...s, solverQuestions: 8 + i, resampledQuestions: i })) }), evals: [], generatedAt: '2026-01-01T00:00:00Z' });
+    expect(/<section class="chart" data-chart="solver-batch">.*?<\/section>/s.exec(resampled.html)?.[0] ?? '').toContain('resampled from the pool');
     // A run without those metrics (an older run, skills off) leaves the charts out.
     const bare = renderReport({ run: run({ steps: [step(1, { validityRate: undefined })], evals: [] }), evals: [], generatedAt: '2026-01-01T00:00:00Z' });
     expect(bare.chartIds.filter((id) => id.startsWith('figure3-') || id === 'solver-batch')).toEqual([]);

@@ -408,6 +408,19 @@ export function figure3Charts(steps: readonly StepRow[], evals: readonly EvalRow
   return out;
 }
 
+const BATCH_KINDS: ReadonlyArray<[string, string]> = [
+  ['valid this step', '#f28e2b'],
+  ['reused from the pool', '#4e79a7'],
+  ['resampled from the pool', '#76b7b2'],
+  ['empty slot', '#d3d3d3'],
+];
+
+/** The solver batch chart's colour domain: every kind but resampling always, resampling where a row has it. */
+function kindsDrawn(rows: ReadonlyArray<{ kind: string }>): { domain: string[]; range: string[] } {
+  const kinds = BATCH_KINDS.filter(([kind]) => kind !== 'resampled from the pool' || rows.some((r) => r.kind === kind));
+  return { domain: kinds.map(([k]) => k), range: kinds.map(([, c]) => c) };
+}
+
 /**
  * The solver batch per step (docs/method.md, "The solver batch and the reuse pool"): the step's valid questions,
  * the questions reused from the pool, those of resampling rounds (--min-informative-groups), and the slots left
@@ -435,7 +448,8 @@ export function solverBatchChart(steps: readonly StepRow[]): Chart | undefined {
       marginLeft: 40,
       x: stepBand(steps),
       y: { label: 'questions', grid: true },
-      color: { legend: true, domain: ['valid this step', 'reused from the pool', 'resampled from the pool', 'empty slot'], range: ['#f28e2b', '#4e79a7', '#76b7b2', '#d3d3d3'] },
+      // Resampled questions only where the run resampled (--min-informative-groups).
+      color: { legend: true, ...kindsDrawn(rows) },
       marks: [Plot.barY(rows, { x: 'step', y: 'count', fill: 'kind', tip: true }), Plot.ruleY([0])],
     }),
   };
