@@ -1,6 +1,6 @@
 // One SESA training step, in the order of docs/method.md ("One step"):
 //   propose → validate (rules, then the RAG check) → the solver batch (valid questions, topped up from the reuse
-//   pool) → retrieve skills + solve → judge → rewards → skill utility → failure queue → the reuse pool → GRPO
+//   pool) → retrieve skills + solve → judge (→ resampling rounds from the pool, when asked) → rewards → skill utility → failure queue → the reuse pool → GRPO
 //   updates (solver, proposer) → consolidation, committed at the step boundary → metrics.
 // Every arrow is a call to a role or an interface; the records that flow are plain data.
 import type { TextGenerator } from '../llm/types.js';
@@ -18,6 +18,7 @@ import { localJudging, type RagItem, type StepJudging } from './step-judging.js'
 import type { PolicyUpdater, Role, RoleUpdateMetrics, RolloutGroup } from './updater.js';
 import { checkQuestion, type InvalidReason, type QuestionRules } from './validate.js';
 import type { PooledQuestion, ReusePool } from './reuse-pool.js';
+import { firstBatch, resampleRounds, type SolverItem } from './solver-batch.js';
 import { drawStepSeeds, pickSeeds, stepCorpus } from './seed-draw.js';
 
 export { pickSeeds };
@@ -206,24 +207,6 @@ function allPassages(r: Rollout): Passage[] {
   return r.retrieved.flat();
 }
 
-/** The stream label of the reuse draws: (seed, step) gives them a stream of their own, so reuse changes no other draw. */
-const REUSE_STREAM = 0x52455553;
-/** The stream of the resampling rounds' draws and rollouts (off, they draw nothing: no other draw changes). */
-const RESAMPLE_STREAM = 0x5245534d;
-
-/** One question of the solver batch: a valid proposal's, or one reused from the pool. */
-interface SolverItem {
-  question: string;
-  answer: string;
-  aliases: string[];
-  hops: number;
-  corpus: number | undefined;
-  /** The step's seed index whose slot it fills (the shard it runs on with the step sharded). */
-  shard: number;
-  /** The valid proposal it is, or undefined for a reused question. */
-  proposal?: ProposalRecord;
-}
-
 export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], deps: StepDeps, settings: StepSettings): Promise<StepResult> {
   const t0 = performance.now();
   const seconds = { propose: 0, validate: 0, solve: 0, judge: 0, update: 0, consolidate: 0, total: 0 };
@@ -294,31 +277,12 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   t = clock('validate', t);
   begin('solve');
 
-  // 3-4. The solver batch (docs/method.md, "The solver batch and the reuse pool"): one slot per proposal (or
-  // --solver-batch slots), in proposal order; a valid proposal fills its own, and an empty slot takes a question
-  // reused from the pool (its own draw, from a stream of its own) while the pool has one at most the threshold.
-  // Then each question is solved G times in its corpus, with the top-k skills retrieved for it (solver only).
-  const valid = proposals.map((p, i) => ({ p, i })).filter(({ p }) => !p.invalid && p.question !== undefined);
-  const slots = settings.solverBatch !== undefined && settings.solverBatch > 0 ? settings.solverBatch : proposals.length;
-  const toFill = Math.max(0, slots - valid.length);
-  const reuseRng = Rng.derive((settings.seed ^ REUSE_STREAM) >>> 0, step);
-  // --reuse-by-hops: each empty slot asks for its seed's hop count (slots past one per proposal for any).
-  const slotHops = (): Array<number | undefined> => {
-    const failed = proposals.filter((p) => p.invalid || p.question === undefined).map((p): number | undefined => p.hops);
-    return Array.from({ length: toFill }, (_, k) => failed[k]);
-  };
-  const reused = pool && settings.reuse ? (settings.reuse.byHops ? pool.drawByHops(slotHops(), settings.reuse.threshold, reuseRng) : pool.draw(toFill, settings.reuse.threshold, reuseRng)) : [];
-  const items: SolverItem[] = [];
-  const fromPool = (q: PooledQuestion, shard: number): SolverItem => ({ question: q.question, answer: q.answer, aliases: q.aliases ?? [], hops: q.hops, corpus: q.corpus, shard });
-  let nextReused = 0;
-  for (const p of proposals) {
-    if (!p.invalid && p.question !== undefined) {
-      const seed = seeds[p.seedIndex] as AnswerSeed;
-      items.push({ question: p.question, answer: p.answer, aliases: seed.aliases ?? [], hops: p.hops, corpus: seed.corpus, shard: p.seedIndex, proposal: p });
-    } else if (nextReused < reused.length) items.push(fromPool(reused[nextReused++] as PooledQuestion, p.seedIndex));
-  }
-  // Slots beyond one per proposal (--solver-batch above seeds × n_p).
-  for (let k = 0; nextReused < reused.length; k++) items.push(fromPool(reused[nextReused++] as PooledQuestion, k % seeds.length));
+  // 3-4. The solver batch (./solver-batch.ts; docs/method.md, "The solver batch and the reuse pool"): the valid
+  // questions in their slots, the empty ones reused from the pool. Each question is solved G times in its
+  // corpus, with the top-k skills retrieved for it (solver only), and judged; then, with --min-informative-groups,
+  // rounds of pooled questions while too few groups carry a signal.
+  const valid = proposals.filter((p) => !p.invalid && p.question !== undefined);
+  const { items, reused, slots } = firstBatch(step, proposals, seeds, pool, settings);
   // A question's group is its slot's shard: with the step sharded over workers it runs where the seed's
   // proposals ran (docs/scale-out.md).
   const groups: Awaited<ReturnType<SolverRole['solve']>> = [];
@@ -358,18 +322,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     for (const g of groups) if (hasAdvantageSignal({ rollouts: g.rollouts, rewards: g.rollouts.map(() => solverReward((verdicts[v++] as Judgement).correct)) })) n++;
     return n;
   };
-  let resampleRounds = 0;
-  if (settings.resample && pool && settings.reuse) {
-    const resampleRng = Rng.derive((settings.seed ^ RESAMPLE_STREAM) >>> 0, step);
-    while (resampleRounds < settings.resample.rounds && informative() < settings.resample.minGroups) {
-      const more = pool.drawDistinct(slots, settings.reuse.threshold, resampleRng, new Set(items.map((it) => it.question)));
-      if (more.length === 0) break;
-      const batch = more.map((q, k) => fromPool(q, k % seeds.length));
-      items.push(...batch);
-      resampleRounds++;
-      await solveAndJudge(batch, resampleRng.nextU32() & 0x7fffffff);
-    }
-  }
+  const rounds = await resampleRounds(step, items, slots, seeds.length, pool, settings, informative, solveAndJudge);
   t = performance.now();
   deps.onPhase?.(step, 'solve', 'end', seconds.solve);
   begin('judge');
@@ -502,7 +455,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     solverQuestions: items.length,
     reusedQuestions: reused.length,
     resampledQuestions: items.length - firstRound,
-    resampleRounds,
+    resampleRounds: rounds,
     informativeGroups: solverGroups.filter(hasAdvantageSignal).length,
     emptySlots: Math.max(0, slots - firstRound),
     ...(pool ? { reusePool: pool.size, reusePoolCleared: poolCleared === true } : {}),
