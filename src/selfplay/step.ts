@@ -1,7 +1,8 @@
 // One SESA training step, in the order of docs/method.md ("One step"):
 //   propose → validate (rules, then the RAG check) → the solver batch (valid questions, topped up from the reuse
-//   pool) → retrieve skills + solve → judge (→ resampling rounds from the pool, when asked) → rewards → skill utility → failure queue → the reuse pool → GRPO
-//   updates (solver, proposer) → consolidation, committed at the step boundary → metrics.
+//   pool) → retrieve skills + solve → judge (→ resampling rounds from the pool, when asked) → rewards → skill
+//   utility → failure queue → the reuse pool → GRPO updates (solver, proposer) → consolidation, committed at the
+//   step boundary → metrics.
 // Every arrow is a call to a role or an interface; the records that flow are plain data.
 import type { TextGenerator } from '../llm/types.js';
 import type { Passage } from '../search/types.js';
