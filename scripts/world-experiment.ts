@@ -453,6 +453,8 @@ for (const name of allVariants) {
   for (const step of stepNumbers) {
     const rowsAt = runs.flatMap((r) => r.steps.filter((x) => x.step === step));
     const sum = (f: (x: StepRow) => number | undefined): number => rowsAt.reduce((a, x) => a + (f(x) ?? 0), 0);
+    // A count that older runs' metrics lack: "—" there, not 0.
+    const counted = (f: (x: StepRow) => number | undefined): string => (rowsAt.some((x) => f(x) !== undefined) ? String(sum(f)) : '—');
     const emOf = (skills: 'on' | 'off'): string => {
       const ems = runs.flatMap((r) => r.evals.filter((e) => e.step === step && e.skills === skills).map((e) => e.em));
       return ems.length === 0 ? '—' : pct(mean(ems));
@@ -462,7 +464,7 @@ for (const name of allVariants) {
     const cards = rowsAt.filter((x) => x.activeCards !== undefined);
     fig3Lines.push(
       `| ${name} | ${step} | ${rowsAt.length === 0 ? '—' : `${share(sum((x) => x.validQuestions), Math.max(1, sum((x) => x.proposals)))} (${sum((x) => x.validQuestions)}/${sum((x) => x.proposals)})`} | ` +
-        `${rowsAt.length === 0 ? '—' : `${sum((x) => x.solverQuestions)} (${sum((x) => x.reusedQuestions)} reused, ${sum((x) => x.resampledQuestions)} resampled, ${sum((x) => x.emptySlots)} empty; ${sum((x) => x.informativeGroups)} with a signal)`} | ` +
+        `${rowsAt.length === 0 ? '—' : `${sum((x) => x.solverQuestions)} (${sum((x) => x.reusedQuestions)} reused, ${counted((x) => x.resampledQuestions)} resampled, ${sum((x) => x.emptySlots)} empty; ${counted((x) => x.informativeGroups)} with a signal)`} | ` +
         `${rollouts === 0 ? '—' : share(Math.round(sum((x) => (x.solverAccuracy ?? 0) * (x.solverRollouts ?? 0))), rollouts)} | ` +
         `${validRollouts === 0 ? '—' : share(Math.round(sum((x) => (x.validQuestionAccuracy ?? 0) * (x.validQuestionRollouts ?? 0))), validRollouts)} | ` +
         `${cards.length === 0 ? '—' : (cards.reduce((a, x) => a + (x.activeCards as number), 0) / cards.length).toFixed(1)} | ${emOf('off')} / ${emOf('on')} | ${runs.length} |`,

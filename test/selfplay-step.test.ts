@@ -20,7 +20,7 @@ import { initBackend } from '../src/tensor/backend.js';
 import type { Rollout } from '../src/agent/rollout.js';
 import { checkQuestion, type InvalidReason, QUESTION_RULES } from '../src/selfplay/validate.js';
 import { SkillBank } from '../src/skills/bank.js';
-import { ReusePool } from '../src/selfplay/reuse-pool.js';
+import { questionKey, ReusePool } from '../src/selfplay/reuse-pool.js';
 import { hopQuotas } from '../src/selfplay/seed-draw.js';
 import { Rng } from '../src/util/rng.js';
 import { DEFAULT_RENDER_HEADER } from '../src/skills/render.js';
@@ -873,7 +873,7 @@ describe('the reuse pool (SSP extraction_failure = reuse)', () => {
     const pool = new ReusePool([q('a', 0.2), q('b', 1), q('a', 0.6), q('c', 0.4), q('d', 0), q('e', 0.8)]);
     const rng = new Rng(5);
     for (let i = 0; i < 50; i++) {
-      const drawn = pool.drawDistinct(3, 0.9, rng, new Set(['c'])).map((d) => d.question);
+      const drawn = pool.drawDistinct(3, 0.9, rng, new Set([questionKey({ question: 'c' })])).map((d) => d.question);
       expect(drawn.length).toBe(3);
       expect(new Set(drawn).size).toBe(3);
       for (const d of drawn) expect(['a', 'd', 'e']).toContain(d);
@@ -886,7 +886,11 @@ describe('the reuse pool (SSP extraction_failure = reuse)', () => {
         .sort(),
     ).toEqual(['a', 'b', 'c', 'd', 'e']);
     expect(pool.size).toBe(6);
-    expect(pool.drawDistinct(4, 0.9, rng, new Set(['a', 'c', 'd', 'e']))).toEqual([]);
+    expect(pool.drawDistinct(4, 0.9, rng, new Set(['a', 'c', 'd', 'e'].map((question) => questionKey({ question }))))).toEqual([]);
+    // The same text in two corpora is two questions.
+    const twoWorlds = new ReusePool([{ ...q('same', 0.5), corpus: 0 }, { ...q('same', 0.5), corpus: 1 }]);
+    expect(twoWorlds.drawDistinct(5, 1, rng, new Set([questionKey({ question: 'same', corpus: 1 })])).map((d) => d.corpus)).toEqual([0]);
+    expect(twoWorlds.drawDistinct(5, 1, rng, new Set()).length).toBe(2);
   });
 
   it('round-trips through its file, and a malformed file names the file and the question', () => {
@@ -1052,6 +1056,30 @@ describe('sesaStep: resampling to a minimum of informative groups (--min-informa
     expect(m.informativeGroups).toBe(added.filter((e) => informativeOf[e.answer]).length);
     // The proposer's rewards are its own questions' only.
     expect(w.updater.calls.filter((c) => c.role === 'proposer').at(-1)?.rewards).toEqual(r.proposals.map((p) => [p.reward]));
+  });
+
+  it('a round counts toward the minimum (no round after it is reached), and --resample-rounds caps the rounds; the phases run solve, judge per round', async () => {
+    // Three identical worlds, 7 steps without resampling (the pool then holds 21 distinct questions), then step 8.
+    const at8 = async (resample?: { minGroups: number; rounds: number }) => {
+      const w = await world();
+      for (let step = 1; step <= 7; step++) await sesaStep(step, w.seedPool, w.deps, w.settings);
+      const phases: string[] = [];
+      const deps = { ...w.deps, onPhase: (_s: number, phase: string, state: string) => phases.push(`${phase} ${state}`) };
+      const r = await sesaStep(8, w.seedPool, deps, { ...w.settings, ...(resample ? { resample } : {}) });
+      return { m: r.metrics, phases };
+    };
+    const off = await at8();
+    expect(off.m.resampleRounds).toBe(0);
+    expect(off.phases).toEqual(['propose', 'validate', 'solve', 'judge', 'update', 'consolidate'].flatMap((p) => [`${p} start`, `${p} end`]));
+    // One more informative group than the first round has: one round of 6 pooled questions reaches it, so no second.
+    const n0 = off.m.informativeGroups;
+    const one = await at8({ minGroups: n0 + 1, rounds: 3 });
+    expect([one.m.resampleRounds, one.m.resampledQuestions]).toEqual([1, 6]);
+    expect(one.m.informativeGroups).toBeGreaterThanOrEqual(n0 + 1);
+    expect(one.phases.slice(4, 12)).toEqual(['solve start', 'solve end', 'judge start', 'judge end', 'solve start', 'solve end', 'judge start', 'judge end']);
+    // Never reached: the rounds stop at the cap, with pooled questions left.
+    const capped = await at8({ minGroups: 100, rounds: 2 });
+    expect([capped.m.resampleRounds, capped.m.resampledQuestions]).toEqual([2, 12]);
   });
 
   it('a step that already has enough informative groups runs no round: its records equal those of a run without the setting', async () => {

@@ -196,6 +196,7 @@ describe('the settings table', () => {
     expect(bad({ temperature: 0 })).toEqual(['--temperature 0 samples greedily: the G rollouts of a group would be identical and GRPO would get no signal (use a temperature > 0)']);
     expect(bad({ minLrRatio: 0.1 })).toEqual(['--min-lr-ratio 0.1 applies only to --lr-schedule cosine']);
     expect(bad({ minInformativeGroups: 4, extractionFailure: 'dummy' })).toEqual(['--min-informative-groups draws its extra questions from the reuse pool: it needs --extraction-failure reuse']);
+    expect(bad({ minInformativeGroups: 4, groupSize: 1, frontier: false })).toEqual(['--min-informative-groups counts groups with 0 < p̂ < 1: it needs --group-size ≥ 2']);
     expect(bad({ minInformativeGroups: 4 })).toEqual([]);
     expect(bad({ lrSchedule: 'cosine', steps: 5, warmupSteps: 5 })).toEqual(['--lr-schedule cosine needs --steps (5) > --warmup-steps (5)']);
     expect(bad({ judgeModel: 'x' })).toEqual(['--judge-model names a model at --judge-url, which is not set']);

@@ -27,7 +27,7 @@ const TRAINING_ONLY = new Set<string>([
   ...Object.keys(GRPO_SETTINGS),
   ...Object.keys(PROPOSER_SETTINGS),
   ...Object.keys(JUDGE_SETTINGS),
-  ...['steps', 'seed', 'seedsPerStep', 'proposalsPerSeed', 'solverBatch', 'hopMix', 'minHops', 'maxHops', 'groupSize', 'out', 'saveEvery', 'tensorboard'],
+  ...['steps', 'seed', 'seedsPerStep', 'proposalsPerSeed', 'solverBatch', 'minInformativeGroups', 'resampleRounds', 'hopMix', 'minHops', 'maxHops', 'groupSize', 'out', 'saveEvery', 'tensorboard'],
   ...['seeds', 'ragDistractorBlocks', 'ragMaxTokens'],
   ...['evalEvery', 'evalCache'],
   ...['distill', 'queueCapacity', 'consolidateEvery', 'consolidateMinPending', 'consolidateMaxSelected', 'dedupThreshold', 'evictMinRetrieved', 'maxCards'],

@@ -27,6 +27,11 @@ export interface ReusePoolFile {
   questions: PooledQuestion[];
 }
 
+/** What makes two pooled questions the same for a resampling draw: the text, in its corpus. */
+export function questionKey(q: { question: string; corpus?: number | undefined }): string {
+  return `${q.corpus ?? ''}\u0000${q.question}`;
+}
+
 export class ReusePool {
   private questions: PooledQuestion[];
 
@@ -82,16 +87,17 @@ export class ReusePool {
   }
 
   /**
-   * Up to `n` distinct eligible questions, none of whose text is in `exclude`, drawn uniformly without
-   * replacement (a question the pool holds twice counts once): a resampling round's draw
+   * Up to `n` distinct eligible questions, none of whose `questionKey` (text and corpus) is in `exclude`, drawn
+   * uniformly without replacement (a question the pool holds twice counts once): a resampling round's draw
    * (`--min-informative-groups`, docs/method.md, "The solver batch and the reuse pool").
    */
   drawDistinct(n: number, threshold: number, rng: Rng, exclude: ReadonlySet<string>): PooledQuestion[] {
     const seen = new Set(exclude);
     const from: PooledQuestion[] = [];
     for (const q of this.eligible(threshold)) {
-      if (seen.has(q.question)) continue;
-      seen.add(q.question);
+      const key = questionKey(q);
+      if (seen.has(key)) continue;
+      seen.add(key);
       from.push(q);
     }
     const picked: PooledQuestion[] = [];

@@ -4,7 +4,7 @@
 // judging are the step's (./step.ts); this module only decides which questions are asked.
 import type { AnswerSeed } from '../agent/roles.js';
 import { Rng } from '../util/rng.js';
-import type { PooledQuestion, ReusePool } from './reuse-pool.js';
+import { type PooledQuestion, questionKey, type ReusePool } from './reuse-pool.js';
 import type { ProposalRecord, StepSettings } from './step.js';
 
 /** One question of the solver batch: a valid proposal's, or one drawn from the pool. */
@@ -86,7 +86,7 @@ export async function resampleRounds(
   const rng = Rng.derive((settings.seed ^ RESAMPLE_STREAM) >>> 0, step);
   let rounds = 0;
   while (rounds < resample.rounds && informative() < resample.minGroups) {
-    const more = pool.drawDistinct(slots, reuse.threshold, rng, new Set(items.map((it) => it.question)));
+    const more = pool.drawDistinct(slots, reuse.threshold, rng, new Set(items.map(questionKey)));
     if (more.length === 0) break;
     const batch = more.map((q, k) => fromPool(q, k % shards));
     items.push(...batch);

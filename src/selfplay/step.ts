@@ -288,7 +288,14 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   // proposals ran (docs/scale-out.md).
   const groups: Awaited<ReturnType<SolverRole['solve']>> = [];
   const verdicts: Judgement[] = [];
+  // Phases as they run: solve, judge, and for each resampling round solve and judge again; the judge phase's
+  // last end comes after the bookkeeping below.
+  let solveCalls = 0;
   const solveAndJudge = async (batch: readonly SolverItem[], seed: number): Promise<void> => {
+    if (solveCalls++ > 0) {
+      deps.onPhase?.(step, 'judge', 'end', seconds.judge);
+      begin('solve');
+    }
     let since = performance.now();
     const solvedGroups = await deps.solver.solve(
       batch.map((it) => it.question),
@@ -299,6 +306,8 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
       batch.some((it) => it.corpus !== undefined) ? batch.map((it) => it.corpus) : undefined,
     );
     seconds.solve += (performance.now() - since) / 1000;
+    deps.onPhase?.(step, 'solve', 'end', seconds.solve);
+    begin('judge');
     since = performance.now();
     verdicts.push(
       ...(await judging.judge(
@@ -325,8 +334,6 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   };
   const rounds = await resampleRounds(step, items, slots, seeds.length, pool, settings, informative, solveAndJudge);
   t = performance.now();
-  deps.onPhase?.(step, 'solve', 'end', seconds.solve);
-  begin('judge');
 
   // 5-9. Rewards, skill utility, failure queue, the reuse pool, over every round's groups in order; the bank
   // (one writer: this process) takes the outcomes and failures in that order.

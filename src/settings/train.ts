@@ -109,6 +109,10 @@ const CROSS_CHECKS: CrossCheck[] = [
     c.minInformativeGroups === 0 || c.extractionFailure === 'reuse'
       ? undefined
       : '--min-informative-groups draws its extra questions from the reuse pool: it needs --extraction-failure reuse',
+  (c) =>
+    c.minInformativeGroups === 0 || c.groupSize >= 2
+      ? undefined
+      : '--min-informative-groups counts groups with 0 < p̂ < 1: it needs --group-size ≥ 2',
   (c) => (c.groupSize >= 2 || !c.frontier ? undefined : '--group-size must be ≥ 2 for the frontier reward (p̂ needs a group)'),
   (c) =>
     c.temperature > 0
