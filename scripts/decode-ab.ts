@@ -2,15 +2,17 @@
 // say, a worktree of the commit before the native path), so that two backends of two commits share the machine's
 // noise (docs/usage.md, "The 8-bit frozen base": the A/B of f32 decode). The loop is the bench's: a greedy
 // 128-token prefill, then 32 greedy decode steps, tokens/s of the decode; `--runs` timed runs per block after one
-// untimed run, `--blocks` blocks per tree, taking turns. Prints every run and the median per tree.
+// untimed run, `--blocks` blocks per tree, taking turns (A B, then B A, …: neither always goes first). Prints every
+// run and the median per tree. The checkpoint (~385 MB) is made once in a temporary folder and removed at the end.
 //
 //   npx tsx scripts/decode-ab.ts --a . --backend-a native --b ../base-9217 --backend-b wasm --threads 1
 //
 // Each tree is loaded in a child process of its own (its own tfjs and backend), from its own src/.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const { values } = parseArgs({
@@ -32,7 +34,7 @@ const { values } = parseArgs({
 const SHAPE = { arch: 'qwen3', layers: 12, hidden: 768, heads: 12, kvHeads: 4, headDim: 64, intermediate: 2048, vocab: 32000, tie: true, seed: 12, dtype: 'f32' };
 
 async function child(tree: string, backend: string, threads: number, runs: number, dir: string): Promise<void> {
-  const src = (p: string): string => join(resolve(tree), 'src', p);
+  const src = (p: string): string => pathToFileURL(join(resolve(tree), 'src', p)).href;
   const { makeTinyCheckpoint } = await import(src('checkpoint/make-tiny.ts'));
   const { CausalLM } = await import(src('model/qwen3.ts'));
   const { initBackend, tf } = await import(src('tensor/backend.ts'));
@@ -79,16 +81,21 @@ if (values.child) {
     { label: `${values.b} (${values['backend-b']})`, tree: values.b, backend: values['backend-b'] as string },
   ];
   const all = trees.map(() => [] as number[]);
-  for (let block = 0; block < Number(values.blocks); block++) {
-    trees.forEach((t, k) => {
-      const out = execFileSync(process.execPath, [...process.execArgv, new URL(import.meta.url).pathname, '--child', t.tree, '--backend', t.backend, '--threads', values.threads as string, '--runs', values.runs as string, '--checkpoint', dir], {
-        encoding: 'utf8',
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
-      const rates = JSON.parse(out.trim().split('\n').at(-1) as string) as number[];
-      all[k]?.push(...rates);
-      console.log(`block ${block + 1} ${t.label}: ${rates.map((r) => r.toFixed(1)).join(', ')} tok/s`);
-    });
+  try {
+    for (let block = 0; block < Number(values.blocks); block++) {
+      for (const k of block % 2 === 0 ? [0, 1] : [1, 0]) {
+        const t = trees[k] as (typeof trees)[number];
+        const out = execFileSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--child', t.tree, '--backend', t.backend, '--threads', values.threads as string, '--runs', values.runs as string, '--checkpoint', dir], {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
+        const rates = JSON.parse(out.trim().split('\n').at(-1) as string) as number[];
+        all[k]?.push(...rates);
+        console.log(`block ${block + 1} ${t.label}: ${rates.map((r) => r.toFixed(1)).join(', ')} tok/s`);
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
   const [ma, mb] = all.map(median) as [number, number];
   console.log(`median decode b1, ${values.threads} thread(s): ${trees[0]?.label} ${ma.toFixed(1)} tok/s, ${trees[1]?.label} ${mb.toFixed(1)} tok/s, ratio ${(ma / mb).toFixed(3)}`);
