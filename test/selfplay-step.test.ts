@@ -606,6 +606,21 @@ describe('sesaStep: rewards, skill utility, failure queue, GRPO groups', () => {
     expect(proposerKept?.rewards.length).toBe(5);
   });
 
+  it("with --proposer-baseline step, the proposer trains on one group of the step's proposals; the rest of the step is the same", async () => {
+    const bySeed = await makeWorld(plans, { proposalsPerSeed: 2 });
+    const a = await sesaStep(1, bySeed.seedPool, bySeed.deps, bySeed.settings);
+    const w = await makeWorld(plans, { proposalsPerSeed: 2 });
+    const b = await sesaStep(1, w.seedPool, w.deps, { ...w.settings, proposerBaseline: 'step' });
+    const [solverA, proposerA] = bySeed.updater.calls;
+    const [solverB, proposerB] = w.updater.calls;
+    expect(proposerA?.rewards.length).toBe(plans.length);
+    expect(proposerB?.rewards).toEqual([proposerA?.rewards.flat()]);
+    expect(proposerB?.ids).toEqual([proposerA?.ids.flat()]);
+    expect(b.groups.proposer).toHaveLength(1);
+    expect([solverB?.ids, solverB?.rewards]).toEqual([solverA?.ids, solverA?.rewards]);
+    expect(b.proposals).toEqual(a.proposals);
+  });
+
   it('with solver and proposer epochs, each role is updated that many times on the same groups, solver first', async () => {
     const once = await makeWorld(plans, { proposalsPerSeed: 2 });
     await sesaStep(1, once.seedPool, once.deps, once.settings);

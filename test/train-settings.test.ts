@@ -157,6 +157,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   // 0 (the default): resampling draws from the reuse pool, which --extraction-failure dummy above turns off.
   'min-informative-groups': 0,
   'resample-rounds': 3,
+  'proposer-baseline': 'step',
   'card-utility': 'counterfactual',
 };
 

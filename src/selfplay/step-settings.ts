@@ -41,6 +41,7 @@ export function stepSettingsOf(config: TrainConfig): StepSettings {
     queueFailures: config.queueFailures,
     cardsInGroup: config.cardsInGroup,
     skipUniformGroups: config.skipUniformGroups,
+    ...(config.proposerBaseline === 'step' ? { proposerBaseline: 'step' as const } : {}),
     epochs: { solver: config.solverEpochs, proposer: config.proposerEpochs },
     ...(config.hopMix !== undefined ? { hopMix: hopMixOf(config.hopMix) } : {}),
     solverBatch: config.solverBatch,

@@ -87,6 +87,8 @@ export interface StepSettings {
    * and without them (docs/method.md, "Card use"); default all.
    */
   cardsInGroup?: 'all' | 'half';
+  /** The proposer's GRPO group: each seed's proposals (default, as SSP) or the whole step's (docs/method.md, "GRPO"). */
+  proposerBaseline?: 'seed' | 'step';
   /** Leave groups of two or more with all-equal rewards out of the updates (docs/method.md, "GRPO"). */
   skipUniformGroups: boolean;
   /** Optimizer updates of each role per step over the same groups (docs/method.md, "GRPO"); 1 if absent. */
@@ -417,10 +419,12 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   // Each phase is long synchronous tensor work: signal handlers (Ctrl-C) are let in between phases too.
   await yieldToEventLoop();
   const solverUpdate = await updateRole('solver', trained(solverGroups));
-  const proposerGroups: RolloutGroup[] = proposed.map((rollouts, seedIndex) => ({
+  const perSeed: RolloutGroup[] = proposed.map((rollouts, seedIndex) => ({
     rollouts,
     rewards: proposals.filter((p) => p.seedIndex === seedIndex).map((p) => p.reward),
   }));
+  // --proposer-baseline step: the step's proposals as one group (docs/method.md, "GRPO").
+  const proposerGroups: RolloutGroup[] = settings.proposerBaseline === 'step' ? [{ rollouts: perSeed.flatMap((g) => g.rollouts), rewards: perSeed.flatMap((g) => g.rewards) }] : perSeed;
   await yieldToEventLoop();
   const proposerUpdate = await updateRole('proposer', trained(proposerGroups));
   t = clock('update', t);

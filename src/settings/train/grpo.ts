@@ -18,6 +18,9 @@ export const GRPO_SETTINGS = {
     min: 1,
     help: "optimizer updates of the solver's adapter per step, each one pass over the same groups; the ratio's old log-probs stay the rollouts' (verl's ppo_epochs), so the clip bounds how far the passes move it",
   }),
+  proposerBaseline: choice(['seed', 'step'], 'seed', {
+    help: "the proposer's GRPO group: a seed's n_p proposals (seed, as SSP; with n_p = 1 a group of one, A = R), or all of the step's proposals as one group (step, ours: the step's mean reward is the baseline, so a mostly negative reward does not push every sample down; docs/method.md, \"GRPO\")",
+  }),
   proposerEpochs: int(1, { min: 1, help: "optimizer updates of the proposer's adapter per step, as --solver-epochs" }),
   klCoef: num(0.01, { min: 0, help: 'β, coefficient of the k3 KL to the reference (the base model, adapters off); 0 = no KL term' }),
   lossAggregation: choice(['token-mean', 'seq-mean-token-mean', 'seq-sum-norm'], 'token-mean', {
