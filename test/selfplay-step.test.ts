@@ -917,16 +917,19 @@ describe('the reuse pool (SSP extraction_failure = reuse)', () => {
   });
 });
 
+/** The reuse pool's suites: seeds 0–2 write valid questions (p̂ 0.4, 1 and 0.2), seeds 3–5 never do. */
+const POOL_PLANS: Plan[] = [
+  { answer: 'Varrowen', correct: 2 },
+  { answer: 'Quillmarsh', correct: 5 },
+  { answer: 'Brennock', correct: 1 },
+  { answer: 'Tessaly', kinds: ['too-short'], correct: 3 },
+  { answer: 'Ormwick', kinds: ['no-question'], correct: 3 },
+  { answer: 'Fennhollow', kinds: ['too-few-words'], correct: 3 },
+];
+
 describe('sesaStep: the solver batch and the reuse pool', () => {
   // Seeds 0–2 write valid questions (p̂ 0.4, 1 and 0.2), seeds 3–5 never do; four seeds a step, one proposal each.
-  const plans: Plan[] = [
-    { answer: 'Varrowen', correct: 2 },
-    { answer: 'Quillmarsh', correct: 5 },
-    { answer: 'Brennock', correct: 1 },
-    { answer: 'Tessaly', kinds: ['too-short'], correct: 3 },
-    { answer: 'Ormwick', kinds: ['no-question'], correct: 3 },
-    { answer: 'Fennhollow', kinds: ['too-few-words'], correct: 3 },
-  ];
+  const plans = POOL_PLANS;
   const pHatOf: Record<string, number> = { Varrowen: 0.4, Quillmarsh: 1, Brennock: 0.2 };
 
   it('fills every empty slot from the pool once it holds a question (exactly N questions), clears it every K steps, and never reuses a question above the threshold', async () => {
@@ -1027,14 +1030,7 @@ describe('sesaStep: the solver batch and the reuse pool', () => {
 
 describe('sesaStep: resampling to a minimum of informative groups (--min-informative-groups)', () => {
   // Seeds 0–2 write valid questions (p̂ 0.4, 1 and 0.2); seeds 3–5 never do. Each step's questions differ (tagged).
-  const plans: Plan[] = [
-    { answer: 'Varrowen', correct: 2 },
-    { answer: 'Quillmarsh', correct: 5 },
-    { answer: 'Brennock', correct: 1 },
-    { answer: 'Tessaly', kinds: ['too-short'], correct: 3 },
-    { answer: 'Ormwick', kinds: ['no-question'], correct: 3 },
-    { answer: 'Fennhollow', kinds: ['too-few-words'], correct: 3 },
-  ];
+  const plans = POOL_PLANS;
   const informativeOf: Record<string, boolean> = { Varrowen: true, Quillmarsh: false, Brennock: true };
   const world = (resample?: { minGroups: number; rounds: number }) =>
     makeWorld(plans, { seedsPerStep: 6, tagQuestions: true, reuse: { threshold: 1, clearEvery: 10 }, noSkills: true, ...(resample ? { resample } : {}) });

@@ -289,7 +289,8 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   // A question's group is its slot's shard: with the step sharded over workers it runs where the seed's
   // proposals ran (docs/scale-out.md).
   const groups: Awaited<ReturnType<SolverRole['solve']>> = [];
-  const verdicts: Judgement[] = [];
+  /** Each group's verdicts, one per rollout, in the order of `groups`. */
+  const verdicts: Judgement[][] = [];
   // Phases as they run: solve, judge, and for each resampling round solve and judge again; the judge phase's
   // last end comes after the bookkeeping below.
   let solveCalls = 0;
@@ -311,35 +312,30 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     deps.onPhase?.(step, 'solve', 'end', seconds.solve);
     begin('judge');
     since = performance.now();
-    verdicts.push(
-      ...(await judging.judge(
-        batch.flatMap((it, k) => {
-          const group = solvedGroups[k] as (typeof solvedGroups)[number];
-          const golds = [it.answer, ...it.aliases];
-          return group.rollouts.map((r) => ({ shard: it.shard, question: group.question, golds, prediction: r.final }));
-        }),
-      )),
+    // The verdicts come back in global-index order: each group's are the next `rollouts.length`.
+    const flat = await judging.judge(
+      batch.flatMap((it, k) => {
+        const group = solvedGroups[k] as (typeof solvedGroups)[number];
+        const golds = [it.answer, ...it.aliases];
+        return group.rollouts.map((r) => ({ shard: it.shard, question: group.question, golds, prediction: r.final }));
+      }),
     );
     seconds.judge += (performance.now() - since) / 1000;
+    let next = 0;
+    for (const g of solvedGroups) verdicts.push(flat.slice(next, (next += g.rollouts.length)));
     groups.push(...solvedGroups);
   };
   await solveAndJudge(items, rolloutSeed());
   const firstRound = items.length;
-  // Resampling rounds (settings.resample): more pooled questions while too few groups carry a signal. The
-  // verdicts come back in global-index order, so a group's rewards are known here; everything after (rewards,
-  // the bank, the pool, the updates) takes all rounds' groups in order.
-  const informative = (): number => {
-    let n = 0;
-    let v = 0;
-    for (const g of groups) if (hasAdvantageSignal({ rollouts: g.rollouts, rewards: g.rollouts.map(() => solverReward((verdicts[v++] as Judgement).correct)) })) n++;
-    return n;
-  };
+  // Resampling rounds (settings.resample): more pooled questions while too few groups carry a signal; everything
+  // after (rewards, the bank, the pool, the updates) takes all rounds' groups in order.
+  const rewardsOf = (k: number): number[] => (verdicts[k] as Judgement[]).map((j) => solverReward(j.correct));
+  const informative = (): number => groups.filter((g, k) => hasAdvantageSignal({ rollouts: g.rollouts, rewards: rewardsOf(k) })).length;
   const rounds = await resampleRounds(step, items, slots, seeds.length, pool, settings, informative, solveAndJudge);
   t = performance.now();
 
   // 5-9. Rewards, skill utility, failure queue, the reuse pool, over every round's groups in order; the bank
   // (one writer: this process) takes the outcomes and failures in that order.
-  let nextVerdict = 0;
   const solverGroups: RolloutGroup[] = [];
   // Read before the commit below changes the bank: the cards as the prompts had them.
   const cardsThisStep = bank ? bank.cards : [];
@@ -350,13 +346,8 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     const it = items[k] as SolverItem;
     const p = it.proposal;
     const group = groups[k] as (typeof groups)[number];
-    const outcomes: Outcome[] = [];
-    const rewards: number[] = [];
-    for (let ri = 0; ri < group.rollouts.length; ri++) {
-      const j = verdicts[nextVerdict++] as Judgement;
-      outcomes.push(j.method === 'no-answer' ? 'malformed' : j.correct ? 'correct' : 'wrong');
-      rewards.push(solverReward(j.correct));
-    }
+    const outcomes: Outcome[] = (verdicts[k] as Judgement[]).map((j) => (j.method === 'no-answer' ? 'malformed' : j.correct ? 'correct' : 'wrong'));
+    const rewards = rewardsOf(k);
     const pHat = successRate(rewards);
     // Only a valid proposal's own question rewards its proposer; a reused question rewards no one.
     if (p) {
