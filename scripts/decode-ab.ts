@@ -7,9 +7,13 @@
 //
 //   npx tsx scripts/decode-ab.ts --a . --backend-a native --b ../base-9217 --backend-b wasm --threads 1
 //
+// Each tree's children start with the environment its `bin/sesa-train.mjs` gives Node (the `KEY=VALUE` words of
+// its `#!/usr/bin/env -S` shebang: this tree's glibc malloc settings, none before them), so each side runs as
+// `npx sesa-train` would run it; `--env-a` / `--env-b` add more (`KEY=VALUE`, comma-separated).
+//
 // Each tree is loaded in a child process of its own (its own tfjs and backend), from its own src/.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -21,6 +25,8 @@ const { values } = parseArgs({
     b: { type: 'string' },
     'backend-a': { type: 'string', default: 'native' },
     'backend-b': { type: 'string', default: 'wasm' },
+    'env-a': { type: 'string', default: '' },
+    'env-b': { type: 'string', default: '' },
     threads: { type: 'string', default: '1' },
     runs: { type: 'string', default: '4' },
     blocks: { type: 'string', default: '3' },
@@ -71,15 +77,36 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? (s[(s.length - 1) / 2] as number) : ((s[s.length / 2 - 1] as number) + (s[s.length / 2] as number)) / 2;
 };
 
+/** `KEY=VALUE,KEY=VALUE` → an environment; a pair without `=` is an error naming the option. */
+function parseEnv(list: string, option: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const pair of list.split(',').filter((p) => p !== '')) {
+    const at = pair.indexOf('=');
+    if (at <= 0) throw new Error(`${option}: "${pair}" is not KEY=VALUE`);
+    env[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return env;
+}
+
+/** The `KEY=VALUE` words of TREE/bin/sesa-train.mjs's `#!/usr/bin/env -S …` line (none for another shebang). */
+function binEnv(tree: string): Record<string, string> {
+  const bin = join(resolve(tree), 'bin', 'sesa-train.mjs');
+  if (!existsSync(bin)) throw new Error(`${bin}: not found (--a / --b must be source trees of this project)`);
+  const first = readFileSync(bin, 'utf8').split('\n', 1)[0] as string;
+  if (!first.startsWith('#!/usr/bin/env -S ')) return {};
+  return parseEnv(first.slice('#!/usr/bin/env -S '.length).split(/\s+/).filter((w) => /^[A-Za-z_][A-Za-z0-9_]*=/.test(w)).join(','), bin);
+}
+
 if (values.child) {
   await child(values.child, values.backend as string, Number(values.threads), Number(values.runs), values.checkpoint as string);
 } else {
   if (!values.b) throw new Error('--b TREE is required (a source tree to compare with, e.g. a worktree of an earlier commit)');
   const dir = mkdtempSync(join(tmpdir(), 'sesa-decode-ab-'));
   const trees = [
-    { label: `${values.a} (${values['backend-a']})`, tree: values.a as string, backend: values['backend-a'] as string },
-    { label: `${values.b} (${values['backend-b']})`, tree: values.b, backend: values['backend-b'] as string },
+    { label: `${values.a} (${values['backend-a']})`, tree: values.a as string, backend: values['backend-a'] as string, env: { ...binEnv(values.a as string), ...parseEnv(values['env-a'] as string, '--env-a') } },
+    { label: `${values.b} (${values['backend-b']})`, tree: values.b, backend: values['backend-b'] as string, env: { ...binEnv(values.b), ...parseEnv(values['env-b'] as string, '--env-b') } },
   ];
+  for (const t of trees) console.log(`${t.label}: environment ${Object.entries(t.env).map(([k, v]) => `${k}=${v}`).join(' ') || '(as this process)'}`);
   const all = trees.map(() => [] as number[]);
   try {
     for (let block = 0; block < Number(values.blocks); block++) {
@@ -88,6 +115,7 @@ if (values.child) {
         const out = execFileSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--child', t.tree, '--backend', t.backend, '--threads', values.threads as string, '--runs', values.runs as string, '--checkpoint', dir], {
           encoding: 'utf8',
           stdio: ['ignore', 'pipe', 'inherit'],
+          env: { ...process.env, ...t.env },
         });
         const rates = JSON.parse(out.trim().split('\n').at(-1) as string) as number[];
         all[k]?.push(...rates);
