@@ -11,7 +11,7 @@ import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
 import { checkE5, checkModelFolder, checkModelMemory, parameterCount } from '../src/doctor/model.js';
 import { checkRetriever } from '../src/doctor/retriever.js';
 import { formatReport, runDoctor } from '../src/doctor/run.js';
-import { checkDisk, checkNode } from '../src/doctor/system.js';
+import { checkDisk, checkHugePages, checkNode, type HugePageProbe, probeHugePages } from '../src/doctor/system.js';
 import { checkCuda, checkNative, checkTensorBackends, checkWasm, parseNvidiaSmi } from '../src/doctor/tensor-backends.js';
 import type { CheckResult, CommandOutput, DoctorOptions, Probes } from '../src/doctor/types.js';
 import { checkWebgpu, checkWebgpuModel, largestTensorBytes } from '../src/doctor/webgpu.js';
@@ -69,6 +69,7 @@ function probes(over: Partial<Probes> = {}): Probes {
     libraryDirs: [],
     freeBytes: () => 100 * 2 ** 30,
     totalMemoryBytes: 24 * 2 ** 30,
+    hugePages: () => ({ thpMode: 'madvise', tunables: 'glibc.malloc.hugetlb=1', glibc: '2.36' }),
     ...over,
   };
 }
@@ -387,6 +388,46 @@ describe('doctor: the webgpu backend', () => {
     expect(ok.ready).toBe(true);
     expect(byCheck(ok.results, 'webgpu-model').status).toBe('ok');
     expect(byCheck(ok.results, 'model-memory').detail).toMatch(/system memory \(WebGPU reports no device memory\)/);
+  });
+});
+
+describe('doctor: huge pages for the native backend', () => {
+  const madvise = (tunables: string | undefined, glibc = '2.36'): HugePageProbe => ({ thpMode: 'madvise', tunables, glibc });
+
+  it('madvise mode: ok when malloc asks for them, a warning naming the fix when it does not', () => {
+    expect(checkHugePages(madvise('glibc.malloc.hugetlb=1'), true)).toEqual({ check: 'huge pages', status: 'ok', detail: 'mode madvise, asked for by malloc (GLIBC_TUNABLES=glibc.malloc.hugetlb=1)' });
+    expect(checkHugePages(madvise('glibc.malloc.arena_max=2:glibc.malloc.hugetlb=2'), true)?.status).toBe('ok');
+    for (const tunables of [undefined, '', 'glibc.malloc.hugetlb=0', 'glibc.malloc.hugetlb=10', 'xglibc.malloc.hugetlb=1']) {
+      const r = checkHugePages(madvise(tunables), true);
+      expect(r?.status, String(tunables)).toBe('warn');
+      expect(r?.fix).toContain('GLIBC_TUNABLES=glibc.malloc.hugetlb=1');
+    }
+  });
+
+  it('a glibc older than 2.35 ignores the tunable; always and never need nothing from it', () => {
+    const old = checkHugePages(madvise('glibc.malloc.hugetlb=1', '2.31'), true);
+    expect(old?.status).toBe('info');
+    expect(old?.detail).toContain('glibc 2.31 ignores glibc.malloc.hugetlb');
+    expect(checkHugePages(madvise('glibc.malloc.hugetlb=1', '2.35'), true)?.status).toBe('ok');
+    expect(checkHugePages({ thpMode: 'always', tunables: undefined, glibc: undefined }, true)?.status).toBe('ok');
+    expect(checkHugePages({ thpMode: 'never', tunables: 'glibc.malloc.hugetlb=1', glibc: '2.36' }, true)?.detail).toMatch(/off in this kernel \(mode never\): the frozen weights sit on 4 KiB pages/);
+    expect(checkHugePages({ thpMode: undefined, tunables: undefined, glibc: undefined }, true)?.status).toBe('info');
+  });
+
+  it('reported for the native backends only', async () => {
+    expect(checkHugePages(madvise(undefined), false)).toBeUndefined();
+    const base: DoctorOptions = { model: 'tiny', backend: 'native', embedder: 'lexical', rolloutEngine: 'native', out: join(root, 'run'), loraR: 16 };
+    const native = await runDoctor(base, probes({ hugePages: () => madvise(undefined) }));
+    expect(byCheck(native.results, 'huge pages').status).toBe('warn');
+    expect(native.ready).toBe(true);
+    const wasm = await runDoctor({ ...base, backend: 'wasm' }, probes({ hugePages: () => madvise(undefined) }));
+    expect(wasm.results.some((r) => r.check === 'huge pages')).toBe(false);
+  });
+
+  it('the real probe reads the kernel mode and this process', () => {
+    const p = probeHugePages();
+    expect(p.tunables).toBe(process.env.GLIBC_TUNABLES);
+    if (process.platform === 'linux') expect(['always', 'madvise', 'never']).toContain(p.thpMode);
   });
 });
 

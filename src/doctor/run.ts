@@ -9,7 +9,7 @@ import { lookupModel } from '../../models/registry.js';
 import { memoryNeedOfConfig, memoryNeedOfEntry } from '../model/memory-need.js';
 import { checkE5, checkModelFolder, checkModelMemory, checkModelNeeds, checkNativeModelMemory, WASM_HEAP_BYTES } from './model.js';
 import { checkRetriever } from './retriever.js';
-import { checkDisk, checkNode, freeBytesAt } from './system.js';
+import { checkDisk, checkHugePages, checkNode, freeBytesAt, probeHugePages } from './system.js';
 import { checkpointBytes, type DiskNeed, ggufExportBytes } from '../checkpoint/disk-need.js';
 import { PROJECTIONS } from '../model/qwen3.js';
 import { checkGpuWorkers, checkNative, checkTensorBackends, checkWasm, defaultLibraryDirs, listGpus } from './tensor-backends.js';
@@ -33,6 +33,7 @@ export function defaultProbes(): Probes {
     freeBytes: freeBytesAt,
     totalMemoryBytes: totalmem(),
     webgpu: () => probeWebgpu(),
+    hugePages: () => probeHugePages(),
   };
 }
 
@@ -61,6 +62,8 @@ export async function runDoctor(options: DoctorOptions, probes: Probes = default
   const cpuTensorflow = !gpuBackend && !webgpuAdapter && (options.backend === 'tensorflow' || options.backend === 'auto') && tfLoads('tfjs-node');
   // auto takes native after tfjs-node, wherever onnxruntime-node's binding loads.
   const nativeBackend = native.status === 'ok' && (options.backend === 'native' || options.backend === 'native-int8' || (options.backend === 'auto' && !gpuBackend && !webgpuAdapter && !cpuTensorflow));
+  const hugePages = checkHugePages(probes.hugePages(), nativeBackend);
+  if (hugePages) results.push(hugePages);
   if ((options.gpus ?? 1) > 1) results.push(await checkGpuWorkers(probes, options.gpus as number, gpuBackend));
   let limit = Math.min(WASM_HEAP_BYTES, probes.totalMemoryBytes);
   let limitName = 'the wasm heap (4 GiB cap)';

@@ -1,4 +1,5 @@
-// Node itself and the disk the checkpoints go to.
+// Node itself, the memory pages the native backend's weights get, and the disk the checkpoints go to.
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type DiskNeed, diskVerdict, RUN_FILES_BYTES, totalBytes } from '../checkpoint/disk-need.js';
 import { type CheckResult, type DoctorOptions, formatBytes, type Probes } from './types.js';
@@ -37,4 +38,53 @@ export function checkDisk(probes: Probes, options: Pick<DoctorOptions, 'out'>, n
   return verdict.kind === 'refuse'
     ? { check: 'disk', status: 'fail', detail, fix: 'free space or point --out at a larger disk (training refuses to start: its first checkpoint would not fit)' }
     : { check: 'disk', status: 'warn', detail: `${detail}: room for ${verdict.fitting} of the ${n.checkpoints} checkpoints`, fix: 'free space, point --out at a larger disk, or raise --save-every' };
+}
+
+/** What decides whether onnxruntime's copies of the frozen weights sit on huge pages (bin/sesa-train.mjs). */
+export interface HugePageProbe {
+  /** The kernel's transparent-huge-page mode ('always', 'madvise', 'never'), undefined where there is none. */
+  thpMode: string | undefined;
+  /** This process's GLIBC_TUNABLES. */
+  tunables: string | undefined;
+  /** The C library's version when it is glibc ("2.36"), else undefined. */
+  glibc: string | undefined;
+}
+
+/** The real machine's `HugePageProbe`. */
+export function probeHugePages(): HugePageProbe {
+  let thpMode: string | undefined;
+  try {
+    thpMode = /\[(\w+)\]/.exec(readFileSync('/sys/kernel/mm/transparent_hugepage/enabled', 'utf8'))?.[1];
+  } catch {
+    thpMode = undefined;
+  }
+  const header = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header;
+  return { thpMode, tunables: process.env.GLIBC_TUNABLES, glibc: header?.glibcVersionRuntime };
+}
+
+/** glibc.malloc.hugetlb came with glibc 2.35; older versions ignore the tunable. */
+const HUGETLB_GLIBC = [2, 35] as const;
+
+/**
+ * Whether the native backend's frozen weights get transparent huge pages: a decoded row reads all of them, and on
+ * 4 KiB pages f32 decode of one row ran ~10% slower (docs/usage.md, "Huge pages for the frozen weights"). Reported
+ * for the native backends only; never a failure (the run is only slower).
+ */
+export function checkHugePages(probe: HugePageProbe, nativeBackend: boolean): CheckResult | undefined {
+  if (!nativeBackend) return undefined;
+  const check = 'huge pages';
+  const slower = "the frozen weights sit on 4 KiB pages (decoding one sequence about a tenth slower)";
+  if (probe.thpMode === undefined || probe.thpMode === 'never') return { check, status: 'info', detail: `transparent huge pages ${probe.thpMode === 'never' ? 'are off in this kernel (mode never)' : 'are not available here'}: ${slower}` };
+  if (probe.thpMode === 'always') return { check, status: 'ok', detail: 'transparent huge pages: mode always' };
+  const asked = /(^|:)glibc\.malloc\.hugetlb=[12](:|$)/.test(probe.tunables ?? '');
+  const m = /^(\d+)\.(\d+)/.exec(probe.glibc ?? '');
+  const oldGlibc = m !== null && (Number(m[1]) < HUGETLB_GLIBC[0] || (Number(m[1]) === HUGETLB_GLIBC[0] && Number(m[2]) < HUGETLB_GLIBC[1]));
+  if (asked && oldGlibc) return { check, status: 'info', detail: `mode ${probe.thpMode}, and glibc ${probe.glibc} ignores glibc.malloc.hugetlb (it came with ${HUGETLB_GLIBC.join('.')}): ${slower}` };
+  if (asked) return { check, status: 'ok', detail: `mode ${probe.thpMode}, asked for by malloc (GLIBC_TUNABLES=${probe.tunables})` };
+  return {
+    check,
+    status: 'warn',
+    detail: `mode ${probe.thpMode}, and this process did not ask for them (no glibc.malloc.hugetlb in GLIBC_TUNABLES): ${slower}`,
+    fix: 'start through `npx sesa-train` or ./bin/sesa-train.mjs (its first line sets it), or set GLIBC_TUNABLES=glibc.malloc.hugetlb=1',
+  };
 }

@@ -4,6 +4,7 @@
 // hand them broken fixtures.
 import type { BackendChoice } from '../tensor/backend.js';
 import type { WebgpuProbe } from '../tensor/webgpu.js';
+import type { HugePageProbe } from './system.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail' | 'info';
 
@@ -60,6 +61,8 @@ export interface Probes {
   totalMemoryBytes: number;
   /** The WebGPU adapter Dawn finds, or why there is none (src/tensor/webgpu.ts). */
   webgpu(): WebgpuProbe;
+  /** The kernel's huge-page mode and what this process asked of malloc (./system.ts). */
+  hugePages(): HugePageProbe;
 }
 
 export const GIB = 2 ** 30;

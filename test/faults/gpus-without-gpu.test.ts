@@ -27,6 +27,7 @@ function smi(gpus: number): Probes {
     freeBytes: () => 2 ** 40,
     totalMemoryBytes: 2 ** 36,
     webgpu: () => ({ ok: false, installed: false, reason: 'not installed (test double)' }),
+    hugePages: () => ({ thpMode: 'madvise', tunables: 'glibc.malloc.hugetlb=1', glibc: '2.36' }),
   };
 }
 
