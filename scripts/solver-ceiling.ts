@@ -7,7 +7,11 @@
 // --max-hops H draws chains of 1..H facts into the seeds instead (each hop count equally often), built backwards
 // from the seed through random facts as the proposer would search them. --fresh also evaluates on the fresh
 // world (FRESH_WORLD) at every --eval-at step, to tell learning to search from fitting the demo world.
-//   npx tsx scripts/solver-ceiling.ts [--seed 0] [--steps 24] [--questions 16] [--max-hops 1] [--fresh] [--eval-at 0,8,16,24] [--threads 2] [--set '{"temperature":0.3}'] [--out FILE.json]
+// --training-worlds N draws the questions over the answer seeds of the N worlds a run with that setting trains in
+// (each question's world uniformly, then its hop count), each solved in its own world's corpus, and evaluates on
+// the first --eval-limit held-out questions of each of them (the world experiment's `--eval-data
+// training-worlds --curve-limit`): the ceiling of the layout of issue 47 with an ideal proposer.
+//   npx tsx scripts/solver-ceiling.ts [--seed 0] [--steps 24] [--questions 16] [--max-hops 1] [--fresh] [--eval-at 0,8,16,24] [--threads 2] [--backend wasm] [--training-worlds 1 --eval-limit 12] [--set '{"temperature":0.3}'] [--out FILE.json]
 import { parseArgs } from 'node:util';
 import { intFlag as int } from './flags.js';
 import { ModelPolicy } from '../src/model/policy.js';
@@ -21,7 +25,7 @@ import { hasAdvantageSignal } from '../src/selfplay/step.js';
 import { advantageSettingsOf, grpoConfigOf, optimizerConfigOf, rolloutSettingsOf } from '../src/selfplay/step-settings.js';
 import { freshRoles } from '../src/selfplay/run-setup.js';
 import { GrpoPolicyUpdater, type RolloutGroup } from '../src/selfplay/updater.js';
-import { initBackend } from '../src/tensor/backend.js';
+import { type BackendChoice, initBackend } from '../src/tensor/backend.js';
 import { writeJsonAtomic } from '../src/util/atomic.js';
 import { Rng } from '../src/util/rng.js';
 import { evalWorld } from '../src/world/eval.js';
@@ -29,6 +33,8 @@ import { demoModelDir } from '../src/world/setup.js';
 import { chainInto } from '../src/world/transcripts.js';
 import type { SynthFact } from '../src/corpus/synthetic/index.js';
 import { DEMO_WORLD, FRESH_WORLD, World } from '../src/world/world.js';
+import { worldFor } from '../src/world/setup.js';
+import { selfPlayWorldSeeds } from '../src/world/training-worlds.js';
 
 const { values } = parseArgs({
   options: {
@@ -39,6 +45,9 @@ const { values } = parseArgs({
     fresh: { type: 'boolean', default: false },
     'eval-at': { type: 'string' },
     threads: { type: 'string', default: '2' },
+    backend: { type: 'string', default: 'wasm' },
+    'training-worlds': { type: 'string', default: '1' },
+    'eval-limit': { type: 'string' },
     set: { type: 'string', default: '{}' },
     out: { type: 'string' },
   },
@@ -48,13 +57,16 @@ const steps = int('steps', values.steps, 1);
 const perStep = int('questions', values.questions, 1);
 const threads = int('threads', values.threads, 1);
 const maxHops = int('max-hops', values['max-hops'], 1);
+const trainingWorlds = int('training-worlds', values['training-worlds'], 1);
+const evalLimit = values['eval-limit'] === undefined ? undefined : int('eval-limit', values['eval-limit'], 1);
+if (values.fresh && trainingWorlds > 1) throw new Error('--fresh evaluates the demo world run of --training-worlds 1 only');
 if (maxHops > 3) throw new Error(`--max-hops must be 1, 2 or 3 (the world's chains), got ${maxHops}`);
 const evalAt = new Set((values['eval-at'] ?? `0,${Math.round(steps / 3)},${Math.round((2 * steps) / 3)},${steps}`).split(',').map((s) => int('eval-at', s, 0)));
 const config: TrainConfig = validateConfig({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, ...parseConfigObject(JSON.parse(values.set as string), '--set'), steps, seed });
 
-await initBackend('wasm', { threads });
-const world = new World(DEMO_WORLD);
-const searcher = await world.searcher();
+await initBackend(values.backend as BackendChoice, { threads });
+const worlds = selfPlayWorldSeeds(DEMO_WORLD.seed, trainingWorlds).map(worldFor);
+const searchers = await Promise.all(worlds.map((w) => w.searcher()));
 const modelDir = demoModelDir();
 const model = await CausalLM.load(modelDir);
 const tokenizer = await loadTokenizer(modelDir);
@@ -63,18 +75,20 @@ const roles = freshRoles(config, model.config);
 const updater = new GrpoPolicyUpdater(model, roles, grpoConfigOf(config, tokenizer.padTokenId), advantageSettingsOf(config));
 const policy = new ModelPolicy('solver', model, tokenizer, roles.solver.adapter, { enableThinking: config.enableThinking });
 const settings = rolloutSettingsOf(config, 'solver');
-const solver = new SolverRole(policy, searcher, undefined, settings);
+const solvers = searchers.map((searcher) => new SolverRole(policy, searcher, undefined, settings));
 
 // Every one-hop question into an answer seed that does not name its answer; with --max-hops, also up to
 // CHAINS_PER_SEED random longer chains into each seed (distinct entities, built backwards from the seed).
 const CHAINS_PER_SEED = 4;
-const pools: Array<Array<{ question: string; golds: string[]; hops: number }>> = Array.from({ length: maxHops }, () => []);
-const wording = new Rng(1000 + seed);
+type Pick = { question: string; golds: string[]; hops: number; world: number };
+const poolsByWorld = worlds.map((world, w) => {
+const pools: Pick[][] = Array.from({ length: maxHops }, () => []);
+const wording = new Rng(1000 + seed + 7919 * w);
 for (const s of world.synth.seeds) {
   const golds = world.golden(s.entityId);
   const add = (hops: number, path: SynthFact[]): void => {
     const question = world.phrase(path, wording);
-    if (!golds.some((g) => question.toLowerCase().includes(g.toLowerCase()))) pools[hops - 1]?.push({ question, golds, hops });
+    if (!golds.some((g) => question.toLowerCase().includes(g.toLowerCase()))) pools[hops - 1]?.push({ question, golds, hops, world: w });
   };
   for (const f of world.factsInto(s.entityId)) add(1, [f]);
   for (let hops = 2; hops <= maxHops; hops++) {
@@ -84,12 +98,15 @@ for (const s of world.synth.seeds) {
     }
   }
 }
-const pool = pools.flat();
 pools.forEach((p, i) => {
-  if (p.length === 0) throw new Error(`--max-hops ${maxHops}: no ${i + 1}-hop chain into an answer seed of the demo world`);
+  if (p.length === 0) throw new Error(`--max-hops ${maxHops}: no ${i + 1}-hop chain into an answer seed of world ${world.options.seed}`);
 });
-console.log(`oracle supply: ${pools.map((p, i) => `${p.length} ${i + 1}-hop`).join(', ')} questions about ${world.synth.seeds.length} answer seeds; ${perStep} a step, G ${config.groupSize}, ${config.solverEpochs} epochs, lr ${optimizerConfigOf(config, 'solver').lr}, T ${settings.temperature}`);
+return pools;
+});
+const counts = Array.from({ length: maxHops }, (_, i) => poolsByWorld.reduce((n, pools) => n + (pools[i]?.length ?? 0), 0));
+console.log(`oracle supply: ${counts.map((n, i) => `${n} ${i + 1}-hop`).join(', ')} questions about the answer seeds of ${worlds.length} world(s); ${perStep} a step, G ${config.groupSize}, ${config.solverEpochs} epochs, lr ${optimizerConfigOf(config, 'solver').lr}, T ${settings.temperature}`);
 
+const world = worlds[0] as World;
 const fresh = values.fresh ? new World(FRESH_WORLD) : undefined;
 const freshSearcher = fresh ? await fresh.searcher() : undefined;
 const curve: Array<{ step: number; accuracy: number; byHops: Record<string, number>; fresh?: { accuracy: number; byHops: Record<string, number> } }> = [];
@@ -99,8 +116,23 @@ const hopsOf = (r: { byHops: Record<string, { accuracy: number }> }): Record<str
 const describe = (accuracy: number, byHops: Record<string, number>): string =>
   `${(100 * accuracy).toFixed(1)}% (by hops ${Object.entries(byHops).map(([h, a]) => `${h}: ${(100 * a).toFixed(1)}`).join(', ')})`;
 const evaluate = async (step: number): Promise<void> => {
-  const r = await evalWorld(policy, searcher, world.heldOut, { settings: evalSettings });
-  const point: (typeof curve)[number] = { step, accuracy: r.accuracy, byHops: hopsOf(r) };
+  // Every world's first --eval-limit held-out questions, pooled (hop accuracies weighted by their questions).
+  let right = 0;
+  let total = 0;
+  const hopRight: Record<string, number> = {};
+  const hopTotal: Record<string, number> = {};
+  for (const [w, world] of worlds.entries()) {
+    const questions = world.heldOut.slice(0, evalLimit ?? world.heldOut.length);
+    const r = await evalWorld(policy, searchers[w] as (typeof searchers)[number], questions, { settings: evalSettings });
+    right += r.accuracy * questions.length;
+    total += questions.length;
+    for (const [h, v] of Object.entries(r.byHops)) {
+      const n = questions.filter((q) => String(q.hops) === h).length;
+      hopRight[h] = (hopRight[h] ?? 0) + v.accuracy * n;
+      hopTotal[h] = (hopTotal[h] ?? 0) + n;
+    }
+  }
+  const point: (typeof curve)[number] = { step, accuracy: right / total, byHops: Object.fromEntries(Object.keys(hopTotal).map((h) => [h, (hopRight[h] as number) / (hopTotal[h] as number)])) };
   if (fresh && freshSearcher) {
     const f = await evalWorld(policy, freshSearcher, fresh.heldOut, { settings: evalSettings });
     point.fresh = { accuracy: f.accuracy, byHops: hopsOf(f) };
@@ -113,17 +145,27 @@ const draw = new Rng(seed);
 for (let step = 1; step <= steps; step++) {
   const started = performance.now();
   const picks = Array.from({ length: perStep }, (_, i) => {
-    const hopsPool = pools[i % maxHops] as typeof pool;
-    return hopsPool[draw.int(hopsPool.length)] as (typeof pool)[number];
+    const pools = poolsByWorld[worlds.length === 1 ? 0 : draw.int(worlds.length)] as Pick[][];
+    const hopsPool = pools[i % maxHops] as Pick[];
+    return hopsPool[draw.int(hopsPool.length)] as Pick;
   });
-  const solved = await solver.solve(picks.map((p) => p.question), config.groupSize, seed * 100_000 + step);
-  const groups: RolloutGroup[] = solved.map((g, i) => ({ rollouts: g.rollouts, rewards: g.rollouts.map((r) => (r.final !== undefined && exactMatch(r.final, (picks[i] as (typeof pool)[number]).golds) ? 1 : 0)) }));
+  // Each world's questions solved in its own corpus; the groups keep the picks' order.
+  const groups: RolloutGroup[] = new Array(picks.length);
+  for (let w = 0; w < worlds.length; w++) {
+    const mine = picks.flatMap((p, i) => (p.world === w ? [i] : []));
+    if (mine.length === 0) continue;
+    const solved = await (solvers[w] as SolverRole).solve(mine.map((i) => (picks[i] as Pick).question), config.groupSize, worlds.length === 1 ? seed * 100_000 + step : seed * 100_000 + step * 100 + w);
+    solved.forEach((g, k) => {
+      const pick = picks[mine[k] as number] as Pick;
+      groups[mine[k] as number] = { rollouts: g.rollouts, rewards: g.rollouts.map((r) => (r.final !== undefined && exactMatch(r.final, pick.golds) ? 1 : 0)) };
+    });
+  }
   const trained = config.skipUniformGroups ? groups.filter(hasAdvantageSignal) : groups;
   for (let epoch = 0; epoch < config.solverEpochs && trained.length > 0; epoch++) await updater.update('solver', trained);
   const rewards = groups.flatMap((g) => g.rewards);
   const mixedByHops: Record<string, number> = {};
   groups.forEach((g, i) => {
-    const h = String((picks[i] as (typeof pool)[number]).hops);
+    const h = String((picks[i] as Pick).hops);
     mixedByHops[h] = (mixedByHops[h] ?? 0) + (hasAdvantageSignal(g) ? 1 : 0);
   });
   const row = { step, rolloutAccuracy: rewards.reduce((a, b) => a + b, 0) / rewards.length, mixedGroups: groups.filter(hasAdvantageSignal).length, mixedByHops, seconds: (performance.now() - started) / 1000 };
@@ -131,5 +173,5 @@ for (let step = 1; step <= steps; step++) {
   console.log(`step ${step}/${steps}: rollout accuracy ${(100 * row.rolloutAccuracy).toFixed(0)}%, ${row.mixedGroups} of ${perStep} groups with 0 < p̂ < 1 (by hops ${JSON.stringify(row.mixedByHops)}), ${row.seconds.toFixed(0)} s`);
   if (evalAt.has(step)) await evaluate(step);
 }
-if (values.out) writeJsonAtomic(values.out, { seed, steps, questionsPerStep: perStep, maxHops, overrides: JSON.parse(values.set as string), curve, stepRows });
+if (values.out) writeJsonAtomic(values.out, { seed, steps, questionsPerStep: perStep, maxHops, trainingWorlds, evalLimit: evalLimit ?? null, backend: values.backend, overrides: JSON.parse(values.set as string), curve, stepRows });
 model.dispose();
