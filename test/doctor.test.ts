@@ -392,42 +392,58 @@ describe('doctor: the webgpu backend', () => {
 });
 
 describe('doctor: huge pages for the native backend', () => {
-  const madvise = (tunables: string | undefined, glibc = '2.36'): HugePageProbe => ({ thpMode: 'madvise', tunables, glibc });
+  // The glibc version is an explicit argument: `undefined` means a C library that is not glibc.
+  const madvise = (tunables: string | undefined, glibc: string | undefined): (() => HugePageProbe) => () => ({ thpMode: 'madvise', tunables, glibc });
 
   it('madvise mode: ok when malloc asks for them, a warning naming the fix when it does not', () => {
-    expect(checkHugePages(madvise('glibc.malloc.hugetlb=1'), true)).toEqual({ check: 'huge pages', status: 'ok', detail: 'mode madvise, asked for by malloc (GLIBC_TUNABLES=glibc.malloc.hugetlb=1)' });
-    expect(checkHugePages(madvise('glibc.malloc.arena_max=2:glibc.malloc.hugetlb=2'), true)?.status).toBe('ok');
-    for (const tunables of [undefined, '', 'glibc.malloc.hugetlb=0', 'glibc.malloc.hugetlb=10', 'xglibc.malloc.hugetlb=1']) {
-      const r = checkHugePages(madvise(tunables), true);
+    expect(checkHugePages(madvise('glibc.malloc.hugetlb=1', '2.36'), true)).toEqual({ check: 'huge pages', status: 'ok', detail: 'mode madvise, asked for by malloc (GLIBC_TUNABLES=glibc.malloc.hugetlb=1)' });
+    expect(checkHugePages(madvise('glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1', '2.36'), true)?.status).toBe('ok');
+    // 2 asks for hugetlbfs pages, not transparent ones; 10 and a longer name are other settings.
+    for (const tunables of [undefined, '', 'glibc.malloc.hugetlb=0', 'glibc.malloc.hugetlb=2', 'glibc.malloc.hugetlb=10', 'xglibc.malloc.hugetlb=1']) {
+      const r = checkHugePages(madvise(tunables, '2.36'), true);
       expect(r?.status, String(tunables)).toBe('warn');
       expect(r?.fix).toContain('GLIBC_TUNABLES=glibc.malloc.hugetlb=1');
     }
   });
 
-  it('a glibc older than 2.35 ignores the tunable; always and never need nothing from it', () => {
-    const old = checkHugePages(madvise('glibc.malloc.hugetlb=1', '2.31'), true);
-    expect(old?.status).toBe('info');
-    expect(old?.detail).toContain('glibc 2.31 ignores glibc.malloc.hugetlb');
+  it('a C library that cannot be asked (glibc before 2.35, not glibc) is informational, asked or not; always and never need nothing', () => {
+    for (const tunables of ['glibc.malloc.hugetlb=1', undefined]) {
+      const old = checkHugePages(madvise(tunables, '2.31'), true);
+      expect(old?.status).toBe('info');
+      expect(old?.detail).toContain('glibc 2.31 cannot be asked for them');
+      const musl = checkHugePages(madvise(tunables, undefined), true);
+      expect(musl?.status).toBe('info');
+      expect(musl?.detail).toContain('not glibc');
+    }
     expect(checkHugePages(madvise('glibc.malloc.hugetlb=1', '2.35'), true)?.status).toBe('ok');
-    expect(checkHugePages({ thpMode: 'always', tunables: undefined, glibc: undefined }, true)?.status).toBe('ok');
-    expect(checkHugePages({ thpMode: 'never', tunables: 'glibc.malloc.hugetlb=1', glibc: '2.36' }, true)?.detail).toMatch(/off in this kernel \(mode never\): the frozen weights sit on 4 KiB pages/);
-    expect(checkHugePages({ thpMode: undefined, tunables: undefined, glibc: undefined }, true)?.status).toBe('info');
+    expect(checkHugePages(() => ({ thpMode: 'always', tunables: undefined, glibc: undefined }), true)?.status).toBe('ok');
+    expect(checkHugePages(() => ({ thpMode: 'never', tunables: 'glibc.malloc.hugetlb=1', glibc: '2.36' }), true)?.detail).toMatch(/off in this kernel \(mode never\): the frozen weights sit on 4 KiB pages/);
+    expect(checkHugePages(() => ({ thpMode: undefined, tunables: undefined, glibc: undefined }), true)?.status).toBe('info');
   });
 
-  it('reported for the native backends only', async () => {
-    expect(checkHugePages(madvise(undefined), false)).toBeUndefined();
+  it('reported for the native backends only, and probed only then', async () => {
+    let probed = 0;
+    const counting = (): HugePageProbe => {
+      probed++;
+      return { thpMode: 'madvise', tunables: undefined, glibc: '2.36' };
+    };
+    expect(checkHugePages(counting, false)).toBeUndefined();
+    expect(probed).toBe(0);
     const base: DoctorOptions = { model: 'tiny', backend: 'native', embedder: 'lexical', rolloutEngine: 'native', out: join(root, 'run'), loraR: 16 };
-    const native = await runDoctor(base, probes({ hugePages: () => madvise(undefined) }));
+    const native = await runDoctor(base, probes({ hugePages: counting }));
     expect(byCheck(native.results, 'huge pages').status).toBe('warn');
     expect(native.ready).toBe(true);
-    const wasm = await runDoctor({ ...base, backend: 'wasm' }, probes({ hugePages: () => madvise(undefined) }));
+    expect(probed).toBe(1);
+    const wasm = await runDoctor({ ...base, backend: 'wasm' }, probes({ hugePages: counting }));
     expect(wasm.results.some((r) => r.check === 'huge pages')).toBe(false);
+    expect(probed).toBe(1);
   });
 
-  it('the real probe reads the kernel mode and this process', () => {
+  it('the real probe: a mode the kernel names, and a glibc version as numbers where the C library is glibc', () => {
     const p = probeHugePages();
-    expect(p.tunables).toBe(process.env.GLIBC_TUNABLES);
-    if (process.platform === 'linux') expect(['always', 'madvise', 'never']).toContain(p.thpMode);
+    if (p.thpMode !== undefined) expect(['always', 'madvise', 'never']).toContain(p.thpMode);
+    if (p.glibc !== undefined) expect(p.glibc).toMatch(/^\d+\.\d+/);
+    if (process.platform === 'linux' && process.report?.getReport && (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime) expect(p.glibc).toBeDefined();
   });
 });
 

@@ -62,7 +62,7 @@ export async function runDoctor(options: DoctorOptions, probes: Probes = default
   const cpuTensorflow = !gpuBackend && !webgpuAdapter && (options.backend === 'tensorflow' || options.backend === 'auto') && tfLoads('tfjs-node');
   // auto takes native after tfjs-node, wherever onnxruntime-node's binding loads.
   const nativeBackend = native.status === 'ok' && (options.backend === 'native' || options.backend === 'native-int8' || (options.backend === 'auto' && !gpuBackend && !webgpuAdapter && !cpuTensorflow));
-  const hugePages = checkHugePages(probes.hugePages(), nativeBackend);
+  const hugePages = checkHugePages(probes.hugePages, nativeBackend);
   if (hugePages) results.push(hugePages);
   if ((options.gpus ?? 1) > 1) results.push(await checkGpuWorkers(probes, options.gpus as number, gpuBackend));
   let limit = Math.min(WASM_HEAP_BYTES, probes.totalMemoryBytes);

@@ -68,23 +68,27 @@ const HUGETLB_GLIBC = [2, 35] as const;
 /**
  * Whether the native backend's frozen weights get transparent huge pages: a decoded row reads all of them, and on
  * 4 KiB pages f32 decode of one row ran ~10% slower (docs/usage.md, "Huge pages for the frozen weights"). Reported
- * for the native backends only; never a failure (the run is only slower).
+ * for the native backends only (the probe runs only then); never a failure (the run is only slower).
  */
-export function checkHugePages(probe: HugePageProbe, nativeBackend: boolean): CheckResult | undefined {
+export function checkHugePages(probe: () => HugePageProbe, nativeBackend: boolean): CheckResult | undefined {
   if (!nativeBackend) return undefined;
+  const p = probe();
   const check = 'huge pages';
-  const slower = "the frozen weights sit on 4 KiB pages (decoding one sequence about a tenth slower)";
-  if (probe.thpMode === undefined || probe.thpMode === 'never') return { check, status: 'info', detail: `transparent huge pages ${probe.thpMode === 'never' ? 'are off in this kernel (mode never)' : 'are not available here'}: ${slower}` };
-  if (probe.thpMode === 'always') return { check, status: 'ok', detail: 'transparent huge pages: mode always' };
-  const asked = /(^|:)glibc\.malloc\.hugetlb=[12](:|$)/.test(probe.tunables ?? '');
-  const m = /^(\d+)\.(\d+)/.exec(probe.glibc ?? '');
-  const oldGlibc = m !== null && (Number(m[1]) < HUGETLB_GLIBC[0] || (Number(m[1]) === HUGETLB_GLIBC[0] && Number(m[2]) < HUGETLB_GLIBC[1]));
-  if (asked && oldGlibc) return { check, status: 'info', detail: `mode ${probe.thpMode}, and glibc ${probe.glibc} ignores glibc.malloc.hugetlb (it came with ${HUGETLB_GLIBC.join('.')}): ${slower}` };
-  if (asked) return { check, status: 'ok', detail: `mode ${probe.thpMode}, asked for by malloc (GLIBC_TUNABLES=${probe.tunables})` };
+  const slower = 'the frozen weights sit on 4 KiB pages (decoding one sequence about a tenth slower)';
+  if (p.thpMode === undefined || p.thpMode === 'never') return { check, status: 'info', detail: `transparent huge pages ${p.thpMode === 'never' ? 'are off in this kernel (mode never)' : 'are not available here'}: ${slower}` };
+  if (p.thpMode === 'always') return { check, status: 'ok', detail: 'transparent huge pages: mode always' };
+  // Mode madvise: only memory that asks gets them, and glibc's malloc asks with glibc.malloc.hugetlb=1 (2 is
+  // hugetlbfs pages, which a machine reserves by hand, not these).
+  if (p.glibc === undefined) return { check, status: 'info', detail: `mode ${p.thpMode}, and this C library is not glibc, whose malloc alone can be asked for them: ${slower}` };
+  const m = /^(\d+)\.(\d+)/.exec(p.glibc);
+  if (m === null || Number(m[1]) < HUGETLB_GLIBC[0] || (Number(m[1]) === HUGETLB_GLIBC[0] && Number(m[2]) < HUGETLB_GLIBC[1])) {
+    return { check, status: 'info', detail: `mode ${p.thpMode}, and glibc ${p.glibc} cannot be asked for them (glibc.malloc.hugetlb came with ${HUGETLB_GLIBC.join('.')}): ${slower}` };
+  }
+  if (/(^|:)glibc\.malloc\.hugetlb=1(:|$)/.test(p.tunables ?? '')) return { check, status: 'ok', detail: `mode ${p.thpMode}, asked for by malloc (GLIBC_TUNABLES=${p.tunables})` };
   return {
     check,
     status: 'warn',
-    detail: `mode ${probe.thpMode}, and this process did not ask for them (no glibc.malloc.hugetlb in GLIBC_TUNABLES): ${slower}`,
+    detail: `mode ${p.thpMode}, and this process did not ask for them (no glibc.malloc.hugetlb=1 in GLIBC_TUNABLES): ${slower}`,
     fix: 'start through `npx sesa-train` or ./bin/sesa-train.mjs (its first line sets it), or set GLIBC_TUNABLES=glibc.malloc.hugetlb=1',
   };
 }
