@@ -88,13 +88,22 @@ function parseEnv(list: string, option: string): Record<string, string> {
   return env;
 }
 
-/** The `KEY=VALUE` words of TREE/bin/sesa-train.mjs's `#!/usr/bin/env -S …` line (none for another shebang). */
+/**
+ * The environment TREE/bin/sesa-train.mjs's `#!/usr/bin/env -S KEY=VALUE … node` line gives Node: its words up to
+ * the first that is not an assignment, as `env -S` reads them (none for another first line).
+ */
 function binEnv(tree: string): Record<string, string> {
   const bin = join(resolve(tree), 'bin', 'sesa-train.mjs');
   if (!existsSync(bin)) throw new Error(`${bin}: not found (--a / --b must be source trees of this project)`);
-  const first = readFileSync(bin, 'utf8').split('\n', 1)[0] as string;
-  if (!first.startsWith('#!/usr/bin/env -S ')) return {};
-  return parseEnv(first.slice('#!/usr/bin/env -S '.length).split(/\s+/).filter((w) => /^[A-Za-z_][A-Za-z0-9_]*=/.test(w)).join(','), bin);
+  const first = (readFileSync(bin, 'utf8').split('\n', 1)[0] as string).replace(/\r$/, '');
+  const env: Record<string, string> = {};
+  if (!first.startsWith('#!/usr/bin/env -S ')) return env;
+  for (const word of first.slice('#!/usr/bin/env -S '.length).split(/\s+/)) {
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(word);
+    if (!m) break;
+    env[m[1] as string] = m[2] as string;
+  }
+  return env;
 }
 
 if (values.child) {

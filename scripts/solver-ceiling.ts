@@ -10,7 +10,8 @@
 // --training-worlds N draws the questions over the answer seeds of the N worlds a run with that setting trains in
 // (each question's world uniformly, then its hop count), each solved in its own world's corpus, and evaluates on
 // the first --eval-limit held-out questions of each of them (the world experiment's `--eval-data
-// training-worlds --curve-limit`): the ceiling of the layout of issue 47 with an ideal proposer.
+// training-worlds --curve-limit`): the ceiling of that layout with an ideal proposer (docs/world.md, "The ceiling
+// of this layout with an ideal proposer").
 //   npx tsx scripts/solver-ceiling.ts [--seed 0] [--steps 24] [--questions 16] [--max-hops 1] [--fresh] [--eval-at 0,8,16,24] [--threads 2] [--backend wasm] [--training-worlds 1 --eval-limit 12] [--set '{"temperature":0.3}'] [--out FILE.json]
 import { parseArgs } from 'node:util';
 import { intFlag as int } from './flags.js';
@@ -29,11 +30,10 @@ import { type BackendChoice, initBackend } from '../src/tensor/backend.js';
 import { writeJsonAtomic } from '../src/util/atomic.js';
 import { Rng } from '../src/util/rng.js';
 import { evalWorld } from '../src/world/eval.js';
-import { demoModelDir } from '../src/world/setup.js';
+import { demoModelDir, worldFor } from '../src/world/setup.js';
 import { chainInto } from '../src/world/transcripts.js';
 import type { SynthFact } from '../src/corpus/synthetic/index.js';
 import { DEMO_WORLD, FRESH_WORLD, World } from '../src/world/world.js';
-import { worldFor } from '../src/world/setup.js';
 import { selfPlayWorldSeeds } from '../src/world/training-worlds.js';
 
 const { values } = parseArgs({
@@ -106,7 +106,6 @@ return pools;
 const counts = Array.from({ length: maxHops }, (_, i) => poolsByWorld.reduce((n, pools) => n + (pools[i]?.length ?? 0), 0));
 console.log(`oracle supply: ${counts.map((n, i) => `${n} ${i + 1}-hop`).join(', ')} questions about the answer seeds of ${worlds.length} world(s); ${perStep} a step, G ${config.groupSize}, ${config.solverEpochs} epochs, lr ${optimizerConfigOf(config, 'solver').lr}, T ${settings.temperature}`);
 
-const world = worlds[0] as World;
 const fresh = values.fresh ? new World(FRESH_WORLD) : undefined;
 const freshSearcher = fresh ? await fresh.searcher() : undefined;
 const curve: Array<{ step: number; accuracy: number; byHops: Record<string, number>; fresh?: { accuracy: number; byHops: Record<string, number> } }> = [];
