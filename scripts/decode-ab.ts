@@ -77,15 +77,24 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? (s[(s.length - 1) / 2] as number) : ((s[s.length / 2 - 1] as number) + (s[s.length / 2] as number)) / 2;
 };
 
-/** `KEY=VALUE,KEY=VALUE` → an environment; a pair without `=` is an error naming the option. */
+/** `KEY=VALUE` as [KEY, VALUE] (the value may hold `=`), or undefined for any other word. */
+function assignment(word: string): [string, string] | undefined {
+  const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(word);
+  return m ? [m[1] as string, m[2] as string] : undefined;
+}
+
+/** `KEY=VALUE,KEY=VALUE` → an environment; a pair that is not KEY=VALUE is an error naming the option. */
 function parseEnv(list: string, option: string): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const pair of list.split(',').filter((p) => p !== '')) {
-    const at = pair.indexOf('=');
-    if (at <= 0) throw new Error(`${option}: "${pair}" is not KEY=VALUE`);
-    env[pair.slice(0, at)] = pair.slice(at + 1);
-  }
-  return env;
+  return Object.fromEntries(
+    list
+      .split(',')
+      .filter((p) => p !== '')
+      .map((pair) => assignment(pair) ?? fail(`${option}: "${pair}" is not KEY=VALUE`)),
+  );
+}
+
+function fail(message: string): never {
+  throw new Error(message);
 }
 
 /**
@@ -99,9 +108,9 @@ function binEnv(tree: string): Record<string, string> {
   const env: Record<string, string> = {};
   if (!first.startsWith('#!/usr/bin/env -S ')) return env;
   for (const word of first.slice('#!/usr/bin/env -S '.length).split(/\s+/)) {
-    const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(word);
-    if (!m) break;
-    env[m[1] as string] = m[2] as string;
+    const kv = assignment(word);
+    if (!kv) break;
+    env[kv[0]] = kv[1];
   }
   return env;
 }

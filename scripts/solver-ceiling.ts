@@ -82,26 +82,26 @@ const solvers = searchers.map((searcher) => new SolverRole(policy, searcher, und
 const CHAINS_PER_SEED = 4;
 type Pick = { question: string; golds: string[]; hops: number; world: number };
 const poolsByWorld = worlds.map((world, w) => {
-const pools: Pick[][] = Array.from({ length: maxHops }, () => []);
-const wording = new Rng(1000 + seed + 7919 * w);
-for (const s of world.synth.seeds) {
-  const golds = world.golden(s.entityId);
-  const add = (hops: number, path: SynthFact[]): void => {
-    const question = world.phrase(path, wording);
-    if (!golds.some((g) => question.toLowerCase().includes(g.toLowerCase()))) pools[hops - 1]?.push({ question, golds, hops, world: w });
-  };
-  for (const f of world.factsInto(s.entityId)) add(1, [f]);
-  for (let hops = 2; hops <= maxHops; hops++) {
-    for (let c = 0; c < CHAINS_PER_SEED; c++) {
-      const path = chainInto(world, s.entityId, hops, wording);
-      if (path) add(hops, path);
+  const pools: Pick[][] = Array.from({ length: maxHops }, () => []);
+  const wording = new Rng(1000 + seed + 7919 * w);
+  for (const s of world.synth.seeds) {
+    const golds = world.golden(s.entityId);
+    const add = (hops: number, path: SynthFact[]): void => {
+      const question = world.phrase(path, wording);
+      if (!golds.some((g) => question.toLowerCase().includes(g.toLowerCase()))) pools[hops - 1]?.push({ question, golds, hops, world: w });
+    };
+    for (const f of world.factsInto(s.entityId)) add(1, [f]);
+    for (let hops = 2; hops <= maxHops; hops++) {
+      for (let c = 0; c < CHAINS_PER_SEED; c++) {
+        const path = chainInto(world, s.entityId, hops, wording);
+        if (path) add(hops, path);
+      }
     }
   }
-}
-pools.forEach((p, i) => {
-  if (p.length === 0) throw new Error(`--max-hops ${maxHops}: no ${i + 1}-hop chain into an answer seed of world ${world.options.seed}`);
+  pools.forEach((p, i) => {
+    if (p.length === 0) throw new Error(`--max-hops ${maxHops}: no ${i + 1}-hop chain into an answer seed of world ${world.options.seed}`);
 });
-return pools;
+  return pools;
 });
 const counts = Array.from({ length: maxHops }, (_, i) => poolsByWorld.reduce((n, pools) => n + (pools[i]?.length ?? 0), 0));
 console.log(`oracle supply: ${counts.map((n, i) => `${n} ${i + 1}-hop`).join(', ')} questions about the answer seeds of ${worlds.length} world(s); ${perStep} a step, G ${config.groupSize}, ${config.solverEpochs} epochs, lr ${optimizerConfigOf(config, 'solver').lr}, T ${settings.temperature}`);
@@ -116,22 +116,17 @@ const describe = (accuracy: number, byHops: Record<string, number>): string =>
   `${(100 * accuracy).toFixed(1)}% (by hops ${Object.entries(byHops).map(([h, a]) => `${h}: ${(100 * a).toFixed(1)}`).join(', ')})`;
 const evaluate = async (step: number): Promise<void> => {
   // Every world's first --eval-limit held-out questions, pooled (hop accuracies weighted by their questions).
-  let right = 0;
-  let total = 0;
   const hopRight: Record<string, number> = {};
   const hopTotal: Record<string, number> = {};
   for (const [w, world] of worlds.entries()) {
-    const questions = world.heldOut.slice(0, evalLimit ?? world.heldOut.length);
-    const r = await evalWorld(policy, searchers[w] as (typeof searchers)[number], questions, { settings: evalSettings });
-    right += r.accuracy * questions.length;
-    total += questions.length;
+    const r = await evalWorld(policy, searchers[w] as (typeof searchers)[number], world.heldOut.slice(0, evalLimit ?? world.heldOut.length), { settings: evalSettings });
     for (const [h, v] of Object.entries(r.byHops)) {
-      const n = questions.filter((q) => String(q.hops) === h).length;
-      hopRight[h] = (hopRight[h] ?? 0) + v.accuracy * n;
-      hopTotal[h] = (hopTotal[h] ?? 0) + n;
+      hopRight[h] = (hopRight[h] ?? 0) + v.accuracy * v.n;
+      hopTotal[h] = (hopTotal[h] ?? 0) + v.n;
     }
   }
-  const point: (typeof curve)[number] = { step, accuracy: right / total, byHops: Object.fromEntries(Object.keys(hopTotal).map((h) => [h, (hopRight[h] as number) / (hopTotal[h] as number)])) };
+  const sum = (xs: Record<string, number>): number => Object.values(xs).reduce((a, b) => a + b, 0);
+  const point: (typeof curve)[number] = { step, accuracy: sum(hopRight) / sum(hopTotal), byHops: Object.fromEntries(Object.keys(hopTotal).map((h) => [h, (hopRight[h] as number) / (hopTotal[h] as number)])) };
   if (fresh && freshSearcher) {
     const f = await evalWorld(policy, freshSearcher, fresh.heldOut, { settings: evalSettings });
     point.fresh = { accuracy: f.accuracy, byHops: hopsOf(f) };

@@ -9,13 +9,15 @@ export { freeBytesAt } from '../checkpoint/disk-need.js';
 /** package.json's engines.node. */
 export const MIN_NODE = [20, 19] as const;
 
+/** Whether version major.minor is at least `min`. */
+function atLeast(major: number, minor: number, min: readonly [number, number]): boolean {
+  return major > min[0] || (major === min[0] && minor >= min[1]);
+}
+
 export function checkNode(probes: Probes): CheckResult {
   const m = /^v?(\d+)\.(\d+)\./.exec(probes.nodeVersion);
   if (!m) return { check: 'node', status: 'fail', detail: `cannot read the Node version '${probes.nodeVersion}'`, fix: `use Node ≥ ${MIN_NODE.join('.')}` };
-  const major = Number(m[1]);
-  const minor = Number(m[2]);
-  const ok = major > MIN_NODE[0] || (major === MIN_NODE[0] && minor >= MIN_NODE[1]);
-  return ok
+  return atLeast(Number(m[1]), Number(m[2]), MIN_NODE)
     ? { check: 'node', status: 'ok', detail: `Node ${probes.nodeVersion}` }
     : { check: 'node', status: 'fail', detail: `Node ${probes.nodeVersion} is older than ${MIN_NODE.join('.')}`, fix: `install Node ≥ ${MIN_NODE.join('.')} (e.g. nvm install 20)` };
 }
@@ -81,7 +83,7 @@ export function checkHugePages(probe: () => HugePageProbe, nativeBackend: boolea
   // hugetlbfs pages, which a machine reserves by hand, not these).
   if (p.glibc === undefined) return { check, status: 'info', detail: `mode ${p.thpMode}, and this C library is not glibc, whose malloc alone can be asked for them: ${slower}` };
   const m = /^(\d+)\.(\d+)/.exec(p.glibc);
-  if (m === null || Number(m[1]) < HUGETLB_GLIBC[0] || (Number(m[1]) === HUGETLB_GLIBC[0] && Number(m[2]) < HUGETLB_GLIBC[1])) {
+  if (m === null || !atLeast(Number(m[1]), Number(m[2]), HUGETLB_GLIBC)) {
     return { check, status: 'info', detail: `mode ${p.thpMode}, and glibc ${p.glibc} cannot be asked for them (glibc.malloc.hugetlb came with ${HUGETLB_GLIBC.join('.')}): ${slower}` };
   }
   if (/(^|:)glibc\.malloc\.hugetlb=1(:|$)/.test(p.tunables ?? '')) return { check, status: 'ok', detail: `mode ${p.thpMode}, asked for by malloc (GLIBC_TUNABLES=${p.tunables})` };
