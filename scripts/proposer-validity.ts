@@ -4,7 +4,7 @@
 // run's checkpoints/step-N/proposer). Each
 // proposal goes through the rule checks and then the world RAG reader on the proposal's own results, without
 // the run's distractor blocks (a block can only add facts, never make a question fail), so the valid count is
-// what a step's validation would pass. Prints a table of outcomes per hop count and writes them with --out.
+// what a step's validation would pass (with `--set '{"hopCheck":true}'`, its hop check too). Prints a table of outcomes per hop count and writes them with --out.
 //   npx tsx scripts/proposer-validity.ts [--model models/demo] [--world-seed 0] [--hops 1,2] [--seeds 24] [--proposals 4] [--threads 2] [--show] [--out FILE.json]
 import { parseArgs } from 'node:util';
 import { intFlag as int } from './flags.js';
@@ -87,10 +87,13 @@ for (const hops of hopCounts) {
         continue;
       }
       const passed = await ragVerdict(reader, judge, { shard: i, messages: ragCheckMessages(check.question, r.retrieved.flat()), question: check.question, golds }, ragMaxTokens);
-      const outcome = passed ? 'valid' : 'rag-check-failed';
+      // --set '{"hopCheck":true}': the step's hop check (docs/method.md, "Validating questions"), one search for the question itself.
+      const oneSearch = passed && config.hopCheck && hops >= 2 ? ((await searcher.search([check.question], config.passagesPerQuery))[0] ?? []) : undefined;
+      const answeredInOne = oneSearch !== undefined && (await ragVerdict(reader, judge, { shard: i, messages: ragCheckMessages(check.question, oneSearch), question: check.question, golds }, ragMaxTokens));
+      const outcome = !passed ? 'rag-check-failed' : answeredInOne ? 'answerable-in-one-search' : 'valid';
       count(outcome);
       if (outcome === 'valid') row.valid++;
-      if (values.show) console.log(`${hops} hop(s) ${outcome.padEnd(16)} ${check.question} | answer ${s.answer} | searched ${r.queries.join(' ; ')}`);
+      if (values.show) console.log(`${hops} hop(s) ${outcome.padEnd(24)} ${check.question} | answer ${s.answer} | searched ${r.queries.join(' ; ')}`);
     }
   }
   results[String(hops)] = row;

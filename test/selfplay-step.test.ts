@@ -157,6 +157,11 @@ interface WorldOptions {
   resample?: { minGroups: number; rounds: number };
   /** No skill bank (as the SSP recipe). */
   noSkills?: boolean;
+  /**
+   * --hop-check: the step gets the search tools and the check's settings, and the RAG reader reads as a reader
+   * that can only answer from what it is shown: right exactly when the answer's own passage is among the documents.
+   */
+  hopCheck?: boolean;
 }
 
 async function makeWorld(plans: Plan[], opts: WorldOptions = {}): Promise<World> {
@@ -196,7 +201,9 @@ async function makeWorld(plans: Plan[], opts: WorldOptions = {}): Promise<World>
     [
       (messages) => {
         const plan = plans[planIndexOf(/\nQuestion: (.*)$/m.exec(userText(messages))?.[1] ?? '')] as Plan;
-        return plan.kinds?.[0] === 'rag-check-failed' ? `<answer>${WRONG}</answer>` : `<answer>${plan.answer}</answer>`;
+        if (plan.kinds?.[0] === 'rag-check-failed') return `<answer>${WRONG}</answer>`;
+        if (opts.hopCheck && !userText(messages).includes(`(Title: "${plan.answer}")`)) return `<answer>${WRONG}</answer>`;
+        return `<answer>${plan.answer}</answer>`;
       },
     ],
     { cycle: true, name: 'scripted RAG judge (fake LLM)' },
@@ -224,6 +231,7 @@ async function makeWorld(plans: Plan[], opts: WorldOptions = {}): Promise<World>
     ragJudge,
     ...(corpusCount > 0 ? { ragJudges } : {}),
     ...(opts.reuse ? { reusePool: new ReusePool() } : {}),
+    ...(opts.hopCheck ? { searchers: tools } : {}),
     updater,
     ...(opts.distiller ? { distiller: opts.distiller } : {}),
   };
@@ -242,6 +250,7 @@ async function makeWorld(plans: Plan[], opts: WorldOptions = {}): Promise<World>
     ...(opts.solverBatch !== undefined ? { solverBatch: opts.solverBatch } : {}),
     ...(opts.hopMix ? { hopMix: opts.hopMix } : {}),
     ...(opts.resample ? { resample: opts.resample } : {}),
+    ...(opts.hopCheck ? { hopCheck: { passages: 3 } } : {}),
   };
   const seedPool = plans.map((p, i) => ({ answer: p.answer, hops: p.hops ?? 2, ...(p.aliases ? { aliases: p.aliases } : {}), ...(opts.corpusOf ? { corpus: opts.corpusOf(i) } : {}) }));
   return { deps, settings, seedPool, plans, proposerPolicy, solverPolicy, searcher, searchers, ragJudges, ragJudge, semantic, updater, bank };
@@ -1131,6 +1140,63 @@ describe('sesaStep: reuse by hops (--reuse-by-hops)', () => {
       if (byHops) for (const [f, got] of pairs) expect(got).toEqual(f);
       else expect(pairs.some(([f, got]) => JSON.stringify(f) !== JSON.stringify(got))).toBe(true);
     }
+  });
+});
+
+describe('sesaStep: the hop check (--hop-check)', () => {
+  // Every scripted question shares five words with every passage, so one search for any of them returns the
+  // first three plans' passages (ties keep the passages' order): the reader answers plans 0-2 from it, not 3-4.
+  const plans: Plan[] = [
+    { answer: 'Hamletaorn', hops: 2, correct: 2 },
+    { answer: 'Hamletborn', hops: 3, correct: 2 },
+    { answer: 'Hamletcorn', hops: 1, correct: 2 },
+    { answer: 'Hamletdorn', hops: 2, correct: 2 },
+    { answer: 'Hamletforn', hops: 3, correct: 2 },
+  ];
+
+  it('a multi-hop question answered from one search for itself is invalid; one-hop questions are not searched', async () => {
+    const w = await makeWorld(plans, { hopCheck: true });
+    expect(w.searcher.match(questionOf(0, ''), 3).map((p) => p.title)).toEqual(['Hamletaorn', 'Hamletborn', 'Hamletcorn']);
+    const r = await sesaStep(1, w.seedPool, w.deps, w.settings);
+    expect(r.proposals.map((p) => [p.answer, p.invalid ?? 'valid', p.reward]).sort()).toEqual([
+      ['Hamletaorn', 'answerable-in-one-search', -1],
+      ['Hamletborn', 'answerable-in-one-search', -1],
+      ['Hamletcorn', 'valid', 0.96],
+      ['Hamletdorn', 'valid', 0.96],
+      ['Hamletforn', 'valid', 0.96],
+    ]);
+    expect(r.metrics.hopChecks).toBe(4);
+    expect(r.metrics.invalidReasons).toEqual({ 'answerable-in-one-search': 2 });
+    expect(r.metrics.validByHops).toEqual({ '1': { proposals: 1, valid: 1 }, '2': { proposals: 2, valid: 1 }, '3': { proposals: 2, valid: 1 } });
+    // One batch of the four multi-hop questions as written, at the check's passage count; five RAG checks, four hop checks.
+    const questions = r.proposals.filter((p) => p.hops >= 2).map((p) => p.question);
+    expect(questions.length).toBe(4);
+    expect(w.searcher.batches.filter((b) => b.queries.some((q) => q.startsWith('Which hamlet')))).toEqual([{ queries: questions, k: 3 }]);
+    expect(w.ragJudge.calls.length).toBe(9);
+    // The solver batch holds the three valid questions only.
+    expect(w.updater.calls.find((c) => c.role === 'solver')?.rewards.length).toBe(3);
+  });
+
+  it('off, the same proposals are all valid and nothing more is searched or read', async () => {
+    const w = await makeWorld(plans);
+    const r = await sesaStep(1, w.seedPool, w.deps, w.settings);
+    expect(r.proposals.every((p) => p.invalid === undefined)).toBe(true);
+    expect(r.metrics.hopChecks).toBe(0);
+    expect(w.searcher.batches.some((b) => b.queries.some((q) => q.startsWith('Which hamlet')))).toBe(false);
+    expect(w.ragJudge.calls.length).toBe(5);
+  });
+
+  it('without the search tools in the step it refuses, naming the setting', async () => {
+    const w = await makeWorld(plans, { hopCheck: true });
+    const { searchers: _unused, ...deps } = w.deps;
+    await expect(sesaStep(1, w.seedPool, deps, w.settings)).rejects.toThrow(/--hop-check.*StepDeps\.searchers/);
+  });
+
+  it('the setting reaches the step with the run\'s passages per search', () => {
+    const { config } = resolveTrainConfig({ json: false, model: 'qwen3-4b', hopCheck: true, passagesPerQuery: 4 }, new Set(['model', 'hopCheck', 'passagesPerQuery']));
+    expect(stepSettingsOf(config).hopCheck).toEqual({ passages: 4 });
+    const { config: off } = resolveTrainConfig({ json: false, model: 'qwen3-4b' }, new Set(['model']));
+    expect(stepSettingsOf(off).hopCheck).toBeUndefined();
   });
 });
 

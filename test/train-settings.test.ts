@@ -154,6 +154,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   'reuse-threshold': 0.5,
   'reuse-pool-clear-every': 5,
   'reuse-by-hops': true,
+  'hop-check': true,
   // 0 (the default): resampling draws from the reuse pool, which --extraction-failure dummy above turns off.
   'min-informative-groups': 0,
   'resample-rounds': 3,

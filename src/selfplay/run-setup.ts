@@ -412,6 +412,7 @@ export async function buildRun(run: RunFolder, config: TrainConfig, hooks: Train
     // The scripted RAG reader of each training world (an endpoint judge reads every corpus).
     ...(scriptedJudge && env.corpora?.every((c) => c.ragReader !== undefined) ? { ragJudges: env.corpora.map((c) => c.ragReader as TextGenerator) } : {}),
     ...(reusePool ? { reusePool } : {}),
+    searchers,
     skills: bank,
     updater,
     ...(distiller ? { distiller } : {}),

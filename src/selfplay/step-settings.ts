@@ -37,6 +37,7 @@ export function stepSettingsOf(config: TrainConfig): StepSettings {
       minDistinctQueries: config.minDistinctQueries,
       rejectRepeatedQueries: config.rejectRepeatedQueries,
     },
+    ...(config.hopCheck ? { hopCheck: { passages: config.passagesPerQuery } } : {}),
     failureEvidenceChars: config.failureEvidenceChars,
     queueFailures: config.queueFailures,
     cardsInGroup: config.cardsInGroup,

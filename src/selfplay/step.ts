@@ -13,7 +13,7 @@ import type { AnswerJudge, Judgement } from '../agent/judge.js';
 import { ragCheckMessages } from '../agent/prompts.js';
 import { type ProposerRewardConfig, proposerReward, solverReward, successRate } from './rewards.js';
 import type { AnswerSeed, ProposerRole, SolverRole } from '../agent/roles.js';
-import type { Rollout } from '../agent/rollout.js';
+import { type Rollout, type SearchTools, searcherOf } from '../agent/rollout.js';
 import { type CardUse, cardUse } from './card-use.js';
 import { localJudging, type RagItem, type StepJudging } from './step-judging.js';
 import type { PolicyUpdater, Role, RoleUpdateMetrics, RolloutGroup } from './updater.js';
@@ -49,6 +49,11 @@ export interface StepDeps {
    * fill the solver batch's empty slots. Undefined: no reuse (every empty slot stays empty).
    */
   reusePool?: ReusePool;
+  /**
+   * The search tool of each training corpus, for the hop check (`settings.hopCheck`: one search for the question
+   * itself); required with it, unused without.
+   */
+  searchers?: SearchTools;
   updater: PolicyUpdater;
   /** The distiller of failure records into cards; undefined = no distillation (ablation). */
   distiller?: TextGenerator;
@@ -77,6 +82,12 @@ export interface StepSettings {
   ragMaxTokens: number;
   /** The rule checks of a question. */
   rules: QuestionRules;
+  /**
+   * The hop check (ours; docs/method.md, "Validating questions"): a valid question of a seed of two or more hops
+   * that the RAG reader answers from the top `passages` of one search for the question itself is invalid
+   * (`answerable-in-one-search`). Absent: off (SSP).
+   */
+  hopCheck?: { passages: number };
   /** Characters of retrieved evidence kept in a failure record. */
   failureEvidenceChars: number;
   /** Which wrong answers are queued: of frontier questions only (0 < p̂ < 1, the paper), or all; default frontier. */
@@ -190,6 +201,8 @@ export interface StepMetrics {
   /** RAG checks run, and how many of them got fewer distractor blocks than asked (too few other seeds). */
   ragChecks: number;
   ragChecksShortOfDistractors: number;
+  /** Questions the hop check read (valid so far, of a seed of two or more hops); 0 without it. */
+  hopChecks: number;
   seconds: Record<'propose' | 'validate' | 'solve' | 'judge' | 'update' | 'consolidate' | 'total', number>;
 }
 
@@ -277,6 +290,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   ragOf.forEach((p, k) => {
     if (!ragPassed[k]) p.invalid = 'rag-check-failed';
   });
+  const hopChecks = settings.hopCheck ? await checkHops(proposals, seeds, settings.hopCheck.passages, deps, judging, settings.ragMaxTokens) : 0;
   t = clock('validate', t);
   begin('solve');
 
@@ -481,7 +495,44 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     judgeUnparsed: deps.judge.unparsedReplies - unparsedBefore,
     ragChecks,
     ragChecksShortOfDistractors: ragShort,
+    hopChecks,
     seconds,
   };
   return { metrics, proposals, reused, groups: { solver: solverGroups, proposer: proposerGroups } };
+}
+
+/**
+ * The hop check (docs/method.md, "Validating questions"): each question still valid whose seed asked for two or
+ * more hops is searched once, as it stands, in its seed's corpus (one batch per corpus, in proposal order), and
+ * the RAG reader answers it from those passages alone, judged as the RAG check is; a question it answers needs
+ * no second search and is marked `answerable-in-one-search`. Returns how many questions it read.
+ */
+async function checkHops(
+  proposals: readonly ProposalRecord[],
+  seeds: readonly AnswerSeed[],
+  passages: number,
+  deps: StepDeps,
+  judging: StepJudging,
+  maxTokens: number,
+): Promise<number> {
+  if (!deps.searchers) throw new Error('the hop check (--hop-check) needs the search tools in the step (StepDeps.searchers)');
+  const checked = proposals.filter((p) => !p.invalid && p.question !== undefined && p.hops >= 2);
+  const corpusOf = (p: ProposalRecord): number | undefined => (seeds[p.seedIndex] as AnswerSeed).corpus;
+  const found = new Map<ProposalRecord, Passage[]>();
+  for (const corpus of new Set(checked.map(corpusOf))) {
+    const mine = checked.filter((p) => corpusOf(p) === corpus);
+    const results = await searcherOf(deps.searchers, corpus).search(mine.map((p) => p.question as string), passages);
+    mine.forEach((p, k) => found.set(p, results[k] ?? []));
+  }
+  const items: RagItem[] = checked.map((p) => {
+    const seed = seeds[p.seedIndex] as AnswerSeed;
+    const corpus = corpusOf(p);
+    return { shard: p.seedIndex, messages: ragCheckMessages(p.question as string, found.get(p) ?? []), question: p.question as string, golds: [p.answer, ...(seed.aliases ?? [])], ...(corpus !== undefined ? { corpus } : {}) };
+  });
+  await yieldToEventLoop();
+  const answered = await judging.ragCheck(items, maxTokens);
+  checked.forEach((p, k) => {
+    if (answered[k]) p.invalid = 'answerable-in-one-search';
+  });
+  return checked.length;
 }

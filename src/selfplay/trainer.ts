@@ -246,7 +246,7 @@ async function trainInRun(run: RunFolder, config: TrainConfig, hooks: TrainHooks
       metrics.push(result.metrics);
       // The run log gets a line per step; the caller shows steps through onStepEnd.
       run.log(
-        `step ${step}: valid ${result.metrics.validQuestions}/${result.metrics.proposals}, solver batch ${result.metrics.solverQuestions} (${result.metrics.reusedQuestions} reused${result.metrics.resampleRounds > 0 ? `, ${result.metrics.resampledQuestions} resampled in ${result.metrics.resampleRounds} round${result.metrics.resampleRounds === 1 ? '' : 's'}` : ''}), ${result.metrics.informativeGroups} with a signal, solver accuracy ${result.metrics.solverAccuracy.toFixed(3)}, ` +
+        `step ${step}: valid ${result.metrics.validQuestions}/${result.metrics.proposals}${result.metrics.hopChecks > 0 ? ` (hop check: ${result.metrics.invalidReasons['answerable-in-one-search'] ?? 0} of ${result.metrics.hopChecks} multi-hop answerable in one search)` : ''}, solver batch ${result.metrics.solverQuestions} (${result.metrics.reusedQuestions} reused${result.metrics.resampleRounds > 0 ? `, ${result.metrics.resampledQuestions} resampled in ${result.metrics.resampleRounds} round${result.metrics.resampleRounds === 1 ? '' : 's'}` : ''}), ${result.metrics.informativeGroups} with a signal, solver accuracy ${result.metrics.solverAccuracy.toFixed(3)}, ` +
           `proposer reward ${result.metrics.proposerMeanReward.toFixed(3)}${bank ? `, bank ${bank.cards.length} cards v${bank.version}` : ''}, ${result.metrics.seconds.total.toFixed(1)} s`,
       );
       const short = result.metrics.ragChecksShortOfDistractors;

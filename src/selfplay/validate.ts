@@ -13,7 +13,8 @@ export type InvalidReason =
   | 'too-few-searches'
   | 'repeated-query'
   | 'nothing-retrieved'
-  | 'rag-check-failed';
+  | 'rag-check-failed'
+  | 'answerable-in-one-search';
 
 export interface QuestionCheck {
   question?: string;

@@ -11,6 +11,9 @@ export const PROPOSER_SETTINGS = {
   questionMinWords: int(10, { help: '... and at least this many words' }),
   minDistinctQueries: int(2, { min: 0, help: 'a valid proposal made at least this many distinct searches' }),
   rejectRepeatedQueries: bool(true, { help: 'a proposal that repeats a search query is invalid (repeated-query), as in SSP' }),
+  hopCheck: bool(false, {
+    help: "a question for a seed of two or more hops is invalid (answerable-in-one-search) when the RAG reader answers it from the passages of one search for the question itself: the seed's hop count is what the proposer was asked for, this checks that the question needs more than one search. A departure from SSP, which has no such check (docs/method.md, \"Validating questions\")",
+  }),
   extractionFailure: choice(['reuse', 'dummy'], 'reuse', {
     help: "what fills the solver batch's slot of a proposal that gave no valid question (SSP's extraction_failure.strategy): reuse = a question drawn from the reuse pool of recently solved questions, or nothing while the pool is empty; dummy = nothing (SSP solves a dummy question whose rewards are all 0; docs/method.md, \"The solver batch and the reuse pool\")",
   }),
