@@ -4,15 +4,15 @@
 // world's generator (World.phrase over a fact into the seed), solves each G times with the solver adapter,
 // judges by exact match and updates the solver as the world run does (WORLD_DEFAULTS, --set overrides). The
 // generator's questions stand in for an ideal proposer here only: no training run or eval uses them.
-// --max-hops H draws chains of 1..H facts into the seeds instead (each hop count equally often), built backwards
-// from the seed through random facts as the proposer would search them. --fresh also evaluates on the fresh
+// --max-hops H draws chains of 1..H facts into the seeds instead (each hop count equally often, or as
+// --hop-pattern lists them), built backwards from the seed through random facts as the proposer would search them. --fresh also evaluates on the fresh
 // world (FRESH_WORLD) at every --eval-at step, to tell learning to search from fitting the demo world.
 // --training-worlds N draws the questions over the answer seeds of the N worlds a run with that setting trains in
 // (each question's world uniformly, then its hop count), each solved in its own world's corpus, and evaluates on
 // the first --eval-limit held-out questions of each of them (the world experiment's `--eval-data
 // training-worlds --curve-limit`): the ceiling of that layout with an ideal proposer (docs/world.md, "The ceiling
-// of this layout with an ideal proposer").
-//   npx tsx scripts/solver-ceiling.ts [--seed 0] [--steps 24] [--questions 16] [--max-hops 1] [--fresh] [--eval-at 0,8,16,24] [--threads 2] [--backend wasm] [--training-worlds 1 --eval-limit 12] [--set '{"temperature":0.3}'] [--out FILE.json]
+// of this layout with an ideal proposer"); --world-per-step takes each step's questions from one world, in turn.
+//   npx tsx scripts/solver-ceiling.ts [--seed 0] [--steps 24] [--questions 16] [--max-hops 1] [--hop-pattern 1,2,3] [--fresh] [--eval-at 0,8,16,24] [--threads 2] [--backend wasm] [--training-worlds 1 --eval-limit 12 --world-per-step] [--set '{"temperature":0.3}'] [--out FILE.json]
 import { parseArgs } from 'node:util';
 import { intFlag as int } from './flags.js';
 import { ModelPolicy } from '../src/model/policy.js';
@@ -42,6 +42,8 @@ const { values } = parseArgs({
     steps: { type: 'string', default: String(WORLD_DEFAULTS.steps) },
     questions: { type: 'string', default: '16' },
     'max-hops': { type: 'string', default: '1' },
+    'hop-pattern': { type: 'string' },
+    'world-per-step': { type: 'boolean', default: false },
     fresh: { type: 'boolean', default: false },
     'eval-at': { type: 'string' },
     threads: { type: 'string', default: '2' },
@@ -61,6 +63,10 @@ const trainingWorlds = int('training-worlds', values['training-worlds'], 1);
 const evalLimit = values['eval-limit'] === undefined ? undefined : int('eval-limit', values['eval-limit'], 1);
 if (values.fresh && trainingWorlds > 1) throw new Error('--fresh evaluates the demo world run of --training-worlds 1 only');
 if (maxHops > 3) throw new Error(`--max-hops must be 1, 2 or 3 (the world's chains), got ${maxHops}`);
+// --hop-pattern 1,1,1,1,1,2,2,2: question i of a step has the hop count at i modulo the list (default 1, 2, …,
+// --max-hops in turn), so a step's batch can have another mix than equal thirds.
+const hopPattern = (values['hop-pattern'] ?? Array.from({ length: maxHops }, (_, i) => String(i + 1)).join(',')).split(',').map((h) => int('hop-pattern', h, 1));
+if (hopPattern.some((h) => h > maxHops)) throw new Error(`--hop-pattern ${values['hop-pattern']}: a hop count above --max-hops ${maxHops}`);
 const evalAt = new Set((values['eval-at'] ?? `0,${Math.round(steps / 3)},${Math.round((2 * steps) / 3)},${steps}`).split(',').map((s) => int('eval-at', s, 0)));
 const config: TrainConfig = validateConfig({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, ...parseConfigObject(JSON.parse(values.set as string), '--set'), steps, seed });
 
@@ -139,8 +145,10 @@ const draw = new Rng(seed);
 for (let step = 1; step <= steps; step++) {
   const started = performance.now();
   const picks = Array.from({ length: perStep }, (_, i) => {
-    const pools = poolsByWorld[worlds.length === 1 ? 0 : draw.int(worlds.length)] as Pick[][];
-    const hopsPool = pools[i % maxHops] as Pick[];
+    // --world-per-step: every question of step s from world (s − 1) mod N, as a training step proposes in one
+    // corpus (src/selfplay/seed-draw.ts); else each question's world drawn uniformly.
+    const pools = poolsByWorld[values['world-per-step'] ? (step - 1) % worlds.length : worlds.length === 1 ? 0 : draw.int(worlds.length)] as Pick[][];
+    const hopsPool = pools[(hopPattern[i % hopPattern.length] as number) - 1] as Pick[];
     return hopsPool[draw.int(hopsPool.length)] as Pick;
   });
   // Each world's questions solved in its own corpus; the groups keep the picks' order.
@@ -167,5 +175,5 @@ for (let step = 1; step <= steps; step++) {
   console.log(`step ${step}/${steps}: rollout accuracy ${(100 * row.rolloutAccuracy).toFixed(0)}%, ${row.mixedGroups} of ${perStep} groups with 0 < p̂ < 1 (by hops ${JSON.stringify(row.mixedByHops)}), ${row.seconds.toFixed(0)} s`);
   if (evalAt.has(step)) await evaluate(step);
 }
-if (values.out) writeJsonAtomic(values.out, { seed, steps, questionsPerStep: perStep, maxHops, trainingWorlds, evalLimit: evalLimit ?? null, backend: values.backend, overrides: JSON.parse(values.set as string), curve, stepRows });
+if (values.out) writeJsonAtomic(values.out, { seed, steps, questionsPerStep: perStep, maxHops, hopPattern, worldPerStep: values['world-per-step'], trainingWorlds, evalLimit: evalLimit ?? null, backend: values.backend, overrides: JSON.parse(values.set as string), curve, stepRows });
 model.dispose();

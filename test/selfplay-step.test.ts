@@ -162,6 +162,8 @@ interface WorldOptions {
    * that can only answer from what it is shown: right exactly when the answer's own passage is among the documents.
    */
   hopCheck?: boolean;
+  /** --step-corpora all: a step's seeds from every corpus. */
+  stepCorporaAll?: boolean;
 }
 
 async function makeWorld(plans: Plan[], opts: WorldOptions = {}): Promise<World> {
@@ -251,6 +253,7 @@ async function makeWorld(plans: Plan[], opts: WorldOptions = {}): Promise<World>
     ...(opts.hopMix ? { hopMix: opts.hopMix } : {}),
     ...(opts.resample ? { resample: opts.resample } : {}),
     ...(opts.hopCheck ? { hopCheck: { passages: 3 } } : {}),
+    ...(opts.stepCorporaAll ? { stepCorpora: 'all' as const } : {}),
   };
   const seedPool = plans.map((p, i) => ({ answer: p.answer, hops: p.hops ?? 2, ...(p.aliases ? { aliases: p.aliases } : {}), ...(opts.corpusOf ? { corpus: opts.corpusOf(i) } : {}) }));
   return { deps, settings, seedPool, plans, proposerPolicy, solverPolicy, searcher, searchers, ragJudges, ragJudge, semantic, updater, bank };
@@ -1243,6 +1246,46 @@ describe('sesaStep: the hop mix and the training corpora', () => {
     });
     expect(seen.every((n) => n > 0)).toBe(true);
     expect(w.searcher.batches).toEqual([]);
+  });
+});
+
+describe('sesaStep: a step over every training corpus (--step-corpora all)', () => {
+  it("draws a step's seeds from every corpus; each question is checked by its corpus's reader against distractors of its corpus only", async () => {
+    const plans: Plan[] = Array.from({ length: 9 }, (_, i) => ({ answer: `Hamlet${'ABCDEFGHI'[i]}orn`, correct: 2 }));
+    const corpusOf = (i: number): number => Math.floor(i / 3);
+    const answersIn = (k: number): Set<string> => new Set(plans.filter((_, i) => corpusOf(i) === k).map((p) => p.answer));
+    const w = await makeWorld(plans, { seedsPerStep: 6, corpusOf, stepCorporaAll: true });
+    const corporaSeen: number[] = [];
+    for (let step = 1; step <= 3; step++) {
+      const r = await sesaStep(step, w.seedPool, w.deps, w.settings);
+      expect(r.metrics.corpus).toBeUndefined();
+      const corpora = new Set(r.proposals.map((p) => corpusOf(plans.findIndex((q) => q.answer === p.answer))));
+      corporaSeen.push(corpora.size);
+      expect(r.metrics.validQuestions).toBe(6);
+    }
+    // Six of nine seeds a step always span at least two corpora of three seeds each.
+    expect(Math.min(...corporaSeen)).toBeGreaterThanOrEqual(2);
+    // Every document a corpus's reader was shown is a passage of that corpus (the question's own and its distractors).
+    let checks = 0;
+    w.ragJudges.forEach((j, c) => {
+      for (const call of j.calls) {
+        checks++;
+        const titles = [...userText(call).matchAll(/\(Title: "([^"]+)"\)/g)].map((m) => m[1] as string);
+        expect(titles.length).toBeGreaterThan(0);
+        for (const t of titles) expect(answersIn(c).has(t), `reader ${c} shown ${t}`).toBe(true);
+      }
+    });
+    expect(checks).toBe(18);
+  });
+
+  it("'one' (the default) is the draw of before: step s in corpus (s − 1) mod C", async () => {
+    const plans: Plan[] = Array.from({ length: 6 }, (_, i) => ({ answer: `Hamlet${'ABCDEF'[i]}orn`, correct: 2 }));
+    const w = await makeWorld(plans, { seedsPerStep: 2, corpusOf: (i) => Math.floor(i / 3) });
+    for (let step = 1; step <= 2; step++) expect((await sesaStep(step, w.seedPool, w.deps, w.settings)).metrics.corpus).toBe(step - 1);
+    const { config } = resolveTrainConfig({ json: false, model: 'qwen3-4b', stepCorpora: 'all' }, new Set(['model', 'stepCorpora']));
+    expect(stepSettingsOf(config).stepCorpora).toBe('all');
+    const { config: one } = resolveTrainConfig({ json: false, model: 'qwen3-4b' }, new Set(['model']));
+    expect(stepSettingsOf(one).stepCorpora).toBeUndefined();
   });
 });
 

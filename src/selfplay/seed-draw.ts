@@ -1,7 +1,7 @@
 // Which answer seeds a step proposes for (docs/method.md, "One step" and "Training corpora"): drawn from the
 // pool with a random stream of (seed, step), without replacement (with replacement only when the pool is
 // smaller than the draw). Where the seeds come from several corpora (the generated world's training worlds),
-// step s proposes in one of them, each in turn; with a hop mix (--hop-mix 1,1,1) each hop count gets its share
+// step s proposes in one of them, each in turn, or (`across`, --step-corpora all) draws from all of them; with a hop mix (--hop-mix 1,1,1) each hop count gets its share
 // of the step's seeds, as the papers' seed pool holds a third each of 1-, 2- and 3-hop answers.
 import type { AnswerSeed } from '../agent/roles.js';
 import type { Rng } from '../util/rng.js';
@@ -59,12 +59,12 @@ export function hopMixProblem(pool: readonly AnswerSeed[], weights: readonly num
 }
 
 /**
- * The `n` seeds of step `step`: of the step's corpus (stepCorpus), and under a hop mix each hop count's quota
- * drawn from that hop's seeds, then shuffled together. Without corpora or a hop mix this is pickSeeds over the
- * whole pool, the same draw as before either existed.
+ * The `n` seeds of step `step`: of the step's corpus (stepCorpus), or of every corpus with `across`, and under a
+ * hop mix each hop count's quota drawn from that hop's seeds, then shuffled together. Without corpora or a hop
+ * mix this is pickSeeds over the whole pool, the same draw as before either existed.
  */
-export function drawStepSeeds(pool: readonly AnswerSeed[], n: number, rng: Rng, step: number, hopMix?: readonly number[]): AnswerSeed[] {
-  const corpus = stepCorpus(pool, step);
+export function drawStepSeeds(pool: readonly AnswerSeed[], n: number, rng: Rng, step: number, hopMix?: readonly number[], across = false): AnswerSeed[] {
+  const corpus = across ? undefined : stepCorpus(pool, step);
   const from = corpus === undefined ? pool : pool.filter((s) => s.corpus === corpus);
   if (!hopMix) return pickSeeds(from, n, rng);
   const problem = hopMixProblem(from, hopMix);

@@ -44,6 +44,7 @@ export function stepSettingsOf(config: TrainConfig): StepSettings {
     skipUniformGroups: config.skipUniformGroups,
     ...(config.proposerBaseline === 'step' ? { proposerBaseline: 'step' as const } : {}),
     epochs: { solver: config.solverEpochs, proposer: config.proposerEpochs },
+    ...(config.stepCorpora === 'all' ? { stepCorpora: 'all' as const } : {}),
     ...(config.hopMix !== undefined ? { hopMix: hopMixOf(config.hopMix) } : {}),
     solverBatch: config.solverBatch,
     ...(config.extractionFailure === 'reuse' ? { reuse: { threshold: config.reuseThreshold, clearEvery: config.reusePoolClearEvery, ...(config.reuseByHops ? { byHops: true } : {}) } } : {}),

@@ -104,6 +104,11 @@ export interface StepSettings {
   skipUniformGroups: boolean;
   /** Optimizer updates of each role per step over the same groups (docs/method.md, "GRPO"); 1 if absent. */
   epochs?: Partial<Record<Role, number>>;
+  /**
+   * With several training corpora: a step's seeds from one corpus, each in turn (absent or 'one'), or from all of
+   * them, each in its own (docs/method.md, "Training corpora").
+   */
+  stepCorpora?: 'one' | 'all';
   /** Shares of 1-, 2-, 3-, … hop seeds in each step's draw (docs/method.md, "One step"); absent: the pool as it comes. */
   hopMix?: readonly number[];
   /**
@@ -244,8 +249,9 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   // 1. Propose: n_p proposals per seed, in the step's corpus, in the hop mix.
   begin('propose');
   let t = performance.now();
-  const seeds = drawStepSeeds(seedPool, settings.seedsPerStep, rng, step, settings.hopMix);
-  const corpus = stepCorpus(seedPool, step);
+  const across = settings.stepCorpora === 'all';
+  const seeds = drawStepSeeds(seedPool, settings.seedsPerStep, rng, step, settings.hopMix, across);
+  const corpus = across ? undefined : stepCorpus(seedPool, step);
   const proposed = await deps.proposer.propose(seeds, settings.proposalsPerSeed, rolloutSeed());
   t = clock('propose', t);
   begin('validate');
@@ -269,9 +275,12 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     if (p.invalid || p.question === undefined) continue;
     const own = allPassages((flat[i] as { rollout: Rollout }).rollout);
     // Distractors come only from other seeds' rollouts: a sibling proposal for the same answer would carry
-    // the answer's own evidence and make the check easier than it should be.
-    // (The step's seeds share one corpus, so every distractor is of the question's corpus.)
-    const others = flat.map((f) => ({ seedIndex: f.seedIndex, passages: allPassages(f.rollout) })).filter((o) => o.seedIndex !== p.seedIndex && o.passages.length > 0);
+    // the answer's own evidence and make the check easier than it should be. They are of the question's
+    // corpus (another world's passages are no distractors), which every seed of a one-corpus step shares.
+    const corpusOfSeed = (i: number): number | undefined => (seeds[i] as AnswerSeed).corpus;
+    const others = flat
+      .map((f) => ({ seedIndex: f.seedIndex, passages: allPassages(f.rollout) }))
+      .filter((o) => o.seedIndex !== p.seedIndex && o.passages.length > 0 && corpusOfSeed(o.seedIndex) === corpusOfSeed(p.seedIndex));
     const blocks: Passage[][] = [own];
     for (let k = 0; k < settings.ragDistractorBlocks && others.length > 0; k++) blocks.push(others.splice(rng.int(others.length), 1)[0]?.passages ?? []);
     ragChecks++;

@@ -1,7 +1,7 @@
 // The search group: the corpus or retrieval server, the answer seeds, and what a search returns
 // (docs/method.md, "Search" and "Validating questions").
 import { DEFAULT_SEARCHR1_OPTIONS } from '../../search/searchr1-client.js';
-import { fixedForRun, int, num, optionalStr, optionalUrl, str } from '../setting.js';
+import { choice, fixedForRun, int, num, optionalStr, optionalUrl, str } from '../setting.js';
 import { renamedValueProblem, type RenamedValues } from '../table.js';
 
 /**
@@ -32,6 +32,9 @@ export const SEARCH_SETTINGS = {
   trainingWorlds: int(1, {
     help: 'with --corpus world: the worlds self-play trains in, the world of --world-seed and the first N − 1 warm-start training worlds (1, 2, 3, …; never an evaluation world); a step proposes in one of them, each in turn (docs/world.md, "Training worlds")',
     resume: fixedForRun('the answer seeds and questions of the run come from its worlds'),
+  }),
+  stepCorpora: choice(['one', 'all'], 'one', {
+    help: "with several training corpora (--training-worlds): one = a step draws its answer seeds from one corpus, each in turn; all = from all of them, each seed proposed and its question solved in its own corpus, the RAG check's distractors from other seeds of the same corpus (ours; docs/method.md, \"Training corpora\")",
   }),
   retrieverUrl: optionalUrl({ help: 'a Search-R1-compatible retrieval server; when set it replaces the local index' }),
   retrieverTimeout: num(60, { above: 0, help: 'seconds per retrieval-server request attempt' }),
