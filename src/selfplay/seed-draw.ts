@@ -1,8 +1,9 @@
 // Which answer seeds a step proposes for (docs/method.md, "One step" and "Training corpora"): drawn from the
 // pool with a random stream of (seed, step), without replacement (with replacement only when the pool is
 // smaller than the draw). Where the seeds come from several corpora (the generated world's training worlds),
-// step s proposes in one of them, each in turn, or (`across`, --step-corpora all) draws from all of them; with a hop mix (--hop-mix 1,1,1) each hop count gets its share
-// of the step's seeds, as the papers' seed pool holds a third each of 1-, 2- and 3-hop answers.
+// step s proposes in one of them, each in turn, or (`across`, --step-corpora all) draws from all of them; with
+// a hop mix (--hop-mix 1,1,1) each hop count gets its share of the step's seeds, as the papers' seed pool holds
+// a third each of 1-, 2- and 3-hop answers.
 import type { AnswerSeed } from '../agent/roles.js';
 import type { Rng } from '../util/rng.js';
 
