@@ -270,18 +270,16 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
   // the reader and the judge run where `judging` says (this process, or the seed's worker).
   const ragItems: RagItem[] = [];
   const ragOf: ProposalRecord[] = [];
+  const corpusOfSeed = (seedIndex: number): number | undefined => (seeds[seedIndex] as AnswerSeed).corpus;
+  const retrieved = flat.map((f) => ({ seedIndex: f.seedIndex, passages: allPassages(f.rollout) }));
   for (let i = 0; i < flat.length; i++) {
     const p = proposals[i] as ProposalRecord;
     if (p.invalid || p.question === undefined) continue;
-    const own = allPassages((flat[i] as { rollout: Rollout }).rollout);
     // Distractors come only from other seeds' rollouts: a sibling proposal for the same answer would carry
     // the answer's own evidence and make the check easier than it should be. They are of the question's
     // corpus (another world's passages are no distractors), which every seed of a one-corpus step shares.
-    const corpusOfSeed = (i: number): number | undefined => (seeds[i] as AnswerSeed).corpus;
-    const others = flat
-      .map((f) => ({ seedIndex: f.seedIndex, passages: allPassages(f.rollout) }))
-      .filter((o) => o.seedIndex !== p.seedIndex && o.passages.length > 0 && corpusOfSeed(o.seedIndex) === corpusOfSeed(p.seedIndex));
-    const blocks: Passage[][] = [own];
+    const others = retrieved.filter((o) => o.seedIndex !== p.seedIndex && o.passages.length > 0 && corpusOfSeed(o.seedIndex) === corpusOfSeed(p.seedIndex));
+    const blocks: Passage[][] = [(retrieved[i] as { passages: Passage[] }).passages];
     for (let k = 0; k < settings.ragDistractorBlocks && others.length > 0; k++) blocks.push(others.splice(rng.int(others.length), 1)[0]?.passages ?? []);
     ragChecks++;
     if (blocks.length - 1 < settings.ragDistractorBlocks) ragShort++;
@@ -289,9 +287,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
       const j = rng.int(k + 1);
       [blocks[k], blocks[j]] = [blocks[j] as Passage[], blocks[k] as Passage[]];
     }
-    const golds = [p.answer, ...((seeds[p.seedIndex] as AnswerSeed).aliases ?? [])];
-    const seedCorpus = (seeds[p.seedIndex] as AnswerSeed).corpus;
-    ragItems.push({ shard: p.seedIndex, messages: ragCheckMessages(p.question, blocks.flat()), question: p.question, golds, ...(seedCorpus !== undefined ? { corpus: seedCorpus } : {}) });
+    ragItems.push(ragItemOf(p, seeds, blocks.flat()));
     ragOf.push(p);
   }
   await yieldToEventLoop();
@@ -533,15 +529,18 @@ async function checkHops(
     const results = await searcherOf(deps.searchers, corpus).search(mine.map((p) => p.question as string), passages);
     mine.forEach((p, k) => found.set(p, results[k] ?? []));
   }
-  const items: RagItem[] = checked.map((p) => {
-    const seed = seeds[p.seedIndex] as AnswerSeed;
-    const corpus = corpusOf(p);
-    return { shard: p.seedIndex, messages: ragCheckMessages(p.question as string, found.get(p) ?? []), question: p.question as string, golds: [p.answer, ...(seed.aliases ?? [])], ...(corpus !== undefined ? { corpus } : {}) };
-  });
+  const items = checked.map((p) => ragItemOf(p, seeds, found.get(p) ?? []));
   await yieldToEventLoop();
   const answered = await judging.ragCheck(items, maxTokens);
   checked.forEach((p, k) => {
     if (answered[k]) p.invalid = 'answerable-in-one-search';
   });
   return checked.length;
+}
+
+/** A RAG reading of proposal `p`'s question from `documents`: judged against its seed's answer and aliases, in its seed's corpus. */
+function ragItemOf(p: ProposalRecord, seeds: readonly AnswerSeed[], documents: Passage[]): RagItem {
+  const seed = seeds[p.seedIndex] as AnswerSeed;
+  const question = p.question as string;
+  return { shard: p.seedIndex, messages: ragCheckMessages(question, documents), question, golds: [p.answer, ...(seed.aliases ?? [])], ...(seed.corpus !== undefined ? { corpus: seed.corpus } : {}) };
 }
