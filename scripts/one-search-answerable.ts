@@ -18,7 +18,7 @@ import { selfPlayWorldSeeds } from '../src/world/training-worlds.js';
 const { values } = parseArgs({ options: { 'training-worlds': { type: 'string', default: '8' }, limit: { type: 'string', default: '57' } } });
 const worlds = int('training-worlds', values['training-worlds'], 1);
 const limit = int('limit', values.limit, 1);
-const passages = { ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS }.passagesPerQuery;
+const { passagesPerQuery: passages, ragMaxTokens } = { ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS };
 // The world run's judge: exact match with aliases (docs/world.md, "LLM-free roles").
 const judge = new AnswerJudge(undefined);
 const byHops = new Map<number, { questions: number; answered: number }>();
@@ -26,15 +26,13 @@ for (const seed of selfPlayWorldSeeds(0, worlds)) {
   const world = worldFor(seed);
   const reader = new WorldRagReader(world);
   const questions = worldHeldOut(world, limit);
-  const results = await (await world.searcher()).search(
-    questions.map((q) => q.question),
-    passages,
-  );
+  const results = await (await world.searcher()).search(questions.map((q) => q.question), passages);
   for (const [i, q] of questions.entries()) {
     const item = { shard: 0, messages: ragCheckMessages(q.question, results[i] ?? []), question: q.question, golds: q.goldenAnswers };
-    const answered = await ragVerdict(reader, judge, item, TRAIN_DEFAULTS.ragMaxTokens);
-    const row = byHops.get(q.hops ?? 0) ?? { questions: 0, answered: 0 };
-    byHops.set(q.hops ?? 0, { questions: row.questions + 1, answered: row.answered + (answered ? 1 : 0) });
+    const answered = await ragVerdict(reader, judge, item, ragMaxTokens);
+    const hops = q.hops ?? 0;
+    const row = byHops.get(hops) ?? { questions: 0, answered: 0 };
+    byHops.set(hops, { questions: row.questions + 1, answered: row.answered + (answered ? 1 : 0) });
   }
 }
 console.log(`held-out questions of ${worlds} training world(s), the first ${limit} of each, one search of ${passages} passages:`);

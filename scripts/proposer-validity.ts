@@ -4,7 +4,8 @@
 // run's checkpoints/step-N/proposer). Each
 // proposal goes through the rule checks and then the world RAG reader on the proposal's own results, without
 // the run's distractor blocks (a block can only add facts, never make a question fail), so the valid count is
-// what a step's validation would pass (with `--set '{"hopCheck":true}'`, its hop check too). Prints a table of outcomes per hop count and writes them with --out.
+// what a step's validation would pass (with `--set '{"hopCheck":true}'`, its hop check too). Prints a table
+// of outcomes per hop count and writes them with --out.
 //   npx tsx scripts/proposer-validity.ts [--model models/demo] [--world-seed 0] [--hops 1,2] [--seeds 24] [--proposals 4] [--threads 2] [--show] [--out FILE.json]
 import { parseArgs } from 'node:util';
 import { intFlag as int } from './flags.js';

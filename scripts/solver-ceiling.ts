@@ -5,8 +5,9 @@
 // judges by exact match and updates the solver as the world run does (WORLD_DEFAULTS, --set overrides). The
 // generator's questions stand in for an ideal proposer here only: no training run or eval uses them.
 // --max-hops H draws chains of 1..H facts into the seeds instead (each hop count equally often, or as
-// --hop-pattern lists them), built backwards from the seed through random facts as the proposer would search them. --fresh also evaluates on the fresh
-// world (FRESH_WORLD) at every --eval-at step, to tell learning to search from fitting the demo world.
+// --hop-pattern lists them), built backwards from the seed through random facts as the proposer would search
+// them. --fresh also evaluates on the fresh world (FRESH_WORLD) at every --eval-at step, to tell learning to
+// search from fitting the demo world.
 // --training-worlds N draws the questions over the answer seeds of the N worlds a run with that setting trains in
 // (each question's world uniformly, then its hop count), each solved in its own world's corpus, and evaluates on
 // the first --eval-limit held-out questions of each of them (the world experiment's `--eval-data
@@ -106,7 +107,7 @@ const poolsByWorld = worlds.map((world, w) => {
   }
   pools.forEach((p, i) => {
     if (p.length === 0) throw new Error(`--max-hops ${maxHops}: no ${i + 1}-hop chain into an answer seed of world ${world.options.seed}`);
-});
+  });
   return pools;
 });
 const counts = Array.from({ length: maxHops }, (_, i) => poolsByWorld.reduce((n, pools) => n + (pools[i]?.length ?? 0), 0));
