@@ -27,8 +27,10 @@ describe('resolveTrainConfig', () => {
     expect(config).toMatchObject({ model: 'demo', corpus: 'world', worldSeed: 0, embedder: 'lexical', evalData: 'eval-worlds' });
     // The bank as the paper runs it: the top 3 cards fit the render budget (the warm start's transcripts had one).
     expect(config.renderTokenBudget).toBeGreaterThan(WORLD_CARD_BUDGET);
-    // SSP's layout: one proposal per seed, G = 5, a solver batch of one question per proposal, topped up from the reuse pool.
-    expect(config).toMatchObject({ proposalsPerSeed: 1, groupSize: 5, solverBatch: 0, extractionFailure: 'reuse', reuseThreshold: 1, reusePoolClearEvery: 10, hopMix: '1,1,1' });
+    // SSP's layout: one proposal per seed, G = 5, a fixed solver batch topped up from the reuse pool; at small scale
+    // (docs/world.md) 32 seeds a step, one- and two-hop 1 : 3, over every training world, one solver epoch.
+    expect(config).toMatchObject({ proposalsPerSeed: 1, groupSize: 5, solverBatch: 8, extractionFailure: 'reuse', reuseThreshold: 1, reusePoolClearEvery: 10 });
+    expect(config).toMatchObject({ seedsPerStep: 32, hopMix: '1,3,0', stepCorpora: 'all', solverEpochs: 1 });
     expect(config.trainingWorlds).toBeGreaterThan(1);
     expect([config.maxHops, config.minHops]).toEqual([undefined, undefined]);
     // --model demo is the same run.

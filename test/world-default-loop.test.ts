@@ -18,11 +18,10 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 const reason = !shipped ? ' (skipped: models/demo has no model.safetensors; run scripts/make-demo-model.ts)' : '';
 
 describe.skipIf(reason !== '')(`the default world loop${reason}`, () => {
-  // One step of the world default's layout (SSP's: seeds × 1 proposal, a third each of 1-, 2- and 3-hop seeds, in
-  // the first training world) and one solver epoch (the default's four passes over the same rollouts only cost
-  // time here): the shipped proposer writes a valid question about one time in eight, and the run is
-  // deterministic, so this step has some. The reuse pool is empty at step 1, so the solver batch is the valid
-  // questions and the other slots stay empty. The solver's groups are mostly all wrong or all right at this size
+  // One step of the world default's layout (SSP's: seeds × 1 proposal, one- and two-hop seeds 1 : 3, drawn over
+  // every training world, a solver batch of 8): the shipped proposer writes a valid question about one time in
+  // four at this mix, and the run is deterministic, so this step has some. The reuse pool is empty at step 1, so
+  // the solver batch is the valid questions and, when they are fewer than the batch, the other slots stay empty. The solver's groups are mostly all wrong or all right at this size
   // (p̂ of 0 or 1: no solver advantage); the world run leaves such groups out of the update
   // (--skip-uniform-groups), so the solver is updated, with a non-zero gradient, exactly when some group has
   // 0 < p̂ < 1.
@@ -32,7 +31,6 @@ describe.skipIf(reason !== '')(`the default world loop${reason}`, () => {
       ...WORLD_DEFAULTS,
       backend: 'wasm',
       steps: 1,
-      solverEpochs: 1,
       evalEvery: 0,
       evalData: undefined,
       out: join(root, 'run'),
@@ -44,13 +42,17 @@ describe.skipIf(reason !== '')(`the default world loop${reason}`, () => {
     expect(m).toBeDefined();
     if (!m) return;
     expect(lines.join('\n')).toMatch(new RegExp(`BM25 over ${config.trainingWorlds} generated worlds, each its own corpus \\(seeds 0, 1,`));
-    expect(m.corpus).toBe(0);
+    // --step-corpora all: the step spans the training worlds, so it names no one corpus.
+    expect(config.stepCorpora).toBe('all');
+    expect(m.corpus).toBeUndefined();
     expect(m.proposals).toBe(config.seedsPerStep * config.proposalsPerSeed);
-    // --hop-mix 1,1,1: the step's seeds are a third each of 1-, 2- and 3-hop (largest remainder).
-    const quotas = hopQuotas(config.seedsPerStep, [1, 1, 1]);
-    expect(Object.fromEntries(Object.entries(m.validByHops).map(([h, v]) => [h, v.proposals]))).toEqual({ '1': quotas[0], '2': quotas[1], '3': quotas[2] });
+    // --hop-mix 1,3,0: a quarter of the step's seeds one-hop, the rest two-hop (largest remainder), none three-hop.
+    const quotas = hopQuotas(config.seedsPerStep, [1, 3, 0]);
+    expect(quotas[2]).toBe(0);
+    expect(Object.fromEntries(Object.entries(m.validByHops).map(([h, v]) => [h, v.proposals]))).toEqual({ '1': quotas[0], '2': quotas[1] });
     expect(m.validQuestions).toBeGreaterThan(0);
-    expect([m.solverQuestions, m.reusedQuestions, m.emptySlots]).toEqual([m.validQuestions, 0, m.proposals - m.validQuestions]);
+    expect(config.solverBatch).toBeGreaterThan(0);
+    expect([m.solverQuestions, m.reusedQuestions, m.emptySlots]).toEqual([m.validQuestions, 0, Math.max(0, config.solverBatch - m.validQuestions)]);
     expect(m.solverRollouts).toBe(m.solverQuestions * config.groupSize);
     expect(m.reusePool).toBe(m.solverQuestions);
     const mixed = Object.entries(m.pHatHistogram).filter(([p]) => Number(p) > 0 && Number(p) < 1).reduce((n, [, c]) => n + c, 0);

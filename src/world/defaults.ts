@@ -6,23 +6,31 @@ import type { TrainConfig } from '../settings/train.js';
 /**
  * The embedded default (`sesa-train` with no arguments, = `--model demo`; docs/world.md, "Training in the world"):
  * SESA self-play from the demo world's warm-start model in 8 training worlds (the demo world and warm-start worlds
- * 1–7, one a step; docs/world.md, "Training worlds"), with SSP's layout at small scale: 8 seeds × 1 proposal a
- * step, a third each of 1-, 2- and 3-hop seeds, a solver batch of one question per proposal topped up from the
- * reuse pool, G = 5 (docs/method.md, "The solver batch and the reuse pool"); the top 3 cards shown; the held-out
- * eval (skills on and off) at steps 0 and 8, the lexical embedder and the scripted judge, RAG check and
- * distiller. Sized to finish in about 8 minutes on 2 cores (estimated from a 2-step run on one thread on
- * 2026-12-05, docs/world.md). Why the values differ from a real model's:
- * - 8 seeds a step, not SSP's 256: the time budget. The update's fixed cost dominates a step, so 6 seeds saved
- *   little (docs/world.md).
+ * 1–7), with SSP's layout at small scale: 32 seeds × 1 proposal a step drawn over every training world, each
+ * proposed, checked and solved in its own (docs/method.md, "Training corpora"), a solver batch of 8 questions
+ * topped up from the reuse pool, G = 5 (docs/method.md, "The solver batch and the reuse pool"); the top 3 cards
+ * shown; the held-out eval (skills on and off) at steps 0 and 8, the lexical embedder and the scripted judge, RAG
+ * check and distiller. Sized to finish within 8 minutes on 2 cores (docs/world.md, "`npx sesa-train` in a fresh
+ * clone"). Why the values differ from a real model's:
+ * - 32 seeds a step, not SSP's 256: the time budget; 8 gave the solver about one valid two-hop question a step.
+ * - One- and two-hop seeds 1 : 3, no three-hop, not the papers' thirds: the warm-start proposer turns a tenth
+ *   of its two-hop seeds and a twentieth of its three-hop seeds into valid questions, half of its one-hop seeds;
+ *   with thirds the solver trained on one-hop questions and lost its multi-hop answers. 32 seeds at 1 : 3 give
+ *   about as many valid two-hop questions as the generator-written supply that lifted the same solver by 5–7
+ *   points (docs/world.md, "What in the ideal supply carries its gain").
+ * - Every training world in every step and one solver epoch, not one world a step and four epochs: four epochs
+ *   at lr 1e-3 on one world's questions, then the next world's, moved the solver back and forth. With the
+ *   generator's supply, mixing the worlds and one epoch kept most of its gain; with the proposer's own, SSP at
+ *   this layout rose +1.7 [−3.5, +6.7] on the training worlds' held-out questions in 20 steps (run seeds 0–4;
+ *   the earlier layout −1.4), SESA-Off −3.5 [−8.3, +0.7] (seeds 0–2; earlier −2.1). Chosen on the training
+ *   worlds only (docs/world.md, "The layout of 2026-12-06").
  * - T = 0.7: the 1M model sampled at T = 1 wrote a rule-valid question in 1 of 16 proposals.
  * - Consolidation every 2 steps on any pending failure: a 16-step world run queues 10–34 frontier failures in
  *   all, and with the general schedule (20 pending, every 10 steps) the scripted distiller never ran.
  * - Groups with all-equal rewards, most solver groups here, are left out of the updates.
- * - 4 solver epochs, the solver at lr 1e-3, the proposer at 3e-4, for 8 steps: chosen for the earlier layout (the
- *   demo world alone, every seed asked for two hops, 4 seeds × 8 proposals, G = 4), where a run had only a few
- *   solver groups with 0 < p̂ < 1 and one AdamW step on each left the held-out accuracy within a question of
- *   the warm start; the regime for this layout is to be chosen on training-world held-out questions (issue 47,
- *   item 3).
+ * - The solver at lr 1e-3, the proposer at 3e-4: chosen for an earlier layout (the demo world alone, 4 seeds ×
+ *   8 proposals, G = 4), where one AdamW step on a few groups left the held-out accuracy within a question of the
+ *   warm start.
  * - A render budget of 250 tokens: the top 3 cards fit, as the paper shows 3 (the warm start's transcripts had
  *   120, one card; with 3 shown the warm start answers 15.8% of the evaluation questions with its cards, 23.1%
  *   with one, 26.0% without: docs/world.md).
@@ -38,11 +46,13 @@ export const WORLD_DEFAULTS: Partial<TrainConfig> = {
   worldSeed: 0,
   embedder: 'lexical',
   steps: 8,
-  seedsPerStep: 8,
+  seedsPerStep: 32,
   proposalsPerSeed: 1,
+  solverBatch: 8,
   groupSize: 5,
-  hopMix: '1,1,1',
+  hopMix: '1,3,0',
   trainingWorlds: 8,
+  stepCorpora: 'all',
   temperature: 0.7,
   maxTurns: 4,
   maxNewTokens: 64,
@@ -65,5 +75,5 @@ export const WORLD_DEFAULTS: Partial<TrainConfig> = {
   consolidateEvery: 2,
   consolidateMinPending: 1,
   skipUniformGroups: true,
-  solverEpochs: 4,
+  solverEpochs: 1,
 };
