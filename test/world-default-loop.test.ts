@@ -21,10 +21,10 @@ describe.skipIf(reason !== '')(`the default world loop${reason}`, () => {
   // One step of the world default's layout (SSP's: seeds × 1 proposal, one- and two-hop seeds 1 : 3, drawn over
   // every training world, a solver batch of 8): the shipped proposer writes a valid question about one time in
   // four at this mix, and the run is deterministic, so this step has some. The reuse pool is empty at step 1, so
-  // the solver batch is the valid questions and, when they are fewer than the batch, the other slots stay empty. The solver's groups are mostly all wrong or all right at this size
-  // (p̂ of 0 or 1: no solver advantage); the world run leaves such groups out of the update
-  // (--skip-uniform-groups), so the solver is updated, with a non-zero gradient, exactly when some group has
-  // 0 < p̂ < 1.
+  // the solver batch is the valid questions and, when they are fewer than the batch, the other slots stay
+  // empty. The solver's groups are mostly all wrong or all right at this size (p̂ of 0 or 1: no solver
+  // advantage); the world run leaves such groups out of the update (--skip-uniform-groups), so the solver is
+  // updated, with a non-zero gradient, exactly when some group has 0 < p̂ < 1.
   it('proposes valid questions in the hop mix, solves each G times, and updates the proposer with a non-zero gradient', async () => {
     const config: TrainConfig = {
       ...TRAIN_DEFAULTS,
