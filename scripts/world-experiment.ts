@@ -14,7 +14,9 @@
 //   no-frontier  SESA with the proposer reward 1 − p̂      → SESA-On, no frontier
 //   no-distill   SESA without failure distillation        → SESA-On, no distillation
 //   cards-half   SESA with the cards in half of each solver group (--cards-in-group half; docs/method.md,
-//                "Card use"; not among --ablations)     → SESA-Off and SESA-On, cards in half the group
+//                "Card use"; not among --ablations)     → SESA-Off and SESA-On, cards in half the group; the world
+//                default since 2026-12-06 (src/world/defaults.ts), so there it is the sesa run again
+// The paper's SESA (r_invalid = −1, the cards in every rollout) is --set '{"invalidReward":-1,"cardsInGroup":"all"}'.
 // plus base (the warm start, no adapter) and base-On (the warm start with a new primed bank).
 //
 // Writes to --out: table.md (per mode: mean ± sd over run seeds, the gain over the warm start with its paired

@@ -34,6 +34,11 @@ import type { TrainConfig } from '../settings/train.js';
  * - A render budget of 250 tokens: the top 3 cards fit, as the paper shows 3 (the warm start's transcripts had
  *   120, one card; with 3 shown the warm start answers 15.8% of the evaluation questions with its cards, 23.1%
  *   with one, 26.0% without: docs/world.md).
+ * - No format penalty (r_invalid = 0, as SSP) and the cards in half of each solver group (the other rollouts
+ *   answer without them): with the paper's r_invalid = −1 and cards in every rollout, SESA's solver ended 5.9
+ *   points under SSP's on the training worlds at this layout; with both it ended at 22.6% against SESA's 19.4%
+ *   and SSP's 25.0% (run seeds 0–2); r_invalid = 0 alone gave 19.8%, the half-group cards alone +1.6 (seeds 0–1) (docs/world.md, "SESA's
+ *   layout").
  * - The bank is primed with cards mined from the warm start's bootstrap runs in training worlds, without the
  *   hand-written seed cards (written for a real model's open-domain questions, they cost this model answers).
  * The eval (at step 0 and the end) is the evaluation worlds' held-out set, 342 questions in six worlds no
@@ -76,4 +81,8 @@ export const WORLD_DEFAULTS: Partial<TrainConfig> = {
   consolidateMinPending: 1,
   skipUniformGroups: true,
   solverEpochs: 1,
+  // SESA's two departures of 2026-12-06 (docs/world.md, "SESA's layout"; the SSP recipe fixes the first and has no
+  // cards): no format penalty, and the cards in half of each solver group.
+  invalidReward: 0,
+  cardsInGroup: 'half',
 };
