@@ -196,21 +196,25 @@ gpu.requestAdapter({ featureLevel, powerPreference: 'high-performance' }).then((
 
 const probes = new Map<string, WebgpuProbe>();
 
+const NULL_BACKEND_REASON = `${WEBGPU_FLAGS_ENV} selects Dawn's null backend, which computes nothing`;
+
 /**
  * Whether Dawn finds an adapter here, and which (cached per process and options). Never throws: a missing
  * package or adapter is a reason.
  */
 export function probeWebgpu(env: NodeJS.ProcessEnv = process.env, root = repoRoot()): WebgpuProbe {
   const located = locateWebgpu(root);
-  if (!located.ok) return { ok: false, reason: located.reason, installed: false };
   const flags = webgpuFlags(env);
+  // The null backend is refused whether or not the peers are installed: installing them would not help.
+  if (!located.ok && dawnBackendOf(flags) === 'null') return { ok: false, installed: false, reason: NULL_BACKEND_REASON };
+  if (!located.ok) return { ok: false, reason: located.reason, installed: false };
   const featureLevel = featureLevelFor(flags);
   const key = JSON.stringify([located.runtime.dawnNode, flags]);
   const cached = probes.get(key);
   if (cached) return cached;
   let result: WebgpuProbe;
   if (dawnBackendOf(flags) === 'null') {
-    result = { ok: false, installed: true, reason: `${WEBGPU_FLAGS_ENV} selects Dawn's null backend, which computes nothing` };
+    result = { ok: false, installed: true, reason: NULL_BACKEND_REASON };
   } else {
     const child = spawnSync(process.execPath, ['-e', PROBE_SOURCE, located.runtime.dawnNode, JSON.stringify(flags), featureLevel, JSON.stringify(WEBGPU_LIMITS)], {
       encoding: 'utf8',
