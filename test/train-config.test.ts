@@ -32,6 +32,8 @@ describe('resolveTrainConfig', () => {
     expect(config).toMatchObject({ proposalsPerSeed: 1, groupSize: 5, solverBatch: 8, extractionFailure: 'reuse', reuseThreshold: 1, reusePoolClearEvery: 10 });
     expect(config).toMatchObject({ seedsPerStep: 32, hopMix: '1,3,0', stepCorpora: 'all', solverEpochs: 1 });
     expect(config.trainingWorlds).toBeGreaterThan(1);
+    // SESA's layout (docs/world.md): no format penalty, and each question's cards in half of its solver group.
+    expect(config).toMatchObject({ invalidReward: 0, cardsInGroup: 'half' });
     expect([config.maxHops, config.minHops]).toEqual([undefined, undefined]);
     // --model demo is the same run.
     expect(resolveTrainConfig({ json: false, model: 'demo' }, new Set(['model'])).config).toEqual(config);

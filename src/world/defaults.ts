@@ -36,9 +36,10 @@ import type { TrainConfig } from '../settings/train.js';
  *   with one, 26.0% without: docs/world.md).
  * - No format penalty (r_invalid = 0, as SSP) and the cards in half of each solver group (the other rollouts
  *   answer without them): with the paper's r_invalid = −1 and cards in every rollout, SESA's solver ended 5.9
- *   points under SSP's on the training worlds at this layout; with both it ended at 22.6% against SESA's 19.4%
- *   and SSP's 25.0% (run seeds 0–2); r_invalid = 0 alone gave 19.8%, the half-group cards alone +1.6 (seeds 0–1) (docs/world.md, "SESA's
- *   layout").
+ *   points under SSP's on the training worlds at this layout; with both changes it ended at 22.6% against
+ *   SESA's 19.4% and SSP's 25.3% (run seeds 0–2); r_invalid = 0 alone gave 19.8%, the half-group cards alone
+ *   +1.6 (seeds 0–1). On the evaluation worlds SESA-Off went from 5.0 points under SSP to 1.8 under
+ *   (docs/world.md, "SESA's layout").
  * - The bank is primed with cards mined from the warm start's bootstrap runs in training worlds, without the
  *   hand-written seed cards (written for a real model's open-domain questions, they cost this model answers).
  * The eval (at step 0 and the end) is the evaluation worlds' held-out set, 342 questions in six worlds no
