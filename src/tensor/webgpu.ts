@@ -196,8 +196,6 @@ gpu.requestAdapter({ featureLevel, powerPreference: 'high-performance' }).then((
 
 const probes = new Map<string, WebgpuProbe>();
 
-const NULL_BACKEND_REASON = `${WEBGPU_FLAGS_ENV} selects Dawn's null backend, which computes nothing`;
-
 /**
  * Whether Dawn finds an adapter here, and which (cached per process and options). Never throws: a missing
  * package or adapter is a reason.
@@ -206,42 +204,38 @@ export function probeWebgpu(env: NodeJS.ProcessEnv = process.env, root = repoRoo
   const located = locateWebgpu(root);
   const flags = webgpuFlags(env);
   // The null backend is refused whether or not the peers are installed: installing them would not help.
-  if (!located.ok && dawnBackendOf(flags) === 'null') return { ok: false, installed: false, reason: NULL_BACKEND_REASON };
+  if (dawnBackendOf(flags) === 'null') return { ok: false, installed: located.ok, reason: `${WEBGPU_FLAGS_ENV} selects Dawn's null backend, which computes nothing` };
   if (!located.ok) return { ok: false, reason: located.reason, installed: false };
   const featureLevel = featureLevelFor(flags);
   const key = JSON.stringify([located.runtime.dawnNode, flags]);
   const cached = probes.get(key);
   if (cached) return cached;
   let result: WebgpuProbe;
-  if (dawnBackendOf(flags) === 'null') {
-    result = { ok: false, installed: true, reason: NULL_BACKEND_REASON };
+  const child = spawnSync(process.execPath, ['-e', PROBE_SOURCE, located.runtime.dawnNode, JSON.stringify(flags), featureLevel, JSON.stringify(WEBGPU_LIMITS)], {
+    encoding: 'utf8',
+    env: dawnEnv(flags, env),
+    timeout: 60_000,
+  });
+  const stderr = dawnReason(child.stderr ?? '');
+  let parsed: { adapter?: Omit<WebgpuAdapterReport, 'cpuRenderer' | 'f16' | 'flags' | 'featureLevel'> | null; loadError?: string; requestError?: string } | undefined;
+  try {
+    parsed = JSON.parse(child.stdout || 'null') ?? undefined;
+  } catch {
+    parsed = undefined;
+  }
+  if (child.error || !parsed) {
+    const why = child.error ? child.error.message : `exit ${child.status ?? child.signal}`;
+    result = { ok: false, installed: true, reason: `the Dawn adapter probe failed (${why})${stderr ? `: ${stderr}` : ''}` };
+  } else if (parsed.loadError !== undefined) {
+    result = { ok: false, installed: true, reason: `dawn.node does not load: ${parsed.loadError.split('\n')[0]}` };
+  } else if (parsed.requestError !== undefined) {
+    result = { ok: false, installed: true, reason: `Dawn's requestAdapter failed: ${parsed.requestError}${stderr ? ` (${stderr})` : ''}` };
+  } else if (!parsed.adapter) {
+    result = { ok: false, installed: true, reason: `Dawn found no ${featureLevel === 'compatibility' ? 'compatibility-mode ' : ''}WebGPU adapter${stderr ? `: ${stderr}` : ' (it gave no reason)'}` };
   } else {
-    const child = spawnSync(process.execPath, ['-e', PROBE_SOURCE, located.runtime.dawnNode, JSON.stringify(flags), featureLevel, JSON.stringify(WEBGPU_LIMITS)], {
-      encoding: 'utf8',
-      env: dawnEnv(flags, env),
-      timeout: 60_000,
-    });
-    const stderr = dawnReason(child.stderr ?? '');
-    let parsed: { adapter?: Omit<WebgpuAdapterReport, 'cpuRenderer' | 'f16' | 'flags' | 'featureLevel'> | null; loadError?: string; requestError?: string } | undefined;
-    try {
-      parsed = JSON.parse(child.stdout || 'null') ?? undefined;
-    } catch {
-      parsed = undefined;
-    }
-    if (child.error || !parsed) {
-      const why = child.error ? child.error.message : `exit ${child.status ?? child.signal}`;
-      result = { ok: false, installed: true, reason: `the Dawn adapter probe failed (${why})${stderr ? `: ${stderr}` : ''}` };
-    } else if (parsed.loadError !== undefined) {
-      result = { ok: false, installed: true, reason: `dawn.node does not load: ${parsed.loadError.split('\n')[0]}` };
-    } else if (parsed.requestError !== undefined) {
-      result = { ok: false, installed: true, reason: `Dawn's requestAdapter failed: ${parsed.requestError}${stderr ? ` (${stderr})` : ''}` };
-    } else if (!parsed.adapter) {
-      result = { ok: false, installed: true, reason: `Dawn found no ${featureLevel === 'compatibility' ? 'compatibility-mode ' : ''}WebGPU adapter${stderr ? `: ${stderr}` : ' (it gave no reason)'}` };
-    } else {
-      const a = parsed.adapter;
-      const name = `${a.device} ${a.description}`;
-      result = { ok: true, adapter: { ...a, cpuRenderer: a.isFallbackAdapter || CPU_RENDERER.test(name), f16: a.features.includes('shader-f16'), flags, featureLevel } };
-    }
+    const a = parsed.adapter;
+    const name = `${a.device} ${a.description}`;
+    result = { ok: true, adapter: { ...a, cpuRenderer: a.isFallbackAdapter || CPU_RENDERER.test(name), f16: a.features.includes('shader-f16'), flags, featureLevel } };
   }
   probes.set(key, result);
   return result;
