@@ -5,8 +5,10 @@
 // difference from SESA-Off and from no floor. The evaluation worlds are refused: a floor chosen here is then
 // evaluated there once (scripts/world-experiment.ts --eval-floor S).
 // --bank FILE gives every run that bank instead of its own (e.g. a new primed bank: the trained solver with the
-// priming cards alone, without the cards its run distilled).
-//   npx tsx scripts/card-floor.ts --runs runs/abl/s0/sesa-seed0,runs/abl/s1/sesa-seed1 [--floors 0.05,0.1,0.15] [--worlds 7,8,9] [--bank FILE] [--threads 1] [--out runs/card-floor]
+// priming cards alone, without the cards its run distilled). --random-cards adds a control: every question gets
+// k cards of the same bank drawn at random (a fixed draw per question text), instead of its top k, so that what
+// the cards' presence costs can be told from what their retrieved content costs.
+//   npx tsx scripts/card-floor.ts --runs runs/abl/s0/sesa-seed0,runs/abl/s1/sesa-seed1 [--floors 0.05,0.1,0.15] [--worlds 7,8,9] [--bank FILE] [--random-cards] [--threads 1] [--out runs/card-floor]
 import { cpSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -20,6 +22,9 @@ import { TRAIN_DEFAULTS, type TrainConfig } from '../src/settings/train.js';
 import { evalSettingsOf } from '../src/selfplay/step-settings.js';
 import { SkillBank } from '../src/skills/bank.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
+import type { SkillCard } from '../src/skills/card.js';
+import type { Retrieval } from '../src/skills/top-k.js';
+import { Rng } from '../src/util/rng.js';
 import { initBackend } from '../src/tensor/backend.js';
 import { writeFileAtomic, writeJsonAtomic } from '../src/util/atomic.js';
 import { WORLD_DEFAULTS } from '../src/world/defaults.js';
@@ -32,6 +37,7 @@ const { values } = parseArgs({
     floors: { type: 'string', default: '0.05,0.1,0.15' },
     worlds: { type: 'string', default: '7,8,9' },
     bank: { type: 'string' },
+    'random-cards': { type: 'boolean', default: false },
     threads: { type: 'string', default: '1' },
     out: { type: 'string', default: 'runs/card-floor' },
   },
@@ -66,7 +72,26 @@ function finalCheckpoint(run: string): string {
   return join(dir, `step-${last}`);
 }
 
-/** Per-question EM of every run, per mode: 'off' and one per floor. */
+/** The question text's own stream (FNV-1a of its UTF-16 units), so a question draws the same cards in every run. */
+function questionRng(question: string): Rng {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < question.length; i++) h = Math.imul(h ^ question.charCodeAt(i), 0x01000193) >>> 0;
+  return Rng.derive(h, 0x52414e44);
+}
+
+/** The control of --random-cards: the bank retrieves k distinct cards drawn at random, whatever the question. */
+function retrieveAtRandom(bank: SkillBank): void {
+  bank.retrieveMany = async (questions: string[], k = config.skillsTopK): Promise<Retrieval[][]> =>
+    questions.map((q) => {
+      const rng = questionRng(q);
+      const pool = [...bank.cards];
+      const picked: Retrieval[] = [];
+      while (picked.length < k && pool.length > 0) picked.push({ card: pool.splice(rng.int(pool.length), 1)[0] as SkillCard, score: 0 });
+      return picked;
+    });
+}
+
+/** Per-question EM of every run, per mode: 'off', one per floor, and 'random' with --random-cards. */
 const em = new Map<string, number[][]>();
 for (const run of runs) {
   const ckpt = finalCheckpoint(run);
@@ -74,6 +99,7 @@ for (const run of runs) {
   const policy = new ModelPolicy('solver', model, tokenizer, adapter, { enableThinking: false });
   try {
     const modes: Array<[string, number | undefined]> = [['off', undefined], ...floors.map((f): [string, number] => [`floor ${f}`, f])];
+    if (values['random-cards']) modes.push(['random', -1]);
     for (const [mode, floor] of modes) {
       let bank: SkillBank | undefined;
       if (floor !== undefined) {
@@ -81,6 +107,7 @@ for (const run of runs) {
         const copy = join(out, 'bank.json');
         cpSync(values.bank ?? join(ckpt, 'skills.json'), copy);
         bank = await SkillBank.open(copy, { embedder: new LexicalEmbedder(), create: false, config: { renderTokenBudget: config.renderTokenBudget, topK: config.skillsTopK, minScore: floor } });
+        if (mode === 'random') retrieveAtRandom(bank);
       }
       const { records } = await evaluateSets({ policy, ...(bank ? { bank } : {}) }, sets, settings);
       await bank?.dispose();
@@ -109,6 +136,12 @@ for (const f of floors) {
   const vsOff = pairedBootstrap(on.map((b, i) => ({ a: off[i] as number[], b })), { seed: 1 });
   const vsNone = f === -1 ? undefined : pairedBootstrap(on.map((b, i) => ({ a: noFloor[i] as number[], b })), { seed: 1 });
   lines.push(`| SESA-On, floor ${f === -1 ? 'none' : f} | ${on.map(pct).join(', ')} | ${gainText(vsOff)} | ${vsNone ? gainText(vsNone) : '—'} |`);
+}
+if (values['random-cards']) {
+  const on = em.get('random') as number[][];
+  const vsOff = pairedBootstrap(on.map((b, i) => ({ a: off[i] as number[], b })), { seed: 1 });
+  const vsNone = pairedBootstrap(on.map((b, i) => ({ a: noFloor[i] as number[], b })), { seed: 1 });
+  lines.push(`| SESA-On, ${config.skillsTopK} random cards (control) | ${on.map(pct).join(', ')} | ${gainText(vsOff)} | ${gainText(vsNone)} |`);
 }
 lines.push('', `Runs: ${runs.join(', ')}${values.bank ? `, each with the bank ${values.bank}` : ', each with its own final bank'}. Command: \`npx tsx scripts/card-floor.ts ${process.argv.slice(2).join(' ')}\``);
 const table = `${lines.join('\n')}\n`;

@@ -369,8 +369,10 @@ function gainOver(mode: string, baseline: string, set: Row['set']): PairedGain |
   });
   return pairedBootstrap(pairs, { seed: 1 });
 }
-const evalN = rowsOf('base', 'eval')[0]?.em.length ?? 0;
-const inWorldN = rowsOf('base', 'in-world')[0]?.em.length ?? 0;
+// Every mode is scored on the same questions (gainOver checks it), so any row gives the count; with --no-base
+// there is no base row.
+const evalN = rows.find((r) => r.set === 'eval')?.em.length ?? 0;
+const inWorldN = rows.find((r) => r.set === 'in-world')?.em.length ?? 0;
 const header = ['mode', `eval worlds (${evalN} q)`, 'gain over the warm start [95% CI]', '1-hop', '2-hop', '3-hop', `in-world (${inWorldN} q)`, 'runs'];
 const tableRows: string[][] = [];
 /** MODE_ORDER, each mode followed by its floored variants (--eval-floor), whatever floors the rows hold. */
