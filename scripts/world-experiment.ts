@@ -76,9 +76,10 @@ const VARIANTS: Record<string, Variant> = {
   ssp: { recipe: 'ssp', set: {}, modes: [{ mode: 'SSP', skills: 'off' }] },
   // SESA's question supply: its seeds × proposals a step, as one proposal for each of that many seeds.
   'ssp-supply': { recipe: 'ssp', set: { seedsPerStep: WORLD.seedsPerStep * WORLD.proposalsPerSeed }, modes: [{ mode: 'SSP, same supply', skills: 'off' }] },
-  'no-priming': { recipe: 'sesa', set: { priming: false }, modes: [{ mode: 'SESA-On, no priming', skills: 'on' }] },
-  'no-frontier': { recipe: 'sesa', set: { frontier: false }, modes: [{ mode: 'SESA-On, no frontier', skills: 'on' }] },
-  'no-distill': { recipe: 'sesa', set: { distill: false }, modes: [{ mode: 'SESA-On, no distillation', skills: 'on' }] },
+  // The paper's ablations report SESA-On; SESA-Off of the same run says what the part did to the solver's weights.
+  'no-priming': { recipe: 'sesa', set: { priming: false }, modes: [{ mode: 'SESA-On, no priming', skills: 'on' }, { mode: 'SESA-Off, no priming', skills: 'off' }] },
+  'no-frontier': { recipe: 'sesa', set: { frontier: false }, modes: [{ mode: 'SESA-On, no frontier', skills: 'on' }, { mode: 'SESA-Off, no frontier', skills: 'off' }] },
+  'no-distill': { recipe: 'sesa', set: { distill: false }, modes: [{ mode: 'SESA-On, no distillation', skills: 'on' }, { mode: 'SESA-Off, no distillation', skills: 'off' }] },
   'cards-half': {
     recipe: 'sesa',
     set: { cardsInGroup: 'half' },
@@ -100,6 +101,9 @@ const MODE_ORDER = [
   'SESA-On, no priming',
   'SESA-On, no frontier',
   'SESA-On, no distillation',
+  'SESA-Off, no priming',
+  'SESA-Off, no frontier',
+  'SESA-Off, no distillation',
   'SESA-Off, cards in half the group',
   'SESA-On, cards in half the group',
 ];
@@ -406,7 +410,11 @@ for (const [mode, baseline] of [
   ['SESA-On, cards in half the group', 'SESA-Off, cards in half the group'],
   ['SESA-On, cards in half the group', 'SESA-On'],
   ...modeOrder.filter((m) => m.includes(', cards scoring ≥ ')).map((m) => [m, m.startsWith('SESA-On, cards in half') ? 'SESA-Off, cards in half the group' : 'SESA-Off'] as const),
+  // The ablations against SESA of the same run seeds (only where SESA has a row for each of them).
+  ...(['no priming', 'no frontier', 'no distillation'] as const).flatMap((a) => [[`SESA-On, ${a}`, 'SESA-On'] as const, [`SESA-Off, ${a}`, 'SESA-Off'] as const]),
 ] as const) {
+  const ablation = mode.includes(', no ');
+  if (ablation && !rowsOf(mode, 'eval').every((m) => rowsOf(baseline, 'eval').some((b) => b.seed === m.seed))) continue;
   const g = gainOver(mode, baseline, 'eval');
   if (g) bankRows.push([`${mode} − ${baseline}`, gainText(g), g.perRun.map((x) => pct(x)).join(', '), String(g.runs)]);
 }
