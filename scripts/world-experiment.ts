@@ -401,7 +401,8 @@ lines.push(
   '',
   `EM in %, mean ± sd over run seeds; the gain is the mean over run seeds of each trained mode minus the warm start (base), with a paired bootstrap 95% interval over the ${evalN} questions (10,000 resamples, the same questions for every seed; docs/evaluation.md), and the sd of the per-seed gains.`,
 );
-// The bank's own effect: SESA-On against SESA-Off (the same solver), and against the warm start with the same primed bank.
+// The bank's own effect: SESA-On against SESA-Off (the same solver), and against the warm start with the same primed
+// bank; then each ablation against SESA of the same seeds.
 const bankRows: string[][] = [];
 for (const [mode, baseline] of [
   ['SESA-On', 'SESA-Off'],
@@ -568,7 +569,7 @@ for (const mode of modeOrder) {
 const sesaRun = runDirs.map((d) => join(d, `sesa-seed${runSeeds[0] ?? 0}`)).find((d) => existsSync(join(d, 'metrics.jsonl')));
 if (sesaRun) {
   const tables: ReportTable[] = [{ id: 'ablations', title: 'Modes and ablations on the evaluation worlds', header, rows: tableRows, caption: 'EM in %, mean ± sd over run seeds; gain: paired bootstrap 95% interval over questions.' }];
-  if (bankRows.length > 0) tables.push({ id: 'bank-effect', title: "The bank's own effect", header: bankHeader, rows: bankRows });
+  if (bankRows.length > 0) tables.push({ id: 'bank-effect', title: "The bank's own effect and the ablations", header: bankHeader, rows: bankRows });
   const { html } = renderReport({ run: readRun(sesaRun), evals: modeDirs.map(readEvalFolder), generatedAt: new Date().toISOString(), tables });
   writeFileAtomic(join(out, 'report.html'), html);
   log(`report: ${join(out, 'report.html')} (the run ${sesaRun}, ${modeDirs.length} modes compared)`);
