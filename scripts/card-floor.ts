@@ -21,7 +21,7 @@ import { loadTokenizer } from '../src/model/tokenizer.js';
 import { TRAIN_DEFAULTS, type TrainConfig } from '../src/settings/train.js';
 import { evalSettingsOf } from '../src/selfplay/step-settings.js';
 import { SkillBank } from '../src/skills/bank.js';
-import { LexicalEmbedder } from '../src/skills/lexical.js';
+import { fnv1a, LexicalEmbedder } from '../src/skills/lexical.js';
 import type { SkillCard } from '../src/skills/card.js';
 import type { Retrieval } from '../src/skills/top-k.js';
 import { Rng } from '../src/util/rng.js';
@@ -72,18 +72,14 @@ function finalCheckpoint(run: string): string {
   return join(dir, `step-${last}`);
 }
 
-/** The question text's own stream (FNV-1a of its UTF-16 units), so a question draws the same cards in every run. */
-function questionRng(question: string): Rng {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < question.length; i++) h = Math.imul(h ^ question.charCodeAt(i), 0x01000193) >>> 0;
-  return Rng.derive(h, 0x52414e44);
-}
+/** The stream of the random control's draws, derived per question text so a question draws the same cards in every run. */
+const RANDOM_CARDS_STREAM = 0x52414e44;
 
 /** The control of --random-cards: the bank retrieves k distinct cards drawn at random, whatever the question. */
 function retrieveAtRandom(bank: SkillBank): void {
   bank.retrieveMany = async (questions: string[], k = config.skillsTopK): Promise<Retrieval[][]> =>
     questions.map((q) => {
-      const rng = questionRng(q);
+      const rng = Rng.derive(fnv1a(q), RANDOM_CARDS_STREAM);
       const pool = [...bank.cards];
       const picked: Retrieval[] = [];
       while (picked.length < k && pool.length > 0) picked.push({ card: pool.splice(rng.int(pool.length), 1)[0] as SkillCard, score: 0 });
@@ -131,17 +127,13 @@ const lines = [
   '|---|---|---|---|',
   `| SESA-Off | ${off.map(pct).join(', ')} | — | — |`,
 ];
-for (const f of floors) {
-  const on = em.get(`floor ${f}`) as number[][];
+const bankModes: Array<[string, string]> = floors.map((f) => [`floor ${f}`, `floor ${f === -1 ? 'none' : f}`]);
+if (values['random-cards']) bankModes.push(['random', `${config.skillsTopK} random cards (control)`]);
+for (const [mode, label] of bankModes) {
+  const on = em.get(mode) as number[][];
   const vsOff = pairedBootstrap(on.map((b, i) => ({ a: off[i] as number[], b })), { seed: 1 });
-  const vsNone = f === -1 ? undefined : pairedBootstrap(on.map((b, i) => ({ a: noFloor[i] as number[], b })), { seed: 1 });
-  lines.push(`| SESA-On, floor ${f === -1 ? 'none' : f} | ${on.map(pct).join(', ')} | ${gainText(vsOff)} | ${vsNone ? gainText(vsNone) : '—'} |`);
-}
-if (values['random-cards']) {
-  const on = em.get('random') as number[][];
-  const vsOff = pairedBootstrap(on.map((b, i) => ({ a: off[i] as number[], b })), { seed: 1 });
-  const vsNone = pairedBootstrap(on.map((b, i) => ({ a: noFloor[i] as number[], b })), { seed: 1 });
-  lines.push(`| SESA-On, ${config.skillsTopK} random cards (control) | ${on.map(pct).join(', ')} | ${gainText(vsOff)} | ${gainText(vsNone)} |`);
+  const vsNone = mode === 'floor -1' ? undefined : pairedBootstrap(on.map((b, i) => ({ a: noFloor[i] as number[], b })), { seed: 1 });
+  lines.push(`| SESA-On, ${label} | ${on.map(pct).join(', ')} | ${gainText(vsOff)} | ${vsNone ? gainText(vsNone) : '—'} |`);
 }
 lines.push('', `Runs: ${runs.join(', ')}${values.bank ? `, each with the bank ${values.bank}` : ', each with its own final bank'}. Command: \`npx tsx scripts/card-floor.ts ${process.argv.slice(2).join(' ')}\``);
 const table = `${lines.join('\n')}\n`;

@@ -108,6 +108,9 @@ const MODE_ORDER = [
   'SESA-On, cards in half the group',
 ];
 
+/** Modes scored once for every run seed: the warm start does not depend on it. */
+const SEEDLESS_MODES = new Set(['base', 'base-On']);
+
 const started = Date.now();
 const { values } = parseArgs({
   options: {
@@ -279,8 +282,7 @@ if (values.merge !== undefined) {
     if (merged.length > 0 && r.steps !== merged[0]?.steps) throw new Error(`--merge: ${file} ran ${r.steps} steps, ${merged[0]?.steps} in the first folder: the table would mix runs`);
     merged.push(r);
     for (const row of r.rows) {
-      const once = row.mode === 'base' || row.mode === 'base-On';
-      if (rows.some((x) => x.mode === row.mode && x.set === row.set && (once || x.seed === row.seed))) continue;
+      if (rows.some((x) => x.mode === row.mode && x.set === row.set && (SEEDLESS_MODES.has(row.mode) || x.seed === row.seed))) continue;
       rows.push(row);
     }
   }
@@ -294,7 +296,7 @@ if (values.merge !== undefined) {
   earlierSeconds = r.seconds ?? 0;
   log(`continuing ${out}: ${r.rows.length} rows already scored`);
 }
-const scored = (mode: string, seed: number): boolean => rows.some((r) => r.mode === mode && (mode === 'base' || mode === 'base-On' || r.seed === seed));
+const scored = (mode: string, seed: number): boolean => rows.some((r) => r.mode === mode && (SEEDLESS_MODES.has(mode) || r.seed === seed));
 if (values.merge === undefined && !values['no-base'] && !scored('base', 0)) {
   rows.push(...(await evaluate('base', 0, undefined, undefined)));
   if (variantNames.some((v) => VARIANTS[v]?.recipe === 'sesa' && VARIANTS[v]?.set.priming !== false)) {
@@ -360,14 +362,19 @@ const meanSd = (xs: readonly number[]): string => {
 };
 const rowsOf = (mode: string, set: Row['set']): Row[] => rows.filter((r) => r.mode === mode && r.set === set).sort((a, b) => a.seed - b.seed);
 const hopAcc = (r: Row, h: number): number => mean(r.em.filter((_, i) => r.hops[i] === h));
-/** The paired gain of `mode` over `baseline` on a set: per run seed against that seed's baseline, or the one baseline row. */
+/**
+ * The paired gain of `mode` over `baseline` on a set: against the one row of a seedless baseline (base, base-On),
+ * else per run seed against that seed's baseline; undefined when either has no rows, or when the baseline lacks
+ * a run seed of the mode's (a merge of folders with different seeds: the difference needs the same runs).
+ */
 function gainOver(mode: string, baseline: string, set: Row['set']): PairedGain | undefined {
   const bs = rowsOf(baseline, set);
   const ms = rowsOf(mode, set);
   if (bs.length === 0 || ms.length === 0) return undefined;
+  const baselineOf = (m: Row): Row | undefined => (SEEDLESS_MODES.has(baseline) ? bs[0] : bs.find((x) => x.seed === m.seed));
+  if (!ms.every((m) => baselineOf(m) !== undefined)) return undefined;
   const pairs = ms.map((m) => {
-    const b = bs.length === 1 ? (bs[0] as Row) : bs.find((x) => x.seed === m.seed);
-    if (!b) throw new Error(`${baseline} has no row for run seed ${m.seed}`);
+    const b = baselineOf(m) as Row;
     if (b.ids.join('\n') !== m.ids.join('\n')) throw new Error(`${mode} and ${baseline} were scored on different questions`);
     return { a: b.em, b: m.em };
   });
@@ -411,11 +418,9 @@ for (const [mode, baseline] of [
   ['SESA-On, cards in half the group', 'SESA-Off, cards in half the group'],
   ['SESA-On, cards in half the group', 'SESA-On'],
   ...modeOrder.filter((m) => m.includes(', cards scoring ≥ ')).map((m) => [m, m.startsWith('SESA-On, cards in half') ? 'SESA-Off, cards in half the group' : 'SESA-Off'] as const),
-  // The ablations against SESA of the same run seeds (only where SESA has a row for each of them).
+  // The ablations against SESA of the same run seeds.
   ...(['no priming', 'no frontier', 'no distillation'] as const).flatMap((a) => [[`SESA-On, ${a}`, 'SESA-On'] as const, [`SESA-Off, ${a}`, 'SESA-Off'] as const]),
 ] as const) {
-  const ablation = mode.includes(', no ');
-  if (ablation && !rowsOf(mode, 'eval').every((m) => rowsOf(baseline, 'eval').some((b) => b.seed === m.seed))) continue;
   const g = gainOver(mode, baseline, 'eval');
   if (g) bankRows.push([`${mode} − ${baseline}`, gainText(g), g.perRun.map((x) => pct(x)).join(', '), String(g.runs)]);
 }
