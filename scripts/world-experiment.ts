@@ -13,6 +13,9 @@
 //   no-priming   SESA with an empty bank at the start     → SESA-On, no priming
 //   no-frontier  SESA with the proposer reward 1 − p̂      → SESA-On, no frontier
 //   no-distill   SESA without failure distillation        → SESA-On, no distillation
+//   no-bank      SESA with no skill bank at all (--no-skills): SSP's recipe plus frontier shaping, so against SSP it
+//                gives frontier shaping's effect on the solver, and SESA-Off against it the bank's (not among
+//                --ablations)                           → SESA-Off, no bank
 //   cards-half   SESA with the cards in half of each solver group (--cards-in-group half; docs/method.md,
 //                "Card use"; not among --ablations)     → SESA-Off and SESA-On, cards in half the group; the world
 //                default since 2026-12-06 (src/world/defaults.ts), so there it is the sesa run again
@@ -80,6 +83,7 @@ const VARIANTS: Record<string, Variant> = {
   'no-priming': { recipe: 'sesa', set: { priming: false }, modes: [{ mode: 'SESA-On, no priming', skills: 'on' }, { mode: 'SESA-Off, no priming', skills: 'off' }] },
   'no-frontier': { recipe: 'sesa', set: { frontier: false }, modes: [{ mode: 'SESA-On, no frontier', skills: 'on' }, { mode: 'SESA-Off, no frontier', skills: 'off' }] },
   'no-distill': { recipe: 'sesa', set: { distill: false }, modes: [{ mode: 'SESA-On, no distillation', skills: 'on' }, { mode: 'SESA-Off, no distillation', skills: 'off' }] },
+  'no-bank': { recipe: 'sesa', set: { skills: false }, modes: [{ mode: 'SESA-Off, no bank', skills: 'off' }] },
   'cards-half': {
     recipe: 'sesa',
     set: { cardsInGroup: 'half' },
@@ -104,6 +108,7 @@ const MODE_ORDER = [
   'SESA-Off, no priming',
   'SESA-Off, no frontier',
   'SESA-Off, no distillation',
+  'SESA-Off, no bank',
   'SESA-Off, cards in half the group',
   'SESA-On, cards in half the group',
 ];
@@ -409,7 +414,7 @@ lines.push(
   `EM in %, mean ± sd over run seeds; the gain is the mean over run seeds of each trained mode minus the warm start (base), with a paired bootstrap 95% interval over the ${evalN} questions (10,000 resamples, the same questions for every seed; docs/evaluation.md), and the sd of the per-seed gains.`,
 );
 // The bank's own effect: SESA-On against SESA-Off (the same solver), and against the warm start with the same primed
-// bank; then each ablation against SESA of the same seeds.
+// bank; then each ablation against SESA of the same seeds, and SESA without its bank against SSP and SESA-Off.
 const bankRows: string[][] = [];
 for (const [mode, baseline] of [
   ['SESA-On', 'SESA-Off'],
@@ -420,6 +425,9 @@ for (const [mode, baseline] of [
   ...modeOrder.filter((m) => m.includes(', cards scoring ≥ ')).map((m) => [m, m.startsWith('SESA-On, cards in half') ? 'SESA-Off, cards in half the group' : 'SESA-Off'] as const),
   // The ablations against SESA of the same run seeds.
   ...(['no priming', 'no frontier', 'no distillation'] as const).flatMap((a) => [[`SESA-On, ${a}`, 'SESA-On'] as const, [`SESA-Off, ${a}`, 'SESA-Off'] as const]),
+  // SESA without its bank: against SSP, frontier shaping alone; SESA-Off against it, what the bank did to the solver.
+  ['SESA-Off, no bank', 'SSP'],
+  ['SESA-Off', 'SESA-Off, no bank'],
 ] as const) {
   const g = gainOver(mode, baseline, 'eval');
   if (g) bankRows.push([`${mode} − ${baseline}`, gainText(g), g.perRun.map((x) => pct(x)).join(', '), String(g.runs)]);
