@@ -39,6 +39,7 @@
 // Run seeds as separate processes (one wasm thread each on a 2-core machine; --no-base in all but one, since
 // base and base-On do not depend on the run seed), then merge their tables:
 //   npx tsx scripts/world-experiment.ts --merge runs/x0,runs/x1,runs/x2 --out runs/world-experiment
+// (runs/x0@SSP+base takes only those modes from runs/x0).
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -278,17 +279,26 @@ const merged: Results[] = [];
 /** Compute time of an earlier, killed process of the same experiment that this one continues. */
 let earlierSeconds = 0;
 if (values.merge !== undefined) {
-  // Rows of earlier runs of this script (each its results.json); base and base-On are kept once.
-  for (const dir of values.merge.split(',')) {
+  // Rows of earlier runs of this script (each its results.json); base and base-On are kept once. DIR@M1+M2 takes
+  // only those modes from DIR (say, SSP from a table whose SESA runs had other settings). A mode and seed scored
+  // in two folders must agree question by question: a merge never picks one of two different runs silently.
+  for (const spec of values.merge.split(',')) {
+    const [dir = '', only] = spec.split('@');
+    const wanted = only !== undefined ? new Set(only.split('+')) : undefined;
     const file = join(dir, 'results.json');
     if (!existsSync(file)) throw new Error(`--merge: ${file} does not exist (run the script with --out ${dir} first)`);
     const r = JSON.parse(readFileSync(file, 'utf8')) as Results;
     if (!Array.isArray(r.rows) || typeof r.steps !== 'number' || !r.rows.every((x) => Array.isArray(x.em))) throw new Error(`--merge: ${file} has no per-question rows: not a results.json of this version of the script`);
     if (merged.length > 0 && r.steps !== merged[0]?.steps) throw new Error(`--merge: ${file} ran ${r.steps} steps, ${merged[0]?.steps} in the first folder: the table would mix runs`);
+    const unknown = [...(wanted ?? [])].filter((m) => !r.rows.some((x) => x.mode === m));
+    if (unknown.length > 0) throw new Error(`--merge: ${file} has no rows of ${unknown.join(', ')} (its modes: ${[...new Set(r.rows.map((x) => x.mode))].join(', ')})`);
     merged.push(r);
     for (const row of r.rows) {
-      if (rows.some((x) => x.mode === row.mode && x.set === row.set && (SEEDLESS_MODES.has(row.mode) || x.seed === row.seed))) continue;
-      rows.push(row);
+      if (wanted !== undefined && !wanted.has(row.mode)) continue;
+      const same = rows.find((x) => x.mode === row.mode && x.set === row.set && (SEEDLESS_MODES.has(row.mode) || x.seed === row.seed));
+      if (same === undefined) rows.push(row);
+      else if (same.em.length !== row.em.length || same.em.some((e, i) => e !== row.em[i]))
+        throw new Error(`--merge: ${file} scores ${row.mode} (seed ${row.seed}, ${row.set}) otherwise than an earlier folder: two different runs; take the mode from one folder only (DIR@MODE+MODE)`);
     }
   }
 } else if (existsSync(join(out, 'results.json'))) {
