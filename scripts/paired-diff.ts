@@ -5,8 +5,11 @@
 //     npx tsx scripts/paired-diff.ts A/results.json MODE_A B/results.json MODE_B
 // - the in-training evals of training-world probes (--eval-every; docs/world.md's probe rows): each side is a
 //   comma-separated list of world-experiment --out folders of one seed each, in the same seed order, then the step
-//   and off|on (the bank in the eval):
+//   and off|on (the bank in the eval); STEP_A:STEP_B compares two steps (the same folders: a run's drift), and
+//   off:on the solver without and with its bank:
 //     npx tsx scripts/paired-diff.ts --evals runs/a-s0,runs/a-s1 runs/b-s0,runs/b-s1 40 off
+//     npx tsx scripts/paired-diff.ts --evals runs/a-s0,runs/a-s1 runs/a-s0,runs/a-s1 0:60 off
+//     npx tsx scripts/paired-diff.ts --evals runs/a-s0,runs/a-s1 runs/a-s0,runs/a-s1 60 off:on
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gainText, pairedBootstrap } from '../src/eval/bootstrap.js';
@@ -42,11 +45,15 @@ let bs: Scores[];
 let what: string;
 if (args[0] === '--evals') {
   const [, a, b, step, skills] = args;
-  if (!a || !b || !step || (skills !== 'off' && skills !== 'on')) throw new Error('usage: paired-diff.ts --evals A_FOLDERS B_FOLDERS STEP off|on');
-  as = a.split(',').map((f) => evalOf(f, step, skills));
-  bs = b.split(',').map((f) => evalOf(f, step, skills));
+  const usage = 'usage: paired-diff.ts --evals A_FOLDERS B_FOLDERS STEP|STEP_A:STEP_B off|on|off:on';
+  if (!a || !b || !step || !skills) throw new Error(usage);
+  const [stepA = '', stepB = stepA] = step.split(':');
+  const [skillsA = '', skillsB = skillsA] = skills.split(':');
+  if (![skillsA, skillsB].every((x) => x === 'off' || x === 'on')) throw new Error(`${usage}: the bank is off or on, got "${skills}"`);
+  as = a.split(',').map((f) => evalOf(f, stepA, skillsA));
+  bs = b.split(',').map((f) => evalOf(f, stepB, skillsB));
   if (as.length !== bs.length) throw new Error(`--evals: ${as.length} folders against ${bs.length}: give one of each per seed`);
-  what = `step ${step}, bank ${skills}: ${b} − ${a}`;
+  what = `${b} at step ${stepB}, bank ${skillsB} − ${a} at step ${stepA}, bank ${skillsA}`;
 } else {
   const [fileA, modeA, fileB, modeB] = args;
   if (!fileA || !modeA || !fileB || !modeB) throw new Error('usage: paired-diff.ts A/results.json MODE_A B/results.json MODE_B (or --evals A_FOLDERS B_FOLDERS STEP off|on)');
