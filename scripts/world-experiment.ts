@@ -276,15 +276,18 @@ interface Results {
   rows: Row[];
 }
 const merged: Results[] = [];
+/** The --merge folders, each with the modes it gives (all where unnamed). */
+const mergeSpecs = (values.merge?.split(',') ?? []).map((spec) => {
+  const [dir = '', only] = spec.split('@');
+  return { dir, wanted: only !== undefined ? new Set(only.split('+')) : undefined };
+});
 /** Compute time of an earlier, killed process of the same experiment that this one continues. */
 let earlierSeconds = 0;
 if (values.merge !== undefined) {
   // Rows of earlier runs of this script (each its results.json); base and base-On are kept once. DIR@M1+M2 takes
   // only those modes from DIR (say, SSP from a table whose SESA runs had other settings). A mode and seed scored
   // in two folders must agree question by question: a merge never picks one of two different runs silently.
-  for (const spec of values.merge.split(',')) {
-    const [dir = '', only] = spec.split('@');
-    const wanted = only !== undefined ? new Set(only.split('+')) : undefined;
+  for (const { dir, wanted } of mergeSpecs) {
     const file = join(dir, 'results.json');
     if (!existsSync(file)) throw new Error(`--merge: ${file} does not exist (run the script with --out ${dir} first)`);
     const r = JSON.parse(readFileSync(file, 'utf8')) as Results;
@@ -447,7 +450,13 @@ if (bankRows.length > 0) lines.push('', ...md(bankHeader, bankRows));
 
 // The loop of each run, first half of its steps → second half: the valid-question rate and the p̂ of the
 // valid questions (at 0, strictly between, at 1), read from the runs' metrics.jsonl, then pooled over seeds.
-const runDirs = [out, ...(values.merge?.split(',') ?? [])];
+// A variant's run folder for a seed: in --out, or in a merged folder that gives at least one of its modes.
+const runDirs = [{ dir: out, wanted: undefined as Set<string> | undefined }, ...mergeSpecs];
+const runDirOf = (name: string, seed: number): string | undefined =>
+  runDirs
+    .filter(({ wanted }) => wanted === undefined || modesOf(name).some((m) => wanted.has(m.mode)))
+    .map(({ dir }) => join(dir, `${name}-seed${seed}`))
+    .find((d) => existsSync(join(d, 'metrics.jsonl')));
 const loopLines = ['', '| run | valid questions | p̂ = 0 | 0 < p̂ < 1 | p̂ = 1 |', '|---|---|---|---|---|'];
 const share = (n: number, of: number): string => `${((100 * n) / of).toFixed(0)}%`;
 const validCell = (v: Pooled | undefined): string => (v === undefined ? '—' : `${share(v.count, v.of)} (${v.count}/${v.of})`);
@@ -462,7 +471,7 @@ for (const name of allVariants) {
   const pooled: [StepRow[], StepRow[]] = [[], []];
   let found = 0;
   for (const seed of runSeeds) {
-    const dir = runDirs.map((d) => join(d, `${name}-seed${seed}`)).find((d) => existsSync(join(d, 'metrics.jsonl')));
+    const dir = runDirOf(name, seed);
     if (dir === undefined) continue;
     const split = halves(readRun(dir).steps);
     loopLines.push(loopRow(`${name} seed ${seed}`, split));
@@ -481,7 +490,7 @@ if (loopLines.length > 3) lines.push(...loopLines, '', "first half of the steps 
 const fig3Lines: string[] = [];
 for (const name of allVariants) {
   const runs = runSeeds.flatMap((seed) => {
-    const dir = runDirs.map((d) => join(d, `${name}-seed${seed}`)).find((d) => existsSync(join(d, 'metrics.jsonl')));
+    const dir = runDirOf(name, seed);
     return dir === undefined ? [] : [readRun(dir)];
   });
   if (runs.length === 0) continue;
@@ -528,7 +537,7 @@ for (const name of allVariants) {
   if (VARIANTS[name]?.recipe !== 'sesa') continue;
   const total = emptyCardUse();
   for (const seed of runSeeds) {
-    const dir = runDirs.map((d) => join(d, `${name}-seed${seed}`)).find((d) => existsSync(join(d, 'metrics.jsonl')));
+    const dir = runDirOf(name, seed);
     if (dir === undefined) continue;
     for (const line of readFileSync(join(dir, 'metrics.jsonl'), 'utf8').split('\n')) {
       const m = line.trim() === '' ? undefined : (JSON.parse(line) as { cardUse?: CardUse });
@@ -589,7 +598,7 @@ for (const mode of modeOrder) {
   writeJsonAtomic(join(dir, 'settings.json'), { mode, model: modelDir, runSeeds: [...new Set(mine.map((r) => r.seed))], note: 'average: the evaluation worlds only' });
   modeDirs.push(dir);
 }
-const sesaRun = runDirs.map((d) => join(d, `sesa-seed${runSeeds[0] ?? 0}`)).find((d) => existsSync(join(d, 'metrics.jsonl')));
+const sesaRun = runDirOf('sesa', runSeeds[0] ?? 0);
 if (sesaRun) {
   const tables: ReportTable[] = [{ id: 'ablations', title: 'Modes and ablations on the evaluation worlds', header, rows: tableRows, caption: 'EM in %, mean ± sd over run seeds; gain: paired bootstrap 95% interval over questions.' }];
   if (bankRows.length > 0) tables.push({ id: 'bank-effect', title: "The bank's own effect and the ablations", header: bankHeader, rows: bankRows });
