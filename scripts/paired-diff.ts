@@ -13,6 +13,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gainText, pairedBootstrap } from '../src/eval/bootstrap.js';
+import { readPredictionScores } from '../src/eval/held-out.js';
 
 interface Scores { label: string; seed: number; ids: string[]; em: number[] }
 
@@ -31,12 +32,8 @@ const evalOf = (folder: string, step: string, skills: string): Scores => {
   const run = runs[0] as string;
   const file = join(folder, run, 'eval', `step-${step}-skills-${skills}.jsonl`);
   if (!existsSync(file)) throw new Error(`${file} does not exist: did the run evaluate at step ${step} (--eval-every)?`);
-  const recs = readFileSync(file, 'utf8').trim().split('\n').map((l, i) => {
-    const r = JSON.parse(l) as { id?: unknown; em?: unknown };
-    if (typeof r.id !== 'string' || typeof r.em !== 'number') throw new Error(`${file}:${i + 1}: a record needs a string "id" and a numeric "em"`);
-    return r as { id: string; em: number };
-  });
-  return { label: join(folder, run), seed: Number(run.replace(/.*-seed/, '')), ids: recs.map((r) => r.id), em: recs.map((r) => r.em) };
+  const scores = readPredictionScores(file);
+  return { label: join(folder, run), seed: Number(run.replace(/.*-seed/, '')), ids: [...scores.keys()], em: [...scores.values()] };
 };
 
 const args = process.argv.slice(2);

@@ -88,18 +88,27 @@ export interface PairedGainSummary {
  */
 export function pairedGainOfFiles(firstFile: string, lastFile: string): PairedGainSummary | undefined {
   if (!existsSync(firstFile) || !existsSync(lastFile)) return undefined;
-  const read = (f: string): Map<string, number> =>
-    new Map(
-      readFileSync(f, 'utf8')
-        .split('\n')
-        .filter((l) => l.trim() !== '')
-        .map((l) => JSON.parse(l) as { dataset: string; id: string; em: number })
-        .map((r) => [`${r.dataset}\u0000${r.id}`, r.em]),
-    );
-  const a = read(firstFile);
-  const b = read(lastFile);
+  const a = readPredictionScores(firstFile);
+  const b = readPredictionScores(lastFile);
   const keys = [...a.keys()];
   if (keys.length === 0 || keys.length !== b.size || !keys.every((k) => b.has(k))) return undefined;
   const g = pairedBootstrap([{ a: keys.map((k) => a.get(k) as number), b: keys.map((k) => b.get(k) as number) }]);
   return { gain: g.gain, low: g.low, high: g.high, questions: g.questions };
+}
+
+/**
+ * The per-question EM of a predictions file (one JSON record a line, as an eval writes it), keyed by dataset and
+ * id, in the file's order.
+ */
+export function readPredictionScores(file: string): Map<string, number> {
+  const scores = new Map<string, number>();
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .forEach((l, i) => {
+      if (l.trim() === '') return;
+      const r = JSON.parse(l) as { dataset?: unknown; id?: unknown; em?: unknown };
+      if (typeof r.id !== 'string' || typeof r.em !== 'number') throw new Error(`${file}:${i + 1}: a prediction needs a string "id" and a numeric "em"`);
+      scores.set(`${String(r.dataset)}\u0000${r.id}`, r.em);
+    });
+  return scores;
 }
