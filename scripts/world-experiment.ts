@@ -557,8 +557,12 @@ if (cardLines.length > 3) {
 if (splitLines.length > 0) {
   lines.push('', '| variant | split groups | reward with cards / without | centered reward with cards / without |', '|---|---|---|---|', ...splitLines);
 }
+// A folder taken in part (DIR@MODES) records only its whole compute time, which includes the runs of modes left
+// out: its time is summed apart, so the table's time is not that of its rows alone.
+const partSeconds = merged.reduce((a, m, i) => a + (mergeSpecs[i]?.wanted !== undefined ? (m.seconds ?? 0) : 0), 0);
 const seconds = earlierSeconds + (Date.now() - started) / 1000 + merged.reduce((a, m) => a + (m.seconds ?? 0), 0);
-lines.push('', `Command: \`${commandLine()}\`${merged.length > 0 ? ` (merging ${merged.map((m) => `\`${m.command}\``).join(', ')})` : ''}; wall time ${(seconds / 60).toFixed(0)} min of compute in all.`);
+const partNote = partSeconds > 0 ? ` (${((seconds - partSeconds) / 60).toFixed(0)} min in folders taken whole, and ${(partSeconds / 60).toFixed(0)} min in the folders taken in part, which includes their runs of the modes left out)` : '';
+lines.push('', `Command: \`${commandLine()}\`${merged.length > 0 ? ` (merging ${merged.map((m) => `\`${m.command}\``).join(', ')})` : ''}; wall time ${(seconds / 60).toFixed(0)} min of compute in all${partNote}.`);
 const table = `${lines.join('\n')}\n`;
 writeFileAtomic(join(out, 'table.md'), table);
 writeJsonAtomic(join(out, 'results.json'), {
