@@ -13,6 +13,8 @@
 // the first --eval-limit held-out questions of each of them (the world experiment's `--eval-data
 // training-worlds --curve-limit`): the ceiling of that layout with an ideal proposer (docs/world.md, "The ceiling
 // of this layout with an ideal proposer"); --world-per-step takes each step's questions from one world, in turn.
+// Every eval after the first prints its gain over the first with the paired bootstrap 95% interval over the
+// questions (this one run; docs/evaluation.md, "Intervals"), and --out keeps each question's exact match.
 //   npx tsx scripts/solver-ceiling.ts [--seed 0] [--steps 24] [--questions 16] [--max-hops 1] [--hop-pattern 1,2,3] [--fresh] [--eval-at 0,8,16,24] [--threads 2] [--backend wasm] [--training-worlds 1 --eval-limit 12 --world-per-step] [--set '{"temperature":0.3}'] [--out FILE.json]
 import { parseArgs } from 'node:util';
 import { intFlag as int } from './flags.js';
@@ -30,6 +32,7 @@ import { GrpoPolicyUpdater, type RolloutGroup } from '../src/selfplay/updater.js
 import { type BackendChoice, initBackend } from '../src/tensor/backend.js';
 import { writeJsonAtomic } from '../src/util/atomic.js';
 import { Rng } from '../src/util/rng.js';
+import { pairedBootstrap } from '../src/eval/bootstrap.js';
 import { evalWorld } from '../src/world/eval.js';
 import { demoModelDir, worldFor } from '../src/world/setup.js';
 import { chainInto } from '../src/world/transcripts.js';
@@ -115,7 +118,8 @@ console.log(`oracle supply: ${counts.map((n, i) => `${n} ${i + 1}-hop`).join(', 
 
 const fresh = values.fresh ? new World(FRESH_WORLD) : undefined;
 const freshSearcher = fresh ? await fresh.searcher() : undefined;
-const curve: Array<{ step: number; accuracy: number; byHops: Record<string, number>; fresh?: { accuracy: number; byHops: Record<string, number> } }> = [];
+// em: each held-out question's exact match, pooled over the worlds in a fixed order, so two points pair up.
+const curve: Array<{ step: number; accuracy: number; byHops: Record<string, number>; em: number[]; fresh?: { accuracy: number; byHops: Record<string, number>; em: number[] } }> = [];
 const stepRows: Array<{ step: number; rolloutAccuracy: number; mixedGroups: number; mixedByHops: Record<string, number>; seconds: number }> = [];
 const evalSettings = { maxTurns: settings.maxTurns, maxTokensPerTurn: settings.maxTokensPerTurn, maxResponseTokens: settings.maxResponseTokens, passagesPerQuery: settings.passagesPerQuery };
 const hopsOf = (r: { byHops: Record<string, { accuracy: number }> }): Record<string, number> => Object.fromEntries(Object.entries(r.byHops).map(([h, v]) => [h, v.accuracy]));
@@ -125,21 +129,32 @@ const evaluate = async (step: number): Promise<void> => {
   // Every world's first --eval-limit held-out questions, pooled (hop accuracies weighted by their questions).
   const hopRight: Record<string, number> = {};
   const hopTotal: Record<string, number> = {};
+  const em: number[] = [];
   for (const [w, world] of worlds.entries()) {
     const r = await evalWorld(policy, searchers[w] as (typeof searchers)[number], world.heldOut.slice(0, evalLimit ?? world.heldOut.length), { settings: evalSettings });
+    em.push(...r.em);
     for (const [h, v] of Object.entries(r.byHops)) {
       hopRight[h] = (hopRight[h] ?? 0) + v.accuracy * v.n;
       hopTotal[h] = (hopTotal[h] ?? 0) + v.n;
     }
   }
   const sum = (xs: Record<string, number>): number => Object.values(xs).reduce((a, b) => a + b, 0);
-  const point: (typeof curve)[number] = { step, accuracy: sum(hopRight) / sum(hopTotal), byHops: Object.fromEntries(Object.keys(hopTotal).map((h) => [h, (hopRight[h] as number) / (hopTotal[h] as number)])) };
+  const point: (typeof curve)[number] = { step, accuracy: sum(hopRight) / sum(hopTotal), byHops: Object.fromEntries(Object.keys(hopTotal).map((h) => [h, (hopRight[h] as number) / (hopTotal[h] as number)])), em };
   if (fresh && freshSearcher) {
     const f = await evalWorld(policy, freshSearcher, fresh.heldOut, { settings: evalSettings });
-    point.fresh = { accuracy: f.accuracy, byHops: hopsOf(f) };
+    point.fresh = { accuracy: f.accuracy, byHops: hopsOf(f), em: f.em };
   }
+  // The gain over the first evaluated step, with its paired bootstrap 95% interval over these questions (one run).
+  const first = curve[0];
+  const gain = (a: number[], b: number[]): string => {
+    const g = pairedBootstrap([{ a, b }]);
+    const pt = (x: number): string => `${x >= 0 ? '+' : '−'}${Math.abs(100 * x).toFixed(1)}`;
+    return `${pt(g.gain)} [${pt(g.low)}, ${pt(g.high)}] over step ${first?.step}`;
+  };
+  const heldOutGain = first ? `, ${gain(first.em, point.em)}` : '';
+  const freshGain = first?.fresh && point.fresh ? `, ${gain(first.fresh.em, point.fresh.em)}` : '';
   curve.push(point);
-  console.log(`held-out at step ${step}: ${describe(point.accuracy, point.byHops)}${point.fresh ? `; fresh world ${describe(point.fresh.accuracy, point.fresh.byHops)}` : ''}`);
+  console.log(`held-out at step ${step}: ${describe(point.accuracy, point.byHops)}${heldOutGain}${point.fresh ? `; fresh world ${describe(point.fresh.accuracy, point.fresh.byHops)}${freshGain}` : ''}`);
 };
 if (evalAt.has(0)) await evaluate(0);
 const draw = new Rng(seed);

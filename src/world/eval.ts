@@ -19,6 +19,8 @@ export interface WorldEvalResult {
   /** Rollouts that ended with an answer tag. */
   answeredRate: number;
   meanTurns: number;
+  /** Each question's exact match (0 or 1), in the order the questions were given: for paired intervals. */
+  em: number[];
 }
 
 export interface WorldEvalOptions {
@@ -46,6 +48,7 @@ export function summarizeWorldEval(records: readonly PredictionRecord[]): WorldE
     byHops,
     answeredRate: records.filter((r) => r.prediction !== null).length / Math.max(1, n),
     meanTurns: mean(records.map((r) => r.turns)),
+    em: records.map((r) => r.em),
   };
 }
 
