@@ -455,6 +455,8 @@ describe('world held-out eval', () => {
     expect(off.accuracy).toBeCloseTo(ones / questions.length, 12);
     expect(off.byHops['1']?.accuracy).toBe(1);
     expect(off.byHops['2']?.accuracy ?? 0).toBe(0);
+    // Each question's exact match, in the order given (what paired intervals pair on).
+    expect(off.em).toEqual(questions.map((q) => (q.hops === 1 ? 1 : 0)));
     // Token F1: 1 for the exact answers, 0 for 'Nobody' (no token shared with a name of the world).
     expect(off.byHops['1']?.f1).toBe(1);
     expect(off.f1).toBeCloseTo(off.accuracy, 12);
