@@ -40,7 +40,8 @@ async function handle(msg: ToWorker): Promise<void> {
   switch (msg.type) {
     case 'init': {
       init = msg.init;
-      // One compute thread per worker on wasm: N workers share the machine's cores (docs/scale-out.md).
+      // One compute thread per worker on the CPU backends (wasm, native): N workers share the machine's cores
+      // (docs/scale-out.md).
       await initBackend(init.backend, init.backend === 'wasm' || init.backend === 'native' || init.backend === 'native-int8' ? { threads: 1 } : {});
       model = await CausalLM.load(init.modelDir);
       const gradientKeys: Record<string, string[]> = {};

@@ -5,7 +5,7 @@
 //   train.log              a human log
 //   eval/step-N-skills-M.jsonl  the held-out eval's predictions at step N, skills on or off (one line a question)
 //   .lock                  held by the one process that writes the run (pid and host inside)
-//   checkpoints/step-N/    proposer/ and solver/ (PEFT), optimizer-*.safetensors, skills.json, state.json,
+//   checkpoints/step-N/    proposer/ and solver/ (PEFT, each with its optimizer state), skills.json, state.json,
 //                          manifest.json (sizes and checksums of all the others, written last)
 // Every file is written atomically. A checkpoint is written into a temp folder and renamed into place, and
 // its manifest is the last file: a checkpoint is restored only when every file matches its manifest and
