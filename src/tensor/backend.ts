@@ -219,8 +219,7 @@ export async function initBackend(choice: BackendChoice = 'auto', options: Backe
 
 /**
  * `auto`: tfjs-node-gpu, then webgpu on a GPU adapter, then tfjs-node, then native (onnxruntime-node's binding),
- * then wasm; the reason names why each
- * one before the pick was passed over (never a silent fallback).
+ * then wasm; the reason names why each one before the pick was passed over (never a silent fallback).
  */
 async function autoChoice(): Promise<Omit<BackendInfo, 'threads'>> {
   const gpuPkg = await loadTensorflowBinding('gpu');
