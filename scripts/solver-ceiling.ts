@@ -32,7 +32,7 @@ import { GrpoPolicyUpdater, type RolloutGroup } from '../src/selfplay/updater.js
 import { type BackendChoice, initBackend } from '../src/tensor/backend.js';
 import { writeJsonAtomic } from '../src/util/atomic.js';
 import { Rng } from '../src/util/rng.js';
-import { pairedBootstrap } from '../src/eval/bootstrap.js';
+import { gainText, pairedBootstrap } from '../src/eval/bootstrap.js';
 import { evalWorld } from '../src/world/eval.js';
 import { demoModelDir, worldFor } from '../src/world/setup.js';
 import { chainInto } from '../src/world/transcripts.js';
@@ -146,11 +146,7 @@ const evaluate = async (step: number): Promise<void> => {
   }
   // The gain over the first evaluated step, with its paired bootstrap 95% interval over these questions (one run).
   const first = curve[0];
-  const gain = (a: number[], b: number[]): string => {
-    const g = pairedBootstrap([{ a, b }]);
-    const pt = (x: number): string => `${x >= 0 ? '+' : '−'}${Math.abs(100 * x).toFixed(1)}`;
-    return `${pt(g.gain)} [${pt(g.low)}, ${pt(g.high)}] over step ${first?.step}`;
-  };
+  const gain = (a: number[], b: number[]): string => `${gainText(pairedBootstrap([{ a, b }]))} over step ${first?.step}`;
   const heldOutGain = first ? `, ${gain(first.em, point.em)}` : '';
   const freshGain = first?.fresh && point.fresh ? `, ${gain(first.fresh.em, point.fresh.em)}` : '';
   curve.push(point);
