@@ -108,7 +108,9 @@ export function readPredictionScores(file: string): Map<string, number> {
       if (l.trim() === '') return;
       const r = JSON.parse(l) as { dataset?: unknown; id?: unknown; em?: unknown };
       if (typeof r.id !== 'string' || typeof r.em !== 'number') throw new Error(`${file}:${i + 1}: a prediction needs a string "id" and a numeric "em"`);
-      scores.set(`${String(r.dataset)}\u0000${r.id}`, r.em);
+      const key = `${String(r.dataset)}\u0000${r.id}`;
+      if (scores.has(key)) throw new Error(`${file}:${i + 1}: question "${r.id}" (dataset ${String(r.dataset)}) is scored twice`);
+      scores.set(key, r.em);
     });
   return scores;
 }
