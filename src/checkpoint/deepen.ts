@@ -10,11 +10,12 @@
 // growth of Net2Net (Chen et al., 2016) in its simplest, zero-output form, applied to whole residual blocks.
 //
 // The new folder holds config.json (num_hidden_layers and max_window_layers raised), model.safetensors in f32
-// and the source's tokenizer and generation files; every file is written atomically.
+// and the source's tokenizer, generation and priming-card files; every file is written atomically.
 import { join } from 'node:path';
 import { ensureDir, writeJsonAtomic } from '../util/atomic.js';
 import { Rng } from '../util/rng.js';
 import { copyModelFiles, readConfigJson } from './full-model.js';
+import { copyKeptFiles } from './widen.js';
 import { SafetensorsCheckpoint, type TensorToWrite, writeSafetensors } from '../formats/safetensors.js';
 
 export interface DeepenOptions {
@@ -97,5 +98,6 @@ export function deepenCheckpoint(srcDir: string, dstDir: string, opts: DeepenOpt
   const after = layers + opts.addLayers;
   writeJsonAtomic(join(dstDir, 'config.json'), { ...config, num_hidden_layers: after, ...(config.max_window_layers !== undefined ? { max_window_layers: after } : {}), torch_dtype: 'float32' });
   copyModelFiles(srcDir, dstDir);
+  copyKeptFiles(srcDir, dstDir);
   return { layersBefore: layers, layersAfter: after, addedParameters: added };
 }
