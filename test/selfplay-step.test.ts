@@ -49,6 +49,8 @@ interface Plan {
   correct: number;
   malformed?: number;
   aliasCorrect?: boolean;
+  /** With firstSearchCheck: the scripted reader answers this plan's question from its first search alone. */
+  firstSearchAnswers?: boolean;
 }
 
 /** The question the scripted proposer writes for plan `idx` (≥ 10 words, never the answer). */
@@ -162,6 +164,11 @@ interface WorldOptions {
    * that can only answer from what it is shown: right exactly when the answer's own passage is among the documents.
    */
   hopCheck?: boolean;
+  /**
+   * --first-search-check, with a RAG reader that answers a plan marked firstSearchAnswers from any documents and
+   * every other plan only from more than one search's passages (more than the 3 a search returns).
+   */
+  firstSearchCheck?: boolean;
   /** --step-corpora all: a step's seeds from every corpus. */
   stepCorporaAll?: boolean;
 }
@@ -205,6 +212,7 @@ async function makeWorld(plans: Plan[], opts: WorldOptions = {}): Promise<World>
         const plan = plans[planIndexOf(/\nQuestion: (.*)$/m.exec(userText(messages))?.[1] ?? '')] as Plan;
         if (plan.kinds?.[0] === 'rag-check-failed') return `<answer>${WRONG}</answer>`;
         if (opts.hopCheck && !userText(messages).includes(`(Title: "${plan.answer}")`)) return `<answer>${WRONG}</answer>`;
+        if (opts.firstSearchCheck && !plan.firstSearchAnswers && (userText(messages).match(/^Doc \d+/gm) ?? []).length <= 3) return `<answer>${WRONG}</answer>`;
         return `<answer>${plan.answer}</answer>`;
       },
     ],
@@ -253,6 +261,7 @@ async function makeWorld(plans: Plan[], opts: WorldOptions = {}): Promise<World>
     ...(opts.hopMix ? { hopMix: opts.hopMix } : {}),
     ...(opts.resample ? { resample: opts.resample } : {}),
     ...(opts.hopCheck ? { hopCheck: { passages: 3 } } : {}),
+    ...(opts.firstSearchCheck ? { firstSearchCheck: true } : {}),
     ...(opts.stepCorporaAll ? { stepCorpora: 'all' as const } : {}),
   };
   const seedPool = plans.map((p, i) => ({ answer: p.answer, hops: p.hops ?? 2, ...(p.aliases ? { aliases: p.aliases } : {}), ...(opts.corpusOf ? { corpus: opts.corpusOf(i) } : {}) }));
@@ -1143,6 +1152,50 @@ describe('sesaStep: reuse by hops (--reuse-by-hops)', () => {
       if (byHops) for (const [f, got] of pairs) expect(got).toEqual(f);
       else expect(pairs.some(([f, got]) => JSON.stringify(f) !== JSON.stringify(got))).toBe(true);
     }
+  });
+});
+
+describe('sesaStep: the first-search check (--first-search-check)', () => {
+  const plans: Plan[] = [
+    { answer: 'Hamletaorn', hops: 2, correct: 2, firstSearchAnswers: true },
+    { answer: 'Hamletborn', hops: 3, correct: 2 },
+    { answer: 'Hamletcorn', hops: 1, correct: 2, firstSearchAnswers: true },
+    { answer: 'Hamletdorn', hops: 2, correct: 2 },
+    { answer: 'Hamletforn', hops: 3, correct: 2, firstSearchAnswers: true },
+  ];
+
+  it("a multi-hop question the reader answers from the proposer's first search alone is invalid; one-hop questions are not read again", async () => {
+    const w = await makeWorld(plans, { firstSearchCheck: true });
+    const r = await sesaStep(1, w.seedPool, w.deps, w.settings);
+    expect(r.proposals.map((p) => [p.answer, p.invalid ?? 'valid']).sort()).toEqual([
+      ['Hamletaorn', 'answerable-from-first-search'],
+      ['Hamletborn', 'valid'],
+      ['Hamletcorn', 'valid'],
+      ['Hamletdorn', 'valid'],
+      ['Hamletforn', 'answerable-from-first-search'],
+    ]);
+    expect(r.metrics.firstSearchChecks).toBe(4);
+    expect(r.metrics.invalidReasons).toEqual({ 'answerable-from-first-search': 2 });
+    // Five RAG checks, then four first-search readings, each of exactly the passages of the first search (its query `<answer> origin`).
+    expect(w.ragJudge.calls.length).toBe(9);
+    const readings = w.ragJudge.calls.slice(5).map((c) => userText(c));
+    for (const p of r.proposals.filter((x) => x.hops >= 2)) {
+      const first = w.searcher.match(`${p.answer} origin`, 3).map((x) => `(Title: "${x.title}")`);
+      expect(first.length).toBeGreaterThan(0);
+      const reading = readings.find((t) => t.includes(questionOf(plans.findIndex((x) => x.answer === p.answer), '')));
+      expect(reading, p.answer).toBeDefined();
+      expect((reading?.match(/^Doc \d+/gm) ?? []).length).toBe(first.length);
+      for (const f of first) expect(reading).toContain(f);
+    }
+    expect(w.updater.calls.find((c) => c.role === 'solver')?.rewards.length).toBe(3);
+  });
+
+  it('off, the same proposals are all valid and nothing more is read', async () => {
+    const w = await makeWorld(plans);
+    const r = await sesaStep(1, w.seedPool, w.deps, w.settings);
+    expect(r.proposals.every((p) => p.invalid === undefined)).toBe(true);
+    expect(r.metrics.firstSearchChecks).toBe(0);
+    expect(w.ragJudge.calls.length).toBe(5);
   });
 });
 

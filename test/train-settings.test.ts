@@ -155,6 +155,7 @@ const EVERY_SETTING: Record<string, unknown> = {
   'reuse-pool-clear-every': 5,
   'reuse-by-hops': true,
   'hop-check': true,
+  'first-search-check': true,
   'step-corpora': 'all',
   // 0 (the default): resampling draws from the reuse pool, which --extraction-failure dummy above turns off.
   'min-informative-groups': 0,

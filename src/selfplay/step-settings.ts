@@ -38,6 +38,7 @@ export function stepSettingsOf(config: TrainConfig): StepSettings {
       rejectRepeatedQueries: config.rejectRepeatedQueries,
     },
     ...(config.hopCheck ? { hopCheck: { passages: config.passagesPerQuery } } : {}),
+    ...(config.firstSearchCheck ? { firstSearchCheck: true } : {}),
     failureEvidenceChars: config.failureEvidenceChars,
     queueFailures: config.queueFailures,
     cardsInGroup: config.cardsInGroup,

@@ -88,6 +88,12 @@ export interface StepSettings {
    * (`answerable-in-one-search`). Absent: off (SSP).
    */
   hopCheck?: { passages: number };
+  /**
+   * The first-search check (ours; docs/method.md, "Validating questions"): a valid question of a seed of two or
+   * more hops that the RAG reader answers from the passages of the proposer's first search alone is invalid
+   * (`answerable-from-first-search`). Absent: off (SSP).
+   */
+  firstSearchCheck?: boolean;
   /** Characters of retrieved evidence kept in a failure record. */
   failureEvidenceChars: number;
   /** Which wrong answers are queued: of frontier questions only (0 < p̂ < 1, the paper), or all; default frontier. */
@@ -208,6 +214,8 @@ export interface StepMetrics {
   ragChecksShortOfDistractors: number;
   /** Questions the hop check read (valid so far, of a seed of two or more hops); 0 without it. */
   hopChecks: number;
+  /** Questions the first-search check read (0 with it off). */
+  firstSearchChecks: number;
   seconds: Record<'propose' | 'validate' | 'solve' | 'judge' | 'update' | 'consolidate' | 'total', number>;
 }
 
@@ -296,6 +304,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     if (!ragPassed[k]) p.invalid = 'rag-check-failed';
   });
   const hopChecks = settings.hopCheck ? await checkHops(proposals, seeds, settings.hopCheck.passages, deps, judging, settings.ragMaxTokens) : 0;
+  const firstSearchChecks = settings.firstSearchCheck ? await checkFirstSearch(proposals, flat.map((f) => f.rollout), seeds, judging, settings.ragMaxTokens) : 0;
   t = clock('validate', t);
   begin('solve');
 
@@ -501,6 +510,7 @@ export async function sesaStep(step: number, seedPool: readonly AnswerSeed[], de
     ragChecks,
     ragChecksShortOfDistractors: ragShort,
     hopChecks,
+    firstSearchChecks,
     seconds,
   };
   return { metrics, proposals, reused, groups: { solver: solverGroups, proposer: proposerGroups } };
@@ -534,6 +544,23 @@ async function checkHops(
   const answered = await judging.ragCheck(items, maxTokens);
   checked.forEach((p, k) => {
     if (answered[k]) p.invalid = 'answerable-in-one-search';
+  });
+  return checked.length;
+}
+
+/**
+ * The first-search check (docs/method.md, "Validating questions"): each question still valid whose seed asked for
+ * two or more hops is read by the RAG reader from the passages of its proposal's first search alone (what the
+ * search for its answer returned), judged as the RAG check is; a question it answers does not need its further
+ * hops and is marked `answerable-from-first-search`. `rollouts[i]` is proposal i's. Returns how many it read.
+ */
+async function checkFirstSearch(proposals: readonly ProposalRecord[], rollouts: readonly Rollout[], seeds: readonly AnswerSeed[], judging: StepJudging, maxTokens: number): Promise<number> {
+  const checked = proposals.map((p, i) => ({ p, i })).filter(({ p }) => !p.invalid && p.question !== undefined && p.hops >= 2);
+  const items = checked.map(({ p, i }) => ragItemOf(p, seeds, (rollouts[i] as Rollout).retrieved[0] ?? []));
+  await yieldToEventLoop();
+  const answered = await judging.ragCheck(items, maxTokens);
+  checked.forEach(({ p }, k) => {
+    if (answered[k]) p.invalid = 'answerable-from-first-search';
   });
   return checked.length;
 }

@@ -14,7 +14,8 @@ export type InvalidReason =
   | 'repeated-query'
   | 'nothing-retrieved'
   | 'rag-check-failed'
-  | 'answerable-in-one-search';
+  | 'answerable-in-one-search'
+  | 'answerable-from-first-search';
 
 export interface QuestionCheck {
   question?: string;

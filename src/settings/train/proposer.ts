@@ -14,6 +14,9 @@ export const PROPOSER_SETTINGS = {
   hopCheck: bool(false, {
     help: "a question for a seed of two or more hops is invalid (answerable-in-one-search) when the RAG reader answers it from the passages of one search for the question itself: the seed's hop count is what the proposer was asked for, this checks that the question needs more than one search. A departure from SSP, which has no such check (docs/method.md, \"Validating questions\")",
   }),
+  firstSearchCheck: bool(false, {
+    help: "a question for a seed of two or more hops is invalid (answerable-from-first-search) when the RAG reader answers it from the passages of the proposer's first search alone: a question that needs its hops needs more than what the search for its answer returned. A departure from SSP, which has no such check (docs/method.md, \"Validating questions\")",
+  }),
   extractionFailure: choice(['reuse', 'dummy'], 'reuse', {
     help: "what fills the solver batch's slot of a proposal that gave no valid question (SSP's extraction_failure.strategy): reuse = a question drawn from the reuse pool of recently solved questions, or nothing while the pool is empty; dummy = nothing (SSP solves a dummy question whose rewards are all 0; docs/method.md, \"The solver batch and the reuse pool\")",
   }),
