@@ -22,7 +22,8 @@ import { evalWorld } from '../src/world/eval.js';
 import { ScriptedPolicy } from './helpers/scripted-policy.js';
 import { DEFAULT_EXPERT_RATES, expertPropose, expertSolve, imitatorAccuracy, RELATION_NOUN, type Transcript } from '../src/world/experts.js';
 import { READING_DRILL_PROMPT, readingDrills } from '../src/world/exercises.js';
-import { questionShape, TemplateDistiller, WorldRagReader } from '../src/world/scripted-roles.js';
+import { fittingCards, questionShape, shapeCard, TemplateDistiller, WorldRagReader } from '../src/world/scripted-roles.js';
+import { DEFAULT_RENDER_HEADER } from '../src/skills/render.js';
 import { buildTranscripts, heldOutStrings, randomChain } from '../src/world/transcripts.js';
 import { DEMO_WORLD, trainingWorldSeeds, World } from '../src/world/world.js';
 
@@ -135,30 +136,68 @@ describe('expert transcripts', () => {
     expect(answered).toBeGreaterThan(35);
   });
 
-  it('an imperfect expert is right exactly when it made no error, and a decomposition card stops early answers', async () => {
+  it('an imperfect expert is right exactly when it made no error; it follows a card of its question\'s shape and ignores one of another', async () => {
     const rng = new Rng(3);
     const rates = { ...DEFAULT_EXPERT_RATES, prematureRate: 0.9, misreadRate: 0.2 };
-    let premature = 0;
-    let withCard = 0;
-    for (let i = 0; i < 80; i++) {
+    const block = (q: string, mode: 'stopped-early' | 'wrong-entity'): string => {
+      const c = shapeCard(questionShape(q), mode, 1);
+      return `${DEFAULT_RENDER_HEADER}\n1. [${String(c.category)}] ${String(c.description)}`;
+    };
+    const seen = { fitting: 0, fittingRelations: 0, other: 0, none: 0, prematureOther: 0, prematureNone: 0, misreadOther: 0 };
+    for (let i = 0; i < 240; i++) {
       const path = randomChain(world, 2 + (i % 2), rng);
       if (!path) continue;
       const question = world.phrase(path, rng);
       const golds = world.golden(path[path.length - 1]?.object as string);
-      const card = i % 2 === 0 ? 'Strategies:\n1. [decomposition] resolve every link' : undefined;
+      // A fitting decomposition card, a fitting relations card, the card of another question's shape, or none.
+      const otherPath = randomChain(world, 2 + ((i + 1) % 2), rng);
+      const other = otherPath ? world.phrase(otherPath, rng) : undefined;
+      const kind = i % 4;
+      const foreign = other !== undefined && fittingCards(question, block(other, 'stopped-early')).size === 0;
+      const card = kind === 0 ? block(question, 'stopped-early') : kind === 1 ? block(question, 'wrong-entity') : kind === 2 && foreign ? block(other as string, 'stopped-early') : undefined;
       const t = await expertSolve(world, searcher, question, golds, rates, rng, card);
       if (!t) continue;
       if (t.meta.errors.length === 0) expect(t.meta.correct).toBe(true);
-      if (t.meta.errors.includes('premature')) {
-        premature++;
-        expect(t.meta.correct).toBe(false);
-        expect(card).toBeUndefined();
-      }
-      if (card) withCard++;
+      // (A misread can land on the gold itself when it names an entity of the answer's kind.)
+      if (t.meta.errors.includes('premature') && !t.meta.errors.includes('misread')) expect(t.meta.correct).toBe(false);
       for (const { claim, evidence } of claimsAndEvidence(t)) expect(evidence, claim).toContain(claim);
+      if (kind === 0) {
+        seen.fitting++;
+        expect(t.meta.cards).toBe('decomposition');
+        expect(t.meta.errors).not.toContain('premature');
+      } else if (kind === 1) {
+        seen.fittingRelations++;
+        expect(t.meta.cards).toBe('relations');
+        expect(t.meta.errors).not.toContain('misread');
+      } else if (card !== undefined) {
+        seen.other++;
+        expect(t.meta.cards).toBe('other');
+        if (t.meta.errors.includes('premature')) seen.prematureOther++;
+        if (t.meta.errors.includes('misread')) seen.misreadOther++;
+      } else {
+        seen.none++;
+        if (t.meta.errors.includes('premature')) seen.prematureNone++;
+      }
     }
-    expect(premature).toBeGreaterThan(5);
-    expect(withCard).toBeGreaterThan(20);
+    expect(seen.fitting).toBeGreaterThan(20);
+    expect(seen.fittingRelations).toBeGreaterThan(20);
+    expect(seen.other).toBeGreaterThan(20);
+    // A card of another shape changes nothing: the expert stops early and misreads as it does without cards.
+    expect(seen.prematureOther).toBeGreaterThan(5);
+    expect(seen.misreadOther).toBeGreaterThan(0);
+    expect(seen.prematureNone).toBeGreaterThan(5);
+  });
+
+  it('fittingCards: a card fits by its links whatever kind it names, not by another question\'s links', () => {
+    const q = 'Who was the teacher of the teacher of Velora Dalcott?';
+    const line = (shape: string): string => `${DEFAULT_RENDER_HEADER}\n1. [decomposition] A question asking for ${shape} has 2 links: search [x] and read its teacher; answer only after the last link.`;
+    expect([...fittingCards(q, line('the teacher of the teacher of [scholar]'))]).toEqual(['decomposition']);
+    expect([...fittingCards(q, line('the teacher of the teacher of [entity]'))]).toEqual(['decomposition']);
+    expect(fittingCards(q, line('the teacher of the teacher of the spouse of [entity]')).size).toBe(0);
+    expect(fittingCards(q, line('the teacher of [entity]')).size).toBe(0);
+    expect(fittingCards(q, line('the spouse of the teacher of [person]')).size).toBe(0);
+    const rel = `${DEFAULT_RENDER_HEADER}\n1. [decomposition] x\n2. [relations] For the teacher of the teacher of [person], read each link.`;
+    expect([...fittingCards(q, rel)]).toEqual(['relations']);
   });
 
   it('a perfect expert proposer writes valid questions that the RAG reader resolves from its own searches', async () => {

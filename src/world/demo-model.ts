@@ -2,6 +2,7 @@
 // docs/world.md): the transcripts' skill cards, the tokenizer trained on the transcripts' own text, and the
 // random-init Qwen3 folder that `sesa-train sft --full` trains.
 import { rmSync } from 'node:fs';
+import type { GrowShape } from '../checkpoint/grow.js';
 import { makeTinyCheckpoint, type MakeTinyResult } from '../checkpoint/make-tiny.js';
 import type { Relation } from '../corpus/questions.js';
 import { SkillBank } from '../skills/bank.js';
@@ -9,6 +10,7 @@ import { type CardContent, contentId, emptyStats, type SkillCard, validateConten
 import { LexicalEmbedder } from '../skills/lexical.js';
 import { seedCards } from '../skills/seeds.js';
 import type { Rng } from '../util/rng.js';
+import type { CardBlock } from './card-blocks.js';
 import type { Transcript } from './experts.js';
 import { cardFor } from './scripted-roles.js';
 import { trainBpe, type TrainedBpe, writeWorldTokenizer } from './tokenizer.js';
@@ -33,6 +35,19 @@ export interface DemoModelSpec {
 }
 
 export const DEMO_MODEL_SPEC: DemoModelSpec = { layers: 4, hidden: 128, heads: 4, kvHeads: 2, intermediate: 384, vocabSize: 2048, ropeTheta: 1_000_000, qkNormWeight: 2 };
+
+/**
+ * The shapes the warm start is grown to (scripts/warm-start.ts, docs/world.md "The card-literate warm start"),
+ * named by their parameter count: each keeps head_dim 32 and two query heads per kv head, the seed's 1.44M
+ * (6 layers, hidden 128) included as the baseline.
+ */
+export const WARM_START_SHAPES: Readonly<Record<string, GrowShape>> = {
+  '1.4m': { layers: 6, hidden: 128, heads: 4, kvHeads: 2, intermediate: 384 },
+  '3.9m': { layers: 8, hidden: 192, heads: 6, kvHeads: 3, intermediate: 576 },
+  '6.8m': { layers: 8, hidden: 256, heads: 8, kvHeads: 4, intermediate: 768 },
+  '22m': { layers: 12, hidden: 384, heads: 12, kvHeads: 6, intermediate: 1152 },
+  '115m': { layers: 16, hidden: 768, heads: 24, kvHeads: 12, intermediate: 2304 },
+};
 
 /** A distilled-style card for a question shape and failure mode, as a bank card. */
 function shapeCard(relations: Relation[], mode: 'stopped-early' | 'wrong-entity', startKind: string): SkillCard {
@@ -72,15 +87,15 @@ export async function transcriptCards(
   rate: number,
   shapeCards: number,
   rng: Rng,
-): Promise<{ cardsFor: (question: string, rng: Rng) => Promise<string | undefined>; dispose: () => Promise<void> }> {
+): Promise<{ cardsFor: (question: string, hops: number, rng: Rng) => Promise<CardBlock>; dispose: () => Promise<void> }> {
   rmSync(bankPath, { force: true });
   const bank = await SkillBank.open(bankPath, { embedder: new LexicalEmbedder(), seedCards: true, config: { renderTokenBudget: WORLD_CARD_BUDGET } });
   await bank.importCards(worldShapeCards(worlds, shapeCards, rng));
   return {
-    cardsFor: async (question, r) => {
-      if (r.next() >= rate) return undefined;
+    cardsFor: async (question, _hops, r) => {
+      if (r.next() >= rate) return { kind: 'none' };
       const rendered = bank.render(await bank.retrieve(question));
-      return rendered.text.length > 0 ? rendered.text : undefined;
+      return rendered.text.length > 0 ? { kind: 'retrieved', text: rendered.text } : { kind: 'none' };
     },
     dispose: () => bank.dispose(),
   };

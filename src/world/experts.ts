@@ -8,7 +8,9 @@
 // - the solver answers one hop early, with the bridge entity, at `prematureRate` after a hop whose answer is a
 //   person ("the author of X is Y" and stop) and at `baseEarlyRate` after other hops; it misreads a passage
 //   (takes another entity of the same kind that the results name) at `misreadRate`. When its prompt carries a
-//   retrieved decomposition card, it follows the card and never stops early: cards carry usable information;
+//   card written for the question's shape (fittingCards in ./scripted-roles.ts), it follows it: a decomposition
+//   card, and it never stops early; a relations card, and it never misreads. Cards of another shape, or drawn at
+//   random, it ignores: cards carry usable information only where they apply;
 // - the proposer skips the confirming second search of a one-hop question at `oneSearchRate` and forgets the
 //   long form of a short question (under ten words) at `shortFormRate`; both make the question invalid.
 // Each transcript records which errors it made, so tests can check that an error-free one is right.
@@ -18,6 +20,7 @@ import { proposerMessages, solverMessages } from '../agent/prompts.js';
 import type { Passage, Searcher } from '../search/types.js';
 import { renderResults, SEARCH_TOP_K } from '../search/types.js';
 import type { Rng } from '../util/rng.js';
+import { fittingCards } from './scripted-roles.js';
 import { LONG_FORM_PREFIX, type ParsedQuestion, type World } from './world.js';
 
 /** A chat transcript for supervised fine-tuning: tool turns follow the assistant turn they belong to. */
@@ -44,8 +47,13 @@ export interface Transcript {
     /** Solver: the final answer matches the gold. Proposer: the question is valid and resolves to the target. */
     correct: boolean;
     errors: ExpertError[];
-    /** Solver: the prompt carried skill cards, and whether a decomposition card was among them. */
-    cards?: 'none' | 'other' | 'decomposition';
+    /**
+     * Solver: the prompt carried no cards, cards none of which fit the question's shape (ignored), or a fitting
+     * decomposition card (followed: no early answer) or fitting relations card only (followed: no misreading).
+     */
+    cards?: 'none' | 'other' | 'decomposition' | 'relations';
+    /** Solver: how the card block was drawn (./card-blocks.ts), when it was. */
+    cardBlock?: string;
     /** A copy exercise cut from or added to the solver transcripts (./exercises.ts), not a whole episode. */
     exercise?: 'window' | 'first-turn' | 'reading';
   };
@@ -83,8 +91,6 @@ export const PERSON_RELATIONS: ReadonlySet<Relation> = new Set<Relation>([
   'teacher', 'founded_by', 'charted_by', 'first_climbed_by', 'author', 'composer', 'painter', 'designer', 'honours', 'spouse',
 ]);
 
-const DECOMPOSITION_MARK = '[decomposition]';
-
 function searchTurn(think: string, query: string): string {
   return `<think> ${think} </think>\n<search> ${query} </search>`;
 }
@@ -121,7 +127,9 @@ export async function expertSolve(
 ): Promise<Transcript | undefined> {
   const parsed: ParsedQuestion | undefined = world.parseQuestion(question);
   if (!parsed) return undefined;
-  const followsCard = cardsText !== undefined && cardsText.includes(DECOMPOSITION_MARK);
+  const fits = cardsText !== undefined ? fittingCards(question, cardsText) : new Set<string>();
+  const followsCard = fits.has('decomposition');
+  const readsCarefully = fits.has('relations');
   const messages: TranscriptMessage[] = [{ role: 'user', content: solverMessages(question, cardsText)[0]?.content ?? '' }];
   const errors: ExpertError[] = [];
   let cur = parsed.start;
@@ -137,7 +145,7 @@ export async function expertSolve(
     const shown = new Set(results.map((p) => p.id));
     if (!fact || !shown.has(fact.passageId)) return undefined;
     let next = fact.object;
-    if (rng.next() < rates.misreadRate) {
+    if (!readsCarefully && rng.next() < rates.misreadRate) {
       // Another entity of the same kind that the retrieved passages name: the passage read carelessly.
       const kind = world.entity(next).kind;
       const others = [...new Set(world.synth.facts.filter((f) => shown.has(f.passageId) && f.object !== next && world.entity(f.object).kind === kind).map((f) => f.object))];
@@ -165,7 +173,7 @@ export async function expertSolve(
     meta: {
       role: 'solver', world: world.options.seed, hops: parsed.relations.length, answer: golds[0] ?? '', final,
       correct: golds.some((g) => norm(g) === norm(final as string)), errors,
-      cards: cardsText === undefined ? 'none' : followsCard ? 'decomposition' : 'other',
+      cards: cardsText === undefined ? 'none' : followsCard ? 'decomposition' : readsCarefully ? 'relations' : 'other',
     },
   };
 }

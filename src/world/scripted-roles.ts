@@ -136,11 +136,7 @@ function linkNoun(cue: string): string {
  * question puts before its name ("the opera [entity]" → [opera]), else [entity].
  */
 export function shapeCard(q: { shape: string; cues: string[]; links: number }, mode: FailureMode, searches: number): Record<string, unknown> {
-  const before = /(\S+) \[entity\]/.exec(q.shape)?.[1];
-  const kind = before !== undefined && /^[a-z-]+$/.test(before) && !NOT_A_KIND.has(before) ? before : 'entity';
-  // Links innermost first; a question whose wording shows fewer links than it counts repeats none.
-  const nouns = (q.cues.length > 0 ? [...q.cues].reverse() : ['answer']).map(linkNoun);
-  const shape = `${[...nouns].reverse().map((n) => `the ${n} of`).join(' ')} [${kind}]`;
+  const { kind, nouns, shape } = cardShape(q);
   const steps = nouns.map((n, i) => (i === 0 ? `search [${kind}] and read its ${n}` : `search that entity and read its ${n}`)).join(', then ');
   const triggers = [`questions of the shape: ${shape}`, `questions like: ${q.shape}`, ...[...new Set(nouns)].map((n) => `the ${n} of`)];
   if (mode === 'stopped-early') {
@@ -168,6 +164,47 @@ export function shapeCard(q: { shape: string; cues: string[]; links: number }, m
     avoid: ['an answer that is not a name from the passages'],
     queries: [`[${kind}]`],
   };
+}
+
+/**
+ * What a card written for a question (shapeCard) calls its shape: the kind of the named entity (the word the
+ * question puts before its name, "the opera [entity]" → opera, else entity), the links innermost first, and the
+ * shape text "the <link> of the <link> of [kind]" that the card's description opens with.
+ */
+export function cardShape(q: { shape: string; cues: string[] }): { kind: string; nouns: string[]; shape: string } {
+  const before = /(\S+) \[entity\]/.exec(q.shape)?.[1];
+  const kind = before !== undefined && /^[a-z-]+$/.test(before) && !NOT_A_KIND.has(before) ? before : 'entity';
+  // Links innermost first; a question whose wording shows fewer links than it counts repeats none.
+  const nouns = (q.cues.length > 0 ? [...q.cues].reverse() : ['answer']).map(linkNoun);
+  return { kind, nouns, shape: `${[...nouns].reverse().map((n) => `the ${n} of`).join(' ')} [${kind}]` };
+}
+
+/** A rendered card line of the solver prompt (src/skills/render.ts): `N. [category] description`. */
+const RENDERED_CARD = /^\d+\. \[([a-z-]+)\] (.*)$/gm;
+
+/** A card's shape with its kind left open: "the founder of the museum of [" + any kind + "]". */
+function linkPattern(nouns: readonly string[]): string {
+  return `${[...nouns].reverse().map((n) => `the ${n} of`).join(' ')} [`;
+}
+
+/**
+ * The categories of the cards in a rendered card block that were written for this question's links: a card's
+ * description opens with its shape ("A question asking for <shape> has …", "For <shape>, …", as shapeCard
+ * writes them), and a card fits when its links are the ones shapeCard would write for the question, whatever
+ * kind it names for the start entity ("the teacher of the teacher of [scholar]" fits "Who was the teacher of
+ * the teacher of Velora Dalcott?"). What a reader of the block can check: the card's own words against the
+ * question's, no fact of the world.
+ */
+export function fittingCards(question: string, block: string): Set<string> {
+  const links = linkPattern(cardShape(questionShape(question)).nouns);
+  const out = new Set<string>();
+  for (const m of block.matchAll(RENDERED_CARD)) {
+    const desc = m[2] as string;
+    const shape = /^(?:A question asking for (.*?\]) has |For (.*?\]), )/.exec(desc);
+    const cardShapeText = shape?.[1] ?? shape?.[2];
+    if (cardShapeText !== undefined && cardShapeText.startsWith(links) && /^\[[a-z-]+\]$/.test(cardShapeText.slice(links.length - 1))) out.add(m[1] as string);
+  }
+  return out;
 }
 
 /** The card for a question shape and failure mode. Names of the question never enter it: only its shape. */

@@ -3,8 +3,10 @@
 import type { SynthFact } from '../corpus/synthetic/index.js';
 import { writeFileAtomic } from '../util/atomic.js';
 import { Rng } from '../util/rng.js';
+import type { CardBlock } from './card-blocks.js';
 import { firstTurnExercises, readingDrills, turnWindows } from './exercises.js';
 import { DEFAULT_EXPERT_RATES, type ExpertRates, expertPropose, expertSolve, type ProposerStyle, type Transcript } from './experts.js';
+import { WorldRagReader } from './scripted-roles.js';
 import { DEMO_WORLD, EVAL_WORLD_SEEDS, FRESH_WORLD, World } from './world.js';
 
 export interface TranscriptSetOptions {
@@ -25,14 +27,20 @@ export interface TranscriptSetOptions {
   /** The proposer seeds' share of 1-, 2- and 3-hop chains, when it differs from hopMix. */
   proposerHopMix?: [number, number, number];
   rates: ExpertRates;
+  /**
+   * Keep only multi-hop proposer episodes whose question needs its hops: the world's RAG reader must fail to
+   * reach the target from the passages of the first search alone (the run's --first-search-check,
+   * docs/method.md "Validating questions"). Those it answers are dropped, counted in stats.oneSearchProposals.
+   */
+  proposerNeedsHops?: boolean;
   /** The expert proposer's choices (see expertPropose); 'varied' when absent. */
   proposerStyle?: ProposerStyle;
   seed: number;
   /**
-   * The skill block for a solver prompt, as the solver role would render the bank's retrieval for the
-   * question; undefined = a prompt without cards. Called for every solver question.
+   * The skill block for a solver prompt (./card-blocks.ts), as the solver role would render it, and how it was
+   * drawn; no text = a prompt without cards. Called for every solver question with its hop count.
    */
-  cardsFor?: (question: string, rng: Rng) => Promise<string | undefined>;
+  cardsFor?: (question: string, hops: number, rng: Rng) => Promise<CardBlock>;
   onProgress?: (done: number, total: number) => void;
 }
 
@@ -60,7 +68,11 @@ export interface TranscriptSet {
     proposerValid: number;
     byErrors: Record<string, number>;
     byCards: Record<string, number>;
+    /** Solver episodes by how their card block was drawn, and by what the expert did with it (`kind/cards`). */
+    byCardBlock: Record<string, number>;
     skipped: number;
+    /** Multi-hop proposer episodes dropped by proposerNeedsHops: their question is answered from the first search alone. */
+    oneSearchProposals: number;
     /** Dropped because they mention a held-out answer or question of the demo or fresh world. */
     excluded: number;
     /** Copy exercises among the transcripts (not counted in solver or proposer). */
@@ -119,6 +131,7 @@ export async function buildTranscripts(opts: TranscriptSetOptions): Promise<Tran
   const drillRng = Rng.derive(opts.seed, 3);
   let skipped = 0;
   let excluded = 0;
+  let oneSearchProposals = 0;
   // Names repeat across worlds (they are built from one syllable table): a transcript that so much as
   // mentions a held-out answer or question of the demo or fresh world is dropped.
   const cleanText = heldOutCheck();
@@ -145,15 +158,24 @@ export async function buildTranscripts(opts: TranscriptSetOptions): Promise<Tran
       const question = world.phrase(path, rng);
       const golds = world.golden((path[path.length - 1] as SynthFact).object);
       if (golds.some((g) => question.toLowerCase().includes(g.toLowerCase()))) continue;
-      const cards = opts.cardsFor ? await opts.cardsFor(question, rng) : undefined;
-      if (keep(await expertSolve(world, searcher, question, golds, opts.rates, rng, cards))) made++;
+      const block = opts.cardsFor ? await opts.cardsFor(question, path.length, rng) : undefined;
+      const t = await expertSolve(world, searcher, question, golds, opts.rates, rng, block?.text);
+      if (t && block) t.meta.cardBlock = block.kind;
+      if (keep(t)) made++;
     }
     made = 0;
+    const reader = new WorldRagReader(world);
     for (let tries = 0; made < opts.proposerPerWorld && tries < opts.proposerPerWorld * 4; tries++) {
       const hops = drawHops(opts.proposerHopMix ?? opts.hopMix, rng);
       const path = randomChain(world, hops, rng);
       if (!path) continue;
-      if (keep(await expertPropose(world, searcher, (path[path.length - 1] as SynthFact).object, hops, opts.rates, rng, opts.proposerStyle))) made++;
+      const target = (path[path.length - 1] as SynthFact).object;
+      const t = await expertPropose(world, searcher, target, hops, opts.rates, rng, opts.proposerStyle);
+      if (t && opts.proposerNeedsHops && hops >= 2 && (await answeredFromFirstSearch(reader, world, t, target))) {
+        oneSearchProposals++;
+        continue;
+      }
+      if (keep(t)) made++;
     }
     // Their own random stream: adding exercises leaves the episodes (and the tokenizer trained on them) as they were.
     exercises.push(...firstTurnExercises(world, opts.firstTurnsPerWorld, (r) => randomChain(world, drawHops(opts.hopMix, r), r), cleanText, exerciseRng));
@@ -170,10 +192,15 @@ export async function buildTranscripts(opts: TranscriptSetOptions): Promise<Tran
   const episodes = transcripts.filter((t) => t.meta.exercise === undefined);
   const byErrors: Record<string, number> = {};
   const byCards: Record<string, number> = {};
+  const byCardBlock: Record<string, number> = {};
   for (const t of episodes) {
     const key = t.meta.errors.length === 0 ? 'none' : [...new Set(t.meta.errors)].sort().join('+');
     byErrors[key] = (byErrors[key] ?? 0) + 1;
     if (t.meta.cards) byCards[t.meta.cards] = (byCards[t.meta.cards] ?? 0) + 1;
+    if (t.meta.cardBlock) {
+      const key = `${t.meta.cardBlock}/${t.meta.cards ?? 'none'}`;
+      byCardBlock[key] = (byCardBlock[key] ?? 0) + 1;
+    }
   }
   const solvers = episodes.filter((t) => t.meta.role === 'solver');
   const proposers = episodes.filter((t) => t.meta.role === 'proposer');
@@ -186,13 +213,26 @@ export async function buildTranscripts(opts: TranscriptSetOptions): Promise<Tran
       proposerValid: proposers.filter((t) => t.meta.correct).length,
       byErrors,
       byCards,
+      byCardBlock,
       skipped,
+      oneSearchProposals,
       excluded,
       windows: windows.length,
       firstTurns,
       readingDrills: drills.length,
     },
   };
+}
+
+/**
+ * Whether the world's RAG reader reaches `target` from the passages of the proposer episode's first search alone
+ * (its first tool turn, rendered as a run renders results), given the episode's question.
+ */
+export async function answeredFromFirstSearch(reader: WorldRagReader, world: World, t: Transcript, target: string): Promise<boolean> {
+  const first = t.messages.find((m) => m.role === 'tool')?.content ?? '';
+  const reply = await reader.complete([{ role: 'user', content: `Documents:\n${first}\nQuestion: ${t.meta.final}` }]);
+  const answer = /<answer>(.*)<\/answer>/.exec(reply)?.[1]?.trim().toLowerCase() ?? '';
+  return answer !== '' && world.golden(target).some((g) => g.toLowerCase() === answer);
 }
 
 /**
