@@ -21,10 +21,8 @@ import { loadTokenizer } from '../src/model/tokenizer.js';
 import { TRAIN_DEFAULTS, type TrainConfig } from '../src/settings/train.js';
 import { evalSettingsOf } from '../src/selfplay/step-settings.js';
 import { SkillBank } from '../src/skills/bank.js';
-import { fnv1a, LexicalEmbedder } from '../src/skills/lexical.js';
-import type { SkillCard } from '../src/skills/card.js';
-import type { Retrieval } from '../src/skills/top-k.js';
-import { Rng } from '../src/util/rng.js';
+import { LexicalEmbedder } from '../src/skills/lexical.js';
+import { retrieveAtRandom } from '../src/skills/control-retrieval.js';
 import { initBackend } from '../src/tensor/backend.js';
 import { writeFileAtomic, writeJsonAtomic } from '../src/util/atomic.js';
 import { WORLD_DEFAULTS } from '../src/world/defaults.js';
@@ -70,21 +68,6 @@ function finalCheckpoint(run: string): string {
   const last = steps.map((n) => Number(n.slice(5))).sort((a, b) => b - a)[0];
   if (last === undefined) throw new Error(`--runs: ${run} has no complete checkpoint`);
   return join(dir, `step-${last}`);
-}
-
-/** The stream of the random control's draws, derived per question text so a question draws the same cards in every run. */
-const RANDOM_CARDS_STREAM = 0x52414e44;
-
-/** The control of --random-cards: the bank retrieves k distinct cards drawn at random, whatever the question. */
-function retrieveAtRandom(bank: SkillBank): void {
-  bank.retrieveMany = async (questions: string[], k = config.skillsTopK): Promise<Retrieval[][]> =>
-    questions.map((q) => {
-      const rng = Rng.derive(fnv1a(q), RANDOM_CARDS_STREAM);
-      const pool = [...bank.cards];
-      const picked: Retrieval[] = [];
-      while (picked.length < k && pool.length > 0) picked.push({ card: pool.splice(rng.int(pool.length), 1)[0] as SkillCard, score: 0 });
-      return picked;
-    });
 }
 
 /** Per-question EM of every run, per mode: 'off', one per floor, and 'random' with --random-cards. */

@@ -3,8 +3,15 @@
 // the distiller turns into cards during the run; the distilled cards of every run, deduplicated with the
 // bank's own admission rule, are written as priming cards (source 'mined') for `--priming-cards FILE`, or
 // into the model folder as priming-cards.jsonl with --install, where every new bank of a run finds them.
-//   npx tsx scripts/mine-priming-cards.ts [--worlds 1,2,3] [--steps 3] [--seed 0] [--threads 1] [--work runs/mining]
+//   npx tsx scripts/mine-priming-cards.ts [--model DIR] [--worlds 1,2,3] [--steps 3] [--seed 0] [--threads 1] [--work runs/mining]
 //     [--out runs/mining/priming-cards.jsonl] [--install]
+// --model mines with another model folder than the shipped warm start (scripts/warm-start.ts mines its new one).
+// --questions N mines from failures on questions instead of bootstrap runs (a departure from the paper, whose
+// mined cards come from a bootstrap run's proposer): in each world the model answers N generator-written
+// questions (a third each of 1, 2 and 3 hops; greedy, the world run's eval settings, no cards), and each
+// well-formed wrong answer becomes a failure record that the run's distiller turns into a card, as a
+// consolidation would (docs/world.md, "Mined priming from questions"). A bootstrap run of this small proposer
+// yields a few cards a world; the questions give many, of the question shapes the worlds' grammar has.
 // The runs take the world run's settings (WORLD_DEFAULTS) with every well-formed wrong answer queued
 // (--queue-failures all), consolidation after every step, one solver epoch, and the template distiller,
 // which reads only the failure records (docs/world.md, "LLM-free roles").
@@ -12,8 +19,22 @@ import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { cardsToJsonl, readBankFile } from '../src/skills/bank-file.js';
-import { cardEmbeddingText, emptyStats, type SkillCard } from '../src/skills/card.js';
-import { admit } from '../src/skills/consolidate.js';
+import { cardEmbeddingText, contentId, emptyStats, type SkillCard } from '../src/skills/card.js';
+import { admit, distillationPrompt, parseDistilledCard } from '../src/skills/consolidate.js';
+import { resolveConfig } from '../src/skills/config.js';
+import { questionKey } from '../src/skills/queue.js';
+import type { EvalQuestion } from '../src/agent/environment.js';
+import type { SynthFact } from '../src/corpus/synthetic/index.js';
+import { evaluateSolver } from '../src/eval/runner.js';
+import { ModelPolicy } from '../src/model/policy.js';
+import { CausalLM } from '../src/model/qwen3.js';
+import { loadTokenizer } from '../src/model/tokenizer.js';
+import { evalSettingsOf } from '../src/selfplay/step-settings.js';
+import { initBackend } from '../src/tensor/backend.js';
+import { Rng } from '../src/util/rng.js';
+import { TemplateDistiller } from '../src/world/scripted-roles.js';
+import { worldFor } from '../src/world/setup.js';
+import { randomChain } from '../src/world/transcripts.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
 import { MODEL_PRIMING_FILE } from '../src/selfplay/priming.js';
 import { TRAIN_DEFAULTS, type TrainConfig, validateConfig } from '../src/settings/train.js';
@@ -25,8 +46,10 @@ import { DEMO_WORLD, EVAL_WORLD_SEEDS, FRESH_WORLD, trainingWorldSeeds } from '.
 
 const { values } = parseArgs({
   options: {
+    model: { type: 'string' },
     worlds: { type: 'string', default: trainingWorldSeeds(3).join(',') },
     steps: { type: 'string', default: '3' },
+    questions: { type: 'string', default: '0' },
     seed: { type: 'string', default: '0' },
     threads: { type: 'string', default: '1' },
     work: { type: 'string', default: 'runs/mining' },
@@ -34,6 +57,7 @@ const { values } = parseArgs({
     install: { type: 'boolean', default: false },
   },
 });
+if (values.install && values.model !== undefined) throw new Error('--install writes into models/demo, the shipped warm start; with --model, write the cards with --out instead');
 const worlds = (values.worlds as string).split(',').map(Number);
 const forbidden = new Set([DEMO_WORLD.seed, FRESH_WORLD.seed, ...EVAL_WORLD_SEEDS]);
 for (const w of worlds) {
@@ -51,8 +75,17 @@ mkdirSync(work, { recursive: true });
 const noPrimingCards = join(work, 'no-priming-cards.jsonl');
 writeFileAtomic(noPrimingCards, '');
 const mined: SkillCard[] = [];
+let loaded: ModelPolicy | undefined;
 const perWorld: Array<{ world: number; distilled: number; validQuestions: number; failuresQueued: number }> = [];
-for (const w of worlds) {
+const questionsPerWorld = Number(values.questions);
+if (!Number.isInteger(questionsPerWorld) || questionsPerWorld < 0) throw new Error(`--questions must be an integer ≥ 0, got ${values.questions}`);
+for (const w of questionsPerWorld > 0 ? worlds : []) {
+  const got = await mineFromQuestions(w, questionsPerWorld);
+  mined.push(...got.cards);
+  perWorld.push({ world: w, distilled: got.cards.length, validQuestions: questionsPerWorld, failuresQueued: got.failures });
+  process.stdout.write(`world ${w}: ${got.cards.length} distilled cards from ${got.failures} wrong answers to ${questionsPerWorld} questions\n`);
+}
+for (const w of questionsPerWorld > 0 ? [] : worlds) {
   const dir = join(work, `world-${w}`);
   rmSync(dir, { recursive: true, force: true });
   // Bootstrap runs: every well-formed wrong answer is queued (not only the frontier's) and distilled after
@@ -62,6 +95,7 @@ for (const w of worlds) {
   const config = validateConfig({
     ...TRAIN_DEFAULTS,
     ...WORLD_DEFAULTS,
+    ...(values.model !== undefined ? { model: values.model } : {}),
     worldSeed: w,
     // Each bootstrap run mines its own world (the world run trains in several: --training-worlds).
     trainingWorlds: 1,
@@ -88,6 +122,41 @@ for (const w of worlds) {
   process.stdout.write(`world ${w}: ${distilled.length} distilled cards from ${perWorld.at(-1)?.failuresQueued} failures (${perWorld.at(-1)?.validQuestions} valid questions in ${steps} steps)\n`);
 }
 
+/** The cards the run's distiller writes for the model's well-formed wrong answers to `n` generated questions of world `w`. */
+async function mineFromQuestions(w: number, n: number): Promise<{ cards: SkillCard[]; failures: number }> {
+  const config = validateConfig({ ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, ...(values.model !== undefined ? { model: values.model } : {}), threads } as TrainConfig);
+  if (!loaded) {
+    await initBackend('auto', { threads });
+    const dir = values.model ?? demoModelDir();
+    const model = await CausalLM.load(dir);
+    loaded = new ModelPolicy('solver', model, await loadTokenizer(dir), undefined, { enableThinking: false });
+  }
+  const world = worldFor(w);
+  const rng = Rng.derive(seed, w);
+  const questions: EvalQuestion[] = [];
+  for (let i = 0; questions.length < n && i < n * 10; i++) {
+    const path = randomChain(world, 1 + (i % 3), rng);
+    if (!path) continue;
+    const question = world.phrase(path, rng);
+    const golds = world.golden((path[path.length - 1] as SynthFact).object);
+    if (!golds.some((g) => question.toLowerCase().includes(g.toLowerCase()))) questions.push({ id: `mine-${w}-${i}`, dataset: `world-${w}`, question, goldenAnswers: golds, hops: path.length });
+  }
+  const { records } = await evaluateSolver({ policy: loaded, searcher: await world.searcher() }, questions, evalSettingsOf(config));
+  const distiller = new TemplateDistiller();
+  const bankConfig = resolveConfig({});
+  const cards: SkillCard[] = [];
+  let failures = 0;
+  for (const r of records) {
+    if (r.em > 0 || r.prediction === null) continue;
+    failures++;
+    const evidence = r.retrieved.flat().map((id) => world.passage(id)).filter((p) => p !== undefined).map((p) => `${p.title}: ${p.text}`).join('\n').slice(0, config.failureEvidenceChars);
+    const record = { question: r.question, target: r.golden_answers[0] as string, evidence, prediction: r.prediction, retrievedSkillIds: [], queries: r.queries, key: questionKey(r.question), count: 1, firstStep: 0, lastStep: 0 };
+    const parsed = parseDistilledCard(await distiller.complete(distillationPrompt(record, [], bankConfig)));
+    if (parsed.ok) cards.push({ id: contentId('d', parsed.content), ...parsed.content, source: 'distilled', stats: emptyStats(), createdStep: 0, bankVersion: 0 });
+  }
+  return { cards, failures };
+}
+
 // Deduplicated as a bank admits distilled cards (the same rule, src/skills/consolidate.ts `admit`): a card
 // enters only if its cosine to every card admitted before it is at most the embedder's threshold.
 const embedder = new LexicalEmbedder();
@@ -98,7 +167,7 @@ const kept: SkillCard[] = unique.filter((_, i) => decisions[i]?.admitted).map((c
 
 writeFileAtomic(out, cardsToJsonl(kept));
 const by = (cat: string): number => kept.filter((c) => c.category === cat).length;
-const record = { command: `npx tsx scripts/mine-priming-cards.ts ${process.argv.slice(2).join(' ')}`.trim(), worlds, steps, seed, perWorld, mined: mined.length, kept: kept.length, byCategory: Object.fromEntries([...new Set(kept.map((c) => c.category))].map((c) => [c, by(c)])) };
+const record = { ...(questionsPerWorld > 0 ? { source: `the model's wrong answers to ${questionsPerWorld} generated questions a world` } : {}), command: `npx tsx scripts/mine-priming-cards.ts ${process.argv.slice(2).join(' ')}`.trim(), worlds, steps, seed, perWorld, mined: mined.length, kept: kept.length, byCategory: Object.fromEntries([...new Set(kept.map((c) => c.category))].map((c) => [c, by(c)])) };
 writeJsonAtomic(join(work, 'mining.json'), record);
 process.stdout.write(`${kept.length} mined cards (of ${mined.length} distilled; ${JSON.stringify(record.byCategory)}) → ${out}\n`);
 if (values.install) {
