@@ -4,7 +4,8 @@
 // run's checkpoints/step-N/proposer). Each
 // proposal goes through the rule checks and then the world RAG reader on the proposal's own results, without
 // the run's distractor blocks (a block can only add facts, never make a question fail), so the valid count is
-// what a step's validation would pass (with `--set '{"hopCheck":true}'`, its hop check too). Prints a table
+// what a step's validation would pass (with `--set '{"hopCheck":true}'`, its hop check too; with
+// `--set '{"firstSearchCheck":true}'`, its first-search check). Prints a table
 // of outcomes per hop count and writes them with --out.
 //   npx tsx scripts/proposer-validity.ts [--model models/demo] [--world-seed 0] [--hops 1,2] [--seeds 24] [--proposals 4] [--threads 2] [--show] [--out FILE.json]
 import { parseArgs } from 'node:util';
@@ -91,7 +92,10 @@ for (const hops of hopCounts) {
       // --set '{"hopCheck":true}': the step's hop check (docs/method.md, "Validating questions"), one search for the question itself.
       const oneSearch = passed && config.hopCheck && hops >= 2 ? ((await searcher.search([check.question], config.passagesPerQuery))[0] ?? []) : undefined;
       const answeredInOne = oneSearch !== undefined && (await ragVerdict(reader, judge, { shard: i, messages: ragCheckMessages(check.question, oneSearch), question: check.question, golds }, ragMaxTokens));
-      const outcome = !passed ? 'rag-check-failed' : answeredInOne ? 'answerable-in-one-search' : 'valid';
+      // --set '{"firstSearchCheck":true}': the step's first-search check, the passages of the proposal's first search alone.
+      const answeredFromFirst =
+        passed && !answeredInOne && config.firstSearchCheck && hops >= 2 && (await ragVerdict(reader, judge, { shard: i, messages: ragCheckMessages(check.question, r.retrieved[0] ?? []), question: check.question, golds }, ragMaxTokens));
+      const outcome = !passed ? 'rag-check-failed' : answeredInOne ? 'answerable-in-one-search' : answeredFromFirst ? 'answerable-from-first-search' : 'valid';
       count(outcome);
       if (outcome === 'valid') row.valid++;
       if (values.show) console.log(`${hops} hop(s) ${outcome.padEnd(24)} ${check.question} | answer ${s.answer} | searched ${r.queries.join(' ; ')}`);

@@ -42,40 +42,41 @@ import { DEMO_WORLD, trainingWorldSeeds, World } from '../src/world/world.js';
 const STAGES = ['grow', 'data', 'sft', 'ship', 'mine', 'controls'] as const;
 type Stage = (typeof STAGES)[number];
 
-const { values } = parseArgs({
-  options: {
-    work: { type: 'string' },
-    from: { type: 'string', default: 'models/demo-seed' },
-    shape: { type: 'string', default: '3.9m' },
-    seed: { type: 'string', default: '31' },
-    // data
-    worlds: { type: 'string', default: '48' },
-    'solver-per-world': { type: 'string', default: '80' },
-    'proposer-per-world': { type: 'string', default: '40' },
-    'first-turns-per-world': { type: 'string', default: '30' },
-    'drills-per-world': { type: 'string', default: '50' },
-    'proposer-hop-mix': { type: 'string', default: '0.25,0.75,0' },
-    'card-mix': { type: 'string', default: cardBlockMixText(DEFAULT_CARD_BLOCK_MIX) },
-    'bank-cards': { type: 'string', default: '800' },
-    // sft
-    'sft-steps': { type: 'string', default: '1000' },
-    'batch-size': { type: 'string', default: '16' },
-    lr: { type: 'string', default: '1e-3' },
-    'micro-batch-tokens': { type: 'string', default: '1024' },
-    'save-every': { type: 'string', default: '50' },
-    // ship, mine, controls
-    'ship-dtype': { type: 'string', default: 'f16' },
-    'mine-worlds': { type: 'string', default: '1,2,3,4,5,6' },
-    'mine-questions': { type: 'string', default: '100' },
-    'control-worlds': { type: 'string', default: '8,9,10' },
-    backend: { type: 'string', default: 'native' },
-    threads: { type: 'string', default: '2' },
-    /** Stop after this stage (the rest run on a later call). */
-    until: { type: 'string', default: 'controls' },
-    install: { type: 'boolean', default: false },
-    out: { type: 'string', default: 'models/demo' },
-  },
-});
+const OPTIONS = {
+  work: { type: 'string' },
+  from: { type: 'string', default: 'models/demo-seed' },
+  shape: { type: 'string', default: '3.9m' },
+  seed: { type: 'string', default: '31' },
+  // data
+  worlds: { type: 'string', default: '48' },
+  'solver-per-world': { type: 'string', default: '80' },
+  'proposer-per-world': { type: 'string', default: '40' },
+  'first-turns-per-world': { type: 'string', default: '30' },
+  'drills-per-world': { type: 'string', default: '50' },
+  'proposer-hop-mix': { type: 'string', default: '0.25,0.75,0' },
+  'card-mix': { type: 'string', default: cardBlockMixText(DEFAULT_CARD_BLOCK_MIX) },
+  'bank-cards': { type: 'string', default: '800' },
+  /** The copy windows of an episode with cards open with its card block (src/world/exercises.ts). */
+  'windows-with-cards': { type: 'boolean', default: false },
+  // sft
+  'sft-steps': { type: 'string', default: '1000' },
+  'batch-size': { type: 'string', default: '16' },
+  lr: { type: 'string', default: '1e-3' },
+  'micro-batch-tokens': { type: 'string', default: '1024' },
+  'save-every': { type: 'string', default: '50' },
+  // ship, mine, controls
+  'ship-dtype': { type: 'string', default: 'f16' },
+  'mine-worlds': { type: 'string', default: '1,2,3,4,5,6' },
+  'mine-questions': { type: 'string', default: '100' },
+  'control-worlds': { type: 'string', default: '8,9,10' },
+  backend: { type: 'string', default: 'native' },
+  threads: { type: 'string', default: '2' },
+  /** Stop after this stage (the rest run on a later call). */
+  until: { type: 'string', default: 'controls' },
+  install: { type: 'boolean', default: false },
+  out: { type: 'string', default: 'models/demo' },
+} as const;
+const { values } = parseArgs({ options: OPTIONS });
 if (values.work === undefined) throw new Error('--work DIR (the pipeline folder; the same folder resumes) is required');
 const work = values.work;
 const until = values.until as Stage;
@@ -89,7 +90,10 @@ const RUN_ONLY = new Set(['work', 'threads', 'until', 'install', 'out', 'backend
 const options = Object.fromEntries(Object.entries(values).filter(([k]) => !RUN_ONLY.has(k)));
 const optionsFile = join(work, 'pipeline.json');
 if (existsSync(optionsFile)) {
-  const saved = (JSON.parse(readFileSync(optionsFile, 'utf8')) as { options: Record<string, unknown> }).options;
+  // An option added to this script after the folder was started reads as its default there.
+  const defaults = parseArgs({ args: [], options: OPTIONS }).values as Record<string, unknown>;
+  const saved = { ...defaults, ...(JSON.parse(readFileSync(optionsFile, 'utf8')) as { options: Record<string, unknown> }).options };
+  for (const k of RUN_ONLY) delete saved[k];
   const changed = Object.keys({ ...saved, ...options }).filter((k) => JSON.stringify(saved[k]) !== JSON.stringify(options[k]));
   if (changed.length > 0) throw new Error(`${optionsFile}: this folder was started with other options (${changed.map((k) => `--${k} ${JSON.stringify(saved[k])}, now ${JSON.stringify(options[k])}`).join('; ')}); rerun with the saved ones or use another --work`);
 } else writeJsonAtomic(optionsFile, { command: `npx tsx scripts/warm-start.ts ${process.argv.slice(2).join(' ')}`, options, shape });
@@ -166,6 +170,7 @@ await stageThenMaybeStop('data', async () => {
     solverPerWorld: num('solver-per-world'),
     proposerPerWorld: num('proposer-per-world'),
     turnWindows: true,
+    windowsKeepCards: values['windows-with-cards'] === true,
     firstTurnsPerWorld: num('first-turns-per-world'),
     readingDrillsPerWorld: num('drills-per-world'),
     // The proposer's error rates of the shipped warm start's later stages (docs/world.md, "Measured: the warm start").

@@ -15,6 +15,7 @@ import { LexicalEmbedder } from '../src/skills/lexical.js';
 import { Rng } from '../src/util/rng.js';
 import { cardBlocks, type CardBlockKind, distillerShapeCards, parseCardBlockMix } from '../src/world/card-blocks.js';
 import { DEFAULT_EXPERT_RATES, expertPropose } from '../src/world/experts.js';
+import { promptCardBlock, promptQuestion, turnWindows } from '../src/world/exercises.js';
 import { fittingCards, WorldRagReader } from '../src/world/scripted-roles.js';
 import { answeredFromFirstSearch, buildTranscripts, DEFAULT_TRANSCRIPT_OPTIONS, randomChain } from '../src/world/transcripts.js';
 import { trainingWorldSeeds, World } from '../src/world/world.js';
@@ -136,6 +137,14 @@ describe('buildTranscripts with card blocks and proposerNeedsHops', () => {
       else expect(seen.filter((s) => s.length > 0).some((s) => prompt.startsWith(`${s.trim()}\n\n`))).toBe(true);
     }
     expect(Object.values(set.stats.byCardBlock).reduce((a, b) => a + b, 0)).toBe(40);
+    // Copy windows: with keepCards an episode's windows open with its block, then its question; without, the question alone.
+    for (const t of solvers.slice(0, 10)) {
+      const block = promptCardBlock(t.messages[0]?.content ?? '');
+      const question = `Question: ${promptQuestion(t.messages[0]?.content ?? '')}`;
+      expect(block.length > 0).toBe(t.meta.cardBlock !== 'none' && (t.messages[0]?.content ?? '').startsWith('Strategies'));
+      for (const w of turnWindows(t, true)) expect(w.messages[0]?.content).toBe(block.length > 0 ? `${block}\n\n${question}` : question);
+      for (const w of turnWindows(t)) expect(w.messages[0]?.content).toBe(question);
+    }
   });
 
   it("a one-hop wording of a two-hop seed is answered from the first search; the kept multi-hop questions are not", async () => {

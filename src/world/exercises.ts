@@ -28,12 +28,26 @@ export function promptQuestion(prompt: string): string {
   return prompt.slice(at + QUESTION_MARK.length).trim();
 }
 
-/** One window per assistant turn of a solver transcript (none for a proposer's). */
-export function turnWindows(t: Transcript): Transcript[] {
+/** Where the solver prompt's own text starts, after the card block when there is one (src/agent/prompts.ts). */
+const SOLVER_INSTRUCTION = 'Answer the question below.';
+
+/** The card block a solver prompt opens with, or '' when it has none. */
+export function promptCardBlock(prompt: string): string {
+  const at = prompt.indexOf(SOLVER_INSTRUCTION);
+  return at > 0 ? prompt.slice(0, at).trim() : '';
+}
+
+/**
+ * One window per assistant turn of a solver transcript (none for a proposer's). With `keepCards`, a window of an
+ * episode whose prompt carried a card block opens with that block before its question, so that copying is also
+ * practised with a block in the context, as a run's prompts with cards have it.
+ */
+export function turnWindows(t: Transcript, keepCards = false): Transcript[] {
   if (t.meta.role !== 'solver') return [];
   const first = t.messages[0];
   if (first?.role !== 'user') throw new Error('copy exercises: a solver transcript must open with the user prompt');
-  const user: TranscriptMessage = { role: 'user', content: `${QUESTION_MARK}${promptQuestion(first.content)}` };
+  const block = keepCards ? promptCardBlock(first.content) : '';
+  const user: TranscriptMessage = { role: 'user', content: `${block.length > 0 ? `${block}\n\n` : ''}${QUESTION_MARK}${promptQuestion(first.content)}` };
   const out: Transcript[] = [];
   for (let i = 1; i < t.messages.length; i++) {
     const m = t.messages[i] as TranscriptMessage;

@@ -17,6 +17,8 @@ export interface TranscriptSetOptions {
   proposerPerWorld: number;
   /** Add a copy exercise per assistant turn of every solver transcript (./exercises.ts). */
   turnWindows: boolean;
+  /** The windows of an episode with a card block open with that block (./exercises.ts turnWindows). */
+  windowsKeepCards?: boolean;
   /** First-turn copy exercises per world, on questions beyond the solver transcripts' (./exercises.ts). */
   firstTurnsPerWorld: number;
   /** Reading drills per world (./exercises.ts), each with at most `drillFacts` facts. */
@@ -181,7 +183,7 @@ export async function buildTranscripts(opts: TranscriptSetOptions): Promise<Tran
     exercises.push(...firstTurnExercises(world, opts.firstTurnsPerWorld, (r) => randomChain(world, drawHops(opts.hopMix, r), r), cleanText, exerciseRng));
     drills.push(...(await readingDrills(world, searcher, opts.readingDrillsPerWorld ?? 0, opts.drillFacts ?? DEFAULT_DRILL_FACTS, cleanText, drillRng)));
   }
-  const windows = opts.turnWindows ? transcripts.flatMap(turnWindows) : [];
+  const windows = opts.turnWindows ? transcripts.flatMap((t) => turnWindows(t, opts.windowsKeepCards === true)) : [];
   const firstTurns = exercises.length;
   transcripts.push(...windows, ...exercises, ...drills);
   // Interleave roles and worlds, so any prefix of the file is a fair sample.
