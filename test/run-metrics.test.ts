@@ -1,12 +1,11 @@
 // The run metrics an RL user reads first (issue 48, "what a TRL or verl user expects"): flat, conventional
 // names beside the nested ones in metrics.jsonl (./src/selfplay/flat-metrics.ts), and TensorBoard event files
-// written by the project (./src/formats/tensorboard.ts). The event files are read back here with a decoder
-// written from the TFRecord and protobuf specifications, independent of the writer: its own bitwise CRC32C and
-// protobufjs with a .proto schema of TensorBoard's Event message.
+// written by the project (./src/formats/tensorboard.ts). The event files are read back with a decoder written
+// from the TFRecord and protobuf specifications, independent of the writer (./helpers/tensorboard-reader.ts:
+// its own bitwise CRC32C and protobufjs with a .proto schema of TensorBoard's Event message).
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import protobuf from 'protobufjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Rollout } from '../src/agent/rollout.js';
 import { crc32c, eventFile } from '../src/formats/tensorboard.js';
@@ -17,71 +16,7 @@ import { train } from '../src/selfplay/trainer.js';
 import type { RolloutGroup } from '../src/selfplay/updater.js';
 import { TRAIN_DEFAULTS, type TrainConfig } from '../src/settings/train.js';
 import { WORLD_DEFAULTS } from '../src/world/defaults.js';
-
-// ---------------------------------------------------------------------------------------------------------
-// The independent reader: TFRecord framing with a bitwise CRC32C (Castagnoli, reflected 0x82f63b78), and the
-// Event message from TensorBoard's event.proto / summary.proto (the fields a scalar log uses).
-
-const EVENT_PROTO = `
-syntax = "proto3";
-message Event {
-  double wall_time = 1;
-  int64 step = 2;
-  oneof what {
-    string file_version = 3;
-    Summary summary = 5;
-  }
-}
-message Summary {
-  message Value {
-    string tag = 1;
-    oneof value {
-      float simple_value = 2;
-    }
-  }
-  repeated Value value = 1;
-}
-`;
-const Event = protobuf.parse(EVENT_PROTO).root.lookupType('Event');
-
-function crcBitwise(bytes: Uint8Array): number {
-  let crc = 0xffffffff;
-  for (const byte of bytes) {
-    crc ^= byte;
-    for (let k = 0; k < 8; k++) crc = crc & 1 ? (crc >>> 1) ^ 0x82f63b78 : crc >>> 1;
-  }
-  return (crc ^ 0xffffffff) >>> 0;
-}
-
-function masked(bytes: Uint8Array): number {
-  const c = crcBitwise(bytes);
-  return ((((c >>> 15) | (c << 17)) >>> 0) + 0xa282ead8) % 2 ** 32;
-}
-
-interface DecodedEvent {
-  wallTime: number;
-  step: number;
-  fileVersion?: string;
-  scalars: Record<string, number>;
-}
-
-function readEventFile(bytes: Uint8Array): DecodedEvent[] {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const out: DecodedEvent[] = [];
-  let at = 0;
-  while (at < bytes.length) {
-    const length = Number(view.getBigUint64(at, true));
-    expect(view.getUint32(at + 8, true), 'length CRC').toBe(masked(bytes.subarray(at, at + 8)));
-    const data = bytes.subarray(at + 12, at + 12 + length);
-    expect(view.getUint32(at + 12 + length, true), 'data CRC').toBe(masked(data));
-    at += 12 + length + 4;
-    const e = Event.toObject(Event.decode(data), { longs: Number }) as { wallTime: number; step?: number; fileVersion?: string; summary?: { value?: Array<{ tag: string; simpleValue: number }> } };
-    out.push({ wallTime: e.wallTime, step: e.step ?? 0, ...(e.fileVersion !== undefined ? { fileVersion: e.fileVersion } : {}), scalars: Object.fromEntries((e.summary?.value ?? []).map((v) => [v.tag, v.simpleValue])) });
-  }
-  return out;
-}
-
-// ---------------------------------------------------------------------------------------------------------
+import { crcBitwise, readEventFile } from './helpers/tensorboard-reader.js';
 
 let root: string;
 beforeAll(() => {
@@ -125,6 +60,22 @@ describe('the TensorBoard event file', () => {
     const next = resumed.write(2, { a: 20 });
     // The resumed process's files sort after the first one's (its start time comes first in the name).
     expect([...readdirSync(dir).filter((n) => n.includes('tfevents'))].sort().at(-1)).toBe(next.slice(dir.length + 1));
+  });
+
+  it('a labelled file is kept by a resume unless its label is dropped, whatever its step; a bad label is refused', () => {
+    const run = join(root, 'labelled');
+    const log = TensorBoardLog.open(run, 0);
+    const dir = join(run, TENSORBOARD_DIR);
+    log.write(1, { a: 1 });
+    const replay = log.write(1, { r: 1 }, 'replay');
+    expect(replay.endsWith('.step-1.replay')).toBe(true);
+    expect(readEventFile(readFileSync(replay))[1]).toMatchObject({ step: 1, scalars: { r: 1 } });
+    const steps = (): string[] => readdirSync(dir).filter((n) => n.includes('tfevents')).map((n) => n.replace(/^.*\.step-/, 'step-')).sort();
+    TensorBoardLog.open(run, 1);
+    expect(steps()).toEqual(['step-1', 'step-1.replay']);
+    TensorBoardLog.open(run, 1, ['replay']);
+    expect(steps()).toEqual(['step-1']);
+    expect(() => log.write(2, { a: 2 }, 'Re.play')).toThrow(/label 'Re.play': must be lower-case/);
   });
 });
 

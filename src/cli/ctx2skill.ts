@@ -1,5 +1,9 @@
 // `sesa-train ctx2skill`: the Ctx2Skill recipe (docs/recipes.md). Self-play of five LLM roles over a context,
-// no weight updates; writes the selected Reasoner skill set (skills.md, skills.json) and history.json.
+// no weight updates; writes the selected Reasoner skill set (skills.md, skills.json), history.json,
+// metrics.jsonl and (--tensorboard) TensorBoard files. Ctrl-C and SIGTERM stop after the unit of work under
+// way (its history saved); the same signal again quits at once (./stop-signals.ts).
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { SingleBar } from 'cli-progress';
 import type { Argv, CommandModule } from 'yargs';
 import type { TextGenerator } from '../llm/types.js';
@@ -12,10 +16,11 @@ import { loadTokenizer } from '../model/tokenizer.js';
 import { CTX2SKILL_SETTINGS, type Ctx2SkillConfig, ctx2skillProblems } from '../recipes/ctx2skill/config.js';
 import { loadContext } from '../recipes/ctx2skill/context.js';
 import { buildRoles, type EndpointSetting, inProcessRoles } from '../recipes/ctx2skill/role-endpoints.js';
-import { CTX2SKILL_ROLES, Ctx2SkillRun, type Ctx2SkillRole, readHistory } from '../recipes/ctx2skill/run.js';
+import { CTX2SKILL_ROLES, Ctx2SkillRun, type Ctx2SkillRole, HISTORY_FILE, readHistory } from '../recipes/ctx2skill/run.js';
 import { flagsGiven, readSettingsFile, resolveSettings, yargsOptionsOf } from '../settings/table.js';
 import { BACKEND_CHOICES, type BackendChoice, describeBackend, initBackend } from '../tensor/backend.js';
 import { refusedOnResume } from './recipe-resume.js';
+import { listenForStop } from './stop-signals.js';
 
 interface Ctx2SkillArgs {
   [key: string]: unknown;
@@ -60,13 +65,20 @@ async function inProcessGenerators(args: Ctx2SkillArgs, seed: number, log: (l: s
   return out;
 }
 
+/** What a forced quit leaves: the history of every finished unit, and the command that continues from it. */
+export function ctx2skillQuitNote(outDir: string): string {
+  return existsSync(join(outDir, HISTORY_FILE))
+    ? `${join(outDir, HISTORY_FILE)} holds every finished unit of work: continue with sesa-train ctx2skill --resume ${outDir} (the unit under way runs again)`
+    : `no unit of work was finished yet (${join(outDir, HISTORY_FILE)} does not exist): start the run again`;
+}
+
 export const command: CommandModule<object, Ctx2SkillArgs> = {
   command: 'ctx2skill',
   describe: 'Ctx2Skill: skills for a context by self-play of LLM roles (no weight updates)',
   builder: (y: Argv) => {
     let b = y
       .option('context', { type: 'string', describe: 'the context C: a text file, or a folder of .txt/.md files' })
-      .option('out', { type: 'string', default: 'runs/ctx2skill', describe: 'output folder (history.json, skills.md, skills.json)' })
+      .option('out', { type: 'string', default: 'runs/ctx2skill', describe: 'output folder (history.json, skills.md, skills.json, metrics.jsonl, tensorboard/)' })
       .option('resume', { type: 'string', describe: 'continue the run in this folder (its settings and context are the recorded ones)' })
       .option('config', { type: 'string', describe: 'settings file (JSON or YAML) with the settings below as keys (kebab-case or camelCase); flags override it' })
       .option('model', { type: 'string', describe: `in-process model for the roles without a URL (a folder, a name such as qwen3-0.6b, or '${TINY_DEFAULT_NAME}')` })
@@ -93,7 +105,7 @@ export const command: CommandModule<object, Ctx2SkillArgs> = {
     if (args.resume) {
       refusedOnResume(CTX2SKILL_SETTINGS, given, [...(args.config ? ['--config'] : []), ...(args.context ? ['--context'] : [])]);
       const h = readHistory(args.resume);
-      config = resolveSettings(CTX2SKILL_SETTINGS, [{ file: `${args.resume}/history.json config`, raw: h.config }]);
+      config = resolveSettings(CTX2SKILL_SETTINGS, [{ file: `${args.resume}/history.json config`, raw: h.config }, { flags: given }]);
       contextPath = h.context.source;
     } else {
       if (!args.context) throw new Error('give --context FILE|FOLDER (or --resume RUN_DIR)');
@@ -118,8 +130,11 @@ export const command: CommandModule<object, Ctx2SkillArgs> = {
         bar.start(1, 0, { phase: 'starting', msg: '' });
       }
     }
+    // Ctrl-C and SIGTERM (Slurm, Kubernetes) finish the unit of work under way and stop; the second one quits at once.
+    const stopSignal = listenForStop('stopping after this unit of work (the history is saved after each)', () => ctx2skillQuitNote(outDir));
     const events = {
       log,
+      shouldStop: () => stopSignal.requested(),
       progress: (p: { done: number; total: number; phase: string }) => {
         if (bar) {
           bar.setTotal(p.total);
@@ -128,7 +143,7 @@ export const command: CommandModule<object, Ctx2SkillArgs> = {
       },
     };
     try {
-      const run = args.resume ? Ctx2SkillRun.resume(outDir, context, roles, events) : Ctx2SkillRun.start(outDir, config, context, roles, events);
+      const run = args.resume ? Ctx2SkillRun.resume(outDir, context, roles, events, given as Partial<Ctx2SkillConfig>) : Ctx2SkillRun.start(outDir, config, context, roles, events);
       const h = await run.run();
       // Without a terminal the run's log printed every iteration's line and the replay's as they ended: the
       // summary does not repeat them.
@@ -138,6 +153,7 @@ export const command: CommandModule<object, Ctx2SkillArgs> = {
       const rp = h.replay;
       const summary = {
         out: outDir,
+        ...(run.stopped ? { stopped: true } : {}),
         iterations: h.iterations.map((it) => ({
           iteration: it.iteration,
           tasks: it.tasks?.length ?? 0,
@@ -152,12 +168,14 @@ export const command: CommandModule<object, Ctx2SkillArgs> = {
       if (args.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
       else {
         const lines = shown ? [] : summary.iterations.map((it) => `iteration ${it.iteration}: solved ${it.solved}/${it.tasks}${it.judgeErrors ? ` (${it.judgeErrors} unparsed judgements)` : ''}; skills: Reasoner ${it.reasonerSkills}, Challenger ${it.challengerSkills}`);
-        if (summary.replay && !shown) lines.push(`replay: selected the Reasoner skills of iteration ${summary.replay.selected} (${summary.replay.hard} hard, ${summary.replay.easy} easy probes)`);
-        lines.push(`skills: ${outDir}/skills.md, ${outDir}/skills.json; history: ${outDir}/history.json`);
+        if (summary.replay?.selected !== undefined && !shown) lines.push(`replay: selected the Reasoner skills of iteration ${summary.replay.selected} (${summary.replay.hard} hard, ${summary.replay.easy} easy probes)`);
+        if (run.stopped) lines.push(`stopped early on request: history ${outDir}/history.json; continue with sesa-train ctx2skill --resume ${outDir}`);
+        else lines.push(`skills: ${outDir}/skills.md, ${outDir}/skills.json; history: ${outDir}/history.json; metrics: ${outDir}/metrics.jsonl`);
         process.stdout.write(`${lines.join('\n')}\n`);
       }
     } finally {
       bar?.stop();
+      stopSignal.dispose();
     }
   },
 };

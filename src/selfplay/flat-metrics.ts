@@ -6,7 +6,7 @@
 import { groupAdvantagesArray } from '../../kernels/group-advantage.js';
 import type { Rollout } from '../agent/rollout.js';
 import type { StepMetrics } from './step.js';
-import type { AdvantageSettings, Role, RolloutGroup } from './updater.js';
+import type { AdvantageSettings, Role, RoleUpdateMetrics, RolloutGroup } from './updater.js';
 
 /** The ε of the group std when a run gives none (the kernel's own default; docs/options.md, --advantage-eps). */
 const DEFAULT_ADVANTAGE_EPS = 1e-6;
@@ -43,7 +43,7 @@ function advantages(groups: readonly RolloutGroup[], settings: AdvantageSettings
 }
 
 /** One role's rollouts, rewards, advantages and update (`role/…`). */
-function roleMetrics(out: FlatMetrics, role: Role, groups: readonly RolloutGroup[], update: StepMetrics['solver'], settings: AdvantageSettings): void {
+function roleMetrics(out: FlatMetrics, role: Role, groups: readonly RolloutGroup[], update: RoleUpdateMetrics | undefined, settings: AdvantageSettings): void {
   const p = (name: string): string => `${role}/${name}`;
   const rollouts: Rollout[] = groups.flatMap((g) => g.rollouts);
   const rewards = groups.flatMap((g) => g.rewards);
@@ -74,16 +74,39 @@ function roleMetrics(out: FlatMetrics, role: Role, groups: readonly RolloutGroup
 }
 
 /**
+ * One role's flat metrics (`role/…`): its rollouts' response and prompt lengths, rewards (score), advantages,
+ * the share of all-equal groups and its update. Also for the recipes that update the same two roles
+ * (docs/recipes.md, "Run metrics").
+ */
+export function flatRoleMetrics(role: Role, groups: readonly RolloutGroup[], update: RoleUpdateMetrics | undefined, settings: AdvantageSettings): FlatMetrics {
+  const out: FlatMetrics = {};
+  roleMetrics(out, role, groups, update, settings);
+  return out;
+}
+
+/**
+ * `perf/total_num_tokens` (prompt and response tokens of `rollouts`) and `perf/throughput` (those tokens per
+ * second of `seconds`, per worker, as verl's is per GPU).
+ */
+export function flatTokenMetrics(rollouts: readonly Rollout[], seconds: number, workers: number): FlatMetrics {
+  const tokens = rollouts.reduce((n, r) => n + r.promptIds.length + r.responseIds.length, 0);
+  return { 'perf/total_num_tokens': tokens, ...(seconds > 0 ? { 'perf/throughput': tokens / seconds / workers } : {}) };
+}
+
+/** `m` without the names whose value is not a finite number (nothing TensorBoard cannot plot). */
+export function finiteMetrics(m: FlatMetrics): FlatMetrics {
+  return Object.fromEntries(Object.entries(m).filter(([, v]) => Number.isFinite(v)));
+}
+
+/**
  * The flat metrics of one step: per role its response and prompt lengths, rewards (score), advantages, the
  * share of all-equal groups and its update; per step the time of each phase, the tokens and tokens per second
  * (per worker, as verl's perf/throughput is per GPU), and SESA's own rates. Only finite numbers.
  */
 export function flatStepMetrics(m: StepMetrics, groups: Readonly<Record<Role, RolloutGroup[]>>, opts: { advantage: AdvantageSettings; workers: number }): FlatMetrics {
   const out: FlatMetrics = { 'training/global_step': m.step };
-  for (const role of ROLES) roleMetrics(out, role, groups[role], m[role], opts.advantage);
-  const tokens = ROLES.flatMap((r) => groups[r].flatMap((g) => g.rollouts)).reduce((n, r) => n + r.promptIds.length + r.responseIds.length, 0);
-  out['perf/total_num_tokens'] = tokens;
-  if (m.seconds.total > 0) out['perf/throughput'] = tokens / m.seconds.total / opts.workers;
+  for (const role of ROLES) Object.assign(out, flatRoleMetrics(role, groups[role], m[role], opts.advantage));
+  Object.assign(out, flatTokenMetrics(ROLES.flatMap((r) => groups[r].flatMap((g) => g.rollouts)), m.seconds.total, opts.workers));
   out['timing_s/step'] = m.seconds.total;
   for (const [phase, s] of Object.entries(m.seconds)) if (phase !== 'total') out[`timing_s/${phase}`] = s;
   out['sesa/solver_accuracy'] = m.solverAccuracy;
@@ -91,7 +114,7 @@ export function flatStepMetrics(m: StepMetrics, groups: Readonly<Record<Role, Ro
   out['sesa/question_valid_ratio'] = m.validityRate;
   if (m.bankSize !== undefined) out['sesa/bank_size'] = m.bankSize;
   if (m.queueLength !== undefined) out['sesa/failure_queue_length'] = m.queueLength;
-  return Object.fromEntries(Object.entries(out).filter(([, v]) => Number.isFinite(v)));
+  return finiteMetrics(out);
 }
 
 /** The flat metrics of a held-out eval row (metrics.jsonl `kind: "eval"`): `eval/skills_on/em`, `…/f1`. */

@@ -3,6 +3,7 @@
 // malformed reply, and the per-role generation lengths. The paper's values are N = M = 5; the rest are ours.
 import { type ConfigOf, fixedOnResumeExcept, int, num } from '../../settings/setting.js';
 import { defaultsOf } from '../../settings/table.js';
+import { RUN_SETTINGS } from '../../settings/train/run.js';
 
 export const CTX2SKILL_SETTINGS = fixedOnResumeExcept(
   {
@@ -22,9 +23,11 @@ export const CTX2SKILL_SETTINGS = fixedOnResumeExcept(
     temperature: num(0, { min: 0, max: 2, help: 'sampling temperature of the other roles (0 = greedy)' }),
     maxSkills: int(30, { help: 'most skills a Generator may return for one side' }),
     seed: int(0, { min: 0, help: 'seed of the in-process model sampling' }),
+    // The trainer's own setting, not a copy: the same flag, default and help (docs/recipes.md, "Run metrics").
+    tensorboard: RUN_SETTINGS.tensorboard,
   },
-  [],
-  'a resumed run continues with the settings and context it recorded',
+  ['tensorboard'],
+  'a resumed run continues with the settings and context it recorded (only --tensorboard, what it logs, may change)',
 );
 
 export type Ctx2SkillConfig = ConfigOf<typeof CTX2SKILL_SETTINGS>;

@@ -1,13 +1,19 @@
 // The Ctx2Skill loop (docs/recipes.md): N iterations of Challenger → Reasoner → Judge → side updates, then
 // cross-time replay over the Reasoner skill sets. No weights change; every role is a TextGenerator. The
 // history file is rewritten atomically after every finished unit of work (a judged task, a side update, a
-// replayed probe), so a killed run resumes where it stopped and repeats at most one unit.
+// replayed probe), so a killed run resumes where it stopped and repeats at most one unit; a stop on request
+// (events.shouldStop, the CLI's Ctrl-C or SIGTERM) ends the run after the unit under way. metrics.jsonl and
+// the TensorBoard files get a line per finished iteration and per replayed candidate (./metrics.ts;
+// docs/recipes.md, "Run metrics" and "Stopping and resuming").
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic, writeJsonAtomic } from '../../util/atomic.js';
 import type { TextGenerator } from '../../llm/types.js';
 import { askStructured } from './ask.js';
-import type { Ctx2SkillConfig } from './config.js';
+import { flagName } from '../../settings/table.js';
+import { TensorBoardLog } from '../../selfplay/tensorboard-log.js';
+import { CTX2SKILL_DEFAULTS, CTX2SKILL_SETTINGS, type Ctx2SkillConfig } from './config.js';
+import { flatPart, iterationRow, METRICS_FILE, MetricsFile, type MetricsRow, REPLAY_LABEL, replayRow } from './metrics.js';
 import type { LoadedContext } from './context.js';
 import { challengerMessages, generatorMessages, judgeMessages, proposerMessages, reasonerMessages } from './prompts.js';
 import { skillsMarkdown } from './render.js';
@@ -46,6 +52,15 @@ export interface Ctx2SkillProgress {
 export interface Ctx2SkillEvents {
   log?: (line: string) => void;
   progress?: (p: Ctx2SkillProgress) => void;
+  /** Polled after every finished unit of work (its history saved): true stops the run there. */
+  shouldStop?: () => boolean;
+}
+
+/** Thrown at a unit's end when a stop was asked for; run() catches it. */
+class StopRequested extends Error {
+  constructor(readonly after: string) {
+    super(`stopped after ${after}`);
+  }
 }
 
 export const HISTORY_FILE = 'history.json';
@@ -71,6 +86,9 @@ function stripThinking(text: string): string {
 
 export class Ctx2SkillRun {
   private readonly history: Ctx2SkillHistory;
+  private readonly metrics: MetricsFile;
+  private readonly board: TensorBoardLog | undefined;
+  private stoppedEarly = false;
 
   private constructor(
     private readonly outDir: string,
@@ -89,6 +107,17 @@ export class Ctx2SkillRun {
       iterations: [],
       done: false,
     };
+    const metricsPath = join(outDir, METRICS_FILE);
+    if (history === undefined) {
+      this.metrics = MetricsFile.create(metricsPath);
+      this.board = config.tensorboard ? TensorBoardLog.open(outDir, 0) : undefined;
+    } else {
+      // A resume keeps the lines of the finished iterations (and of the replay, once the run is done) and drops
+      // the rest, which it writes again: a line is written before the history records its work as finished.
+      const finished = history.iterations.filter((it) => it.done).length;
+      this.metrics = MetricsFile.open(metricsPath, (row) => (row.kind === undefined ? row.step <= finished : history.done));
+      this.board = config.tensorboard ? TensorBoardLog.open(outDir, finished, history.done ? [] : [REPLAY_LABEL]) : undefined;
+    }
   }
 
   /** A fresh run in `outDir`; refuses a folder that already holds a history (resume it instead). */
@@ -97,13 +126,28 @@ export class Ctx2SkillRun {
     return new Ctx2SkillRun(outDir, config, context, roles, events, undefined);
   }
 
-  /** Continues the run in `outDir` with its recorded config; the context must be the recorded one. */
-  static resume(outDir: string, context: LoadedContext, roles: Ctx2SkillRoles, events: Ctx2SkillEvents = {}): Ctx2SkillRun {
+  /**
+   * Continues the run in `outDir` with its recorded config (a setting it did not record, from an older run,
+   * takes its default); the context must be the recorded one. `changes` are the settings the table lets a
+   * resume change (--tensorboard); they are recorded in the history.
+   */
+  static resume(outDir: string, context: LoadedContext, roles: Ctx2SkillRoles, events: Ctx2SkillEvents = {}, changes: Partial<Ctx2SkillConfig> = {}): Ctx2SkillRun {
     const history = readHistory(outDir);
     if (history.context.sha256 !== context.sha256) {
       throw new Error(`${join(outDir, HISTORY_FILE)}: the context changed since the run started (${history.context.source}, sha256 ${history.context.sha256.slice(0, 12)}… recorded, ${context.sha256.slice(0, 12)}… now)`);
     }
-    return new Ctx2SkillRun(outDir, history.config as Ctx2SkillConfig, context, roles, events, history);
+    const refused = Object.keys(changes).flatMap((k) => {
+      const policy = CTX2SKILL_SETTINGS[k as keyof Ctx2SkillConfig]?.resume;
+      return policy?.kind === 'refuse' ? [`--${flagName(k)} cannot change on --resume: ${policy.reason}`] : [];
+    });
+    if (refused.length > 0) throw new Error(`--resume ${outDir}: ${refused.join('; ')}`);
+    history.config = { ...history.config, ...changes };
+    return new Ctx2SkillRun(outDir, { ...CTX2SKILL_DEFAULTS, ...history.config } as Ctx2SkillConfig, context, roles, events, history);
+  }
+
+  /** True when the last run() stopped on request before the run was done (resume it to finish). */
+  get stopped(): boolean {
+    return this.stoppedEarly;
   }
 
   get record(): Ctx2SkillHistory {
@@ -112,6 +156,18 @@ export class Ctx2SkillRun {
 
   private save(): void {
     writeJsonAtomic(join(this.outDir, HISTORY_FILE), this.history);
+  }
+
+  /** A unit of work is finished and saved: the progress, then a stop if one was asked for. */
+  private unitDone(phase: string): void {
+    this.tick(phase);
+    if (this.events.shouldStop?.() ?? false) throw new StopRequested(phase);
+  }
+
+  /** One metrics line, and its flat names to TensorBoard (the replay's files labelled). */
+  private writeRow(row: MetricsRow): void {
+    this.metrics.append(row);
+    this.board?.write(row.step, flatPart(row), row.kind === 'replay' ? REPLAY_LABEL : undefined);
   }
 
   /** Progress recomputed from the history itself, so it is right after a resume too. */
@@ -131,7 +187,23 @@ export class Ctx2SkillRun {
     this.events.progress?.({ done, total, phase });
   }
 
+  /**
+   * Runs (or continues) the loop and the replay, then writes skills.md and skills.json. A stop on request
+   * returns the history as saved after the last finished unit, with `stopped` set and no outputs written.
+   */
   async run(): Promise<Ctx2SkillHistory> {
+    this.stoppedEarly = false;
+    try {
+      await this.runUnits();
+    } catch (err) {
+      if (!(err instanceof StopRequested)) throw err;
+      this.stoppedEarly = true;
+      this.events.log?.(`stopped on request after ${err.after} (${join(this.outDir, HISTORY_FILE)} holds every finished unit); resume with sesa-train ctx2skill --resume ${this.outDir}`);
+    }
+    return this.history;
+  }
+
+  private async runUnits(): Promise<void> {
     const c = this.config;
     this.tick('starting');
     for (let i = 1; i <= c.iterations; i++) {
@@ -150,15 +222,18 @@ export class Ctx2SkillRun {
       }
       await this.iterate(it);
     }
+    const wasDone = this.history.done;
     await this.replay();
+    // The replay's lines before the history says the run is done (a resume of a run not done drops them).
+    if (!wasDone) for (const cand of this.history.replay?.candidates ?? []) this.writeRow(replayRow(cand, this.history.replay?.selected as number));
     this.history.done = true;
     this.save();
     this.writeOutputs();
-    return this.history;
   }
 
   private async iterate(it: IterationRecord): Promise<void> {
     const c = this.config;
+    const started = performance.now();
     const log = this.events.log ?? (() => {});
     if (it.tasks === undefined && it.challengerError === undefined) {
       const asked = await askStructured(
@@ -174,30 +249,34 @@ export class Ctx2SkillRun {
         log(`iteration ${it.iteration}: the Challenger gave no usable tasks (${asked.error})`);
       }
       this.save();
-      this.tick(`iteration ${it.iteration}: ${it.tasks.length} tasks`);
+      this.unitDone(`iteration ${it.iteration}: ${it.tasks.length} tasks`);
     }
     const tasks = it.tasks ?? [];
     for (const task of tasks.slice(it.attempts.length)) {
       it.attempts.push(await this.attempt(task, it.reasonerSkillsIn));
       this.save();
-      this.tick(`iteration ${it.iteration}: task ${it.attempts.length}/${tasks.length}`);
+      this.unitDone(`iteration ${it.iteration}: task ${it.attempts.length}/${tasks.length}`);
     }
     const byId = new Map(tasks.map((t) => [t.id, t]));
     const cases = (solved: boolean) => it.attempts.filter((a) => a.judgeError === undefined && a.solved === solved).map((a) => ({ task: byId.get(a.taskId) as Task, attempt: a }));
     if (!it.reasonerUpdate) {
       it.reasonerUpdate = await this.updateSide('reasoner', it.reasonerSkillsIn, cases(false));
       this.save();
-      this.tick(`iteration ${it.iteration}: Reasoner skills`);
+      this.unitDone(`iteration ${it.iteration}: Reasoner skills`);
     }
     if (!it.challengerUpdate) {
       it.challengerUpdate = await this.updateSide('challenger', it.challengerSkillsIn, cases(true));
       this.save();
-      this.tick(`iteration ${it.iteration}: Challenger skills`);
+      this.unitDone(`iteration ${it.iteration}: Challenger skills`);
     }
+    // The iteration's metrics line before the history records it as done (a resume drops a line of an
+    // iteration not done, and writes it again).
+    this.writeRow(iterationRow(it, (performance.now() - started) / 1000));
     it.done = true;
     this.save();
     const solved = it.attempts.filter((a) => a.solved).length;
     log(`iteration ${it.iteration}: solved ${solved}/${it.attempts.length}; Reasoner skills ${it.reasonerSkillsIn.length} → ${it.reasonerUpdate.skills.length}; Challenger skills ${it.challengerSkillsIn.length} → ${it.challengerUpdate.skills.length}`);
+    this.unitDone(`iteration ${it.iteration}`);
   }
 
   /** The Reasoner answers with `skills`; the Judge grades every rubric item. */
@@ -258,7 +337,7 @@ export class Ctx2SkillRun {
           const a = await this.attempt(tasks.get(id) as Task, skillsOf(cand.iteration));
           results.push({ taskId: id, solved: a.solved, ...(a.judgeError !== undefined ? { judgeError: a.judgeError } : {}) });
           this.save();
-          this.tick(`replay: skills of iteration ${cand.iteration}`);
+          this.unitDone(`replay: skills of iteration ${cand.iteration}`);
         }
       }
       const solved = (rs: ReplayResult[]) => rs.filter((r) => r.solved).length;

@@ -5,6 +5,7 @@
 import { bool, choice, type ConfigOf, fixedOnResumeExcept, int, num, optionalNum, str } from '../../settings/setting.js';
 import { BACKEND_CHOICES } from '../../tensor/backend.js';
 import { defaultsOf } from '../../settings/table.js';
+import { RUN_SETTINGS } from '../../settings/train/run.js';
 
 const families = (v: string): string | undefined =>
   v.split(',').every((f) => f.trim() === 'zebra' || f.trim() === 'toolcall') ? undefined : `must list zebra and/or toolcall, comma-separated, got '${v}'`;
@@ -15,6 +16,8 @@ export const SKILL_SP_SETTINGS = fixedOnResumeExcept(
     backend: choice(BACKEND_CHOICES, 'auto', { help: 'tensor backend (auto picks the fastest available)' }),
     threads: optionalNum({ min: 1, check: (v) => (v === undefined || Number.isInteger(v) ? undefined : `must be a whole number of threads, got ${v}`), help: "compute threads of the wasm backend, or of the native backend's matMuls (default: all cores; a count the backend does not honour is an error)" }),
     out: str('runs/skill-sp', { help: 'run folder (config.json, metrics.jsonl, library.json, adapters)' }),
+    // The trainer's own setting, not a copy: the same flag, default and help (docs/recipes.md, "Run metrics").
+    tensorboard: RUN_SETTINGS.tensorboard,
     iterations: int(5, { help: 'self-play iterations (the paper: 5; on --resume: a larger value extends the run)' }),
     promptsPerIteration: int(8, { help: 'proposer prompts per iteration (each a skill-stream or open-stream slot)' }),
     proposalsPerPrompt: int(4, { help: 'proposals sampled per prompt (the proposer GRPO group)' }),
@@ -50,8 +53,8 @@ export const SKILL_SP_SETTINGS = fixedOnResumeExcept(
     generationBatch: int(16, { help: "prompts generated together (bounds one batch's KV cache)" }),
     seed: int(0, { min: 0, help: 'run seed (routing, stream choice, sampling)' }),
   },
-  ['iterations', 'threads'],
-  'a resumed run continues with the settings it recorded; only --iterations may extend it (and --threads is this machine\'s)',
+  ['iterations', 'threads', 'tensorboard'],
+  'a resumed run continues with the settings it recorded; only --iterations may extend it (and --threads is this machine\'s, --tensorboard what it logs)',
 );
 
 export type SkillSpConfig = ConfigOf<typeof SKILL_SP_SETTINGS>;

@@ -4,7 +4,7 @@
 // successful open tasks, prune skills below γ, update both adapters by GRPO, and commit the library.
 import type { ChatMessage } from '../../llm/types.js';
 import type { Rollout } from '../../agent/rollout.js';
-import type { PolicyUpdater, RoleUpdateMetrics, RolloutGroup } from '../../selfplay/updater.js';
+import type { PolicyUpdater, Role, RoleUpdateMetrics, RolloutGroup } from '../../selfplay/updater.js';
 import type { Rng } from '../../util/rng.js';
 import type { SkillSpConfig } from './config.js';
 import type { SkillLibrary } from './library.js';
@@ -70,6 +70,22 @@ export interface IterationMetrics {
   seconds: number;
 }
 
+/** Seconds of an iteration's phases: sampling the proposals, solving (sampling and grading), the GRPO updates. */
+export interface IterationPhaseSeconds {
+  propose: number;
+  solve: number;
+  update: number;
+}
+
+/** What one iteration gives: its metrics line, each proposal's record, both roles' GRPO groups and its phases' times. */
+export interface IterationResult {
+  metrics: IterationMetrics;
+  proposals: ProposalRecord[];
+  /** The groups of the model's rollouts (none for a scripted sampler), trained or not (--no-update). */
+  groups: Record<Role, RolloutGroup[]>;
+  phaseSeconds: IterationPhaseSeconds;
+}
+
 export function routingParams(c: SkillSpConfig): RoutingParams {
   return { weights: { verified: c.wVerified, consistent: c.wConsistent, frontier: c.wFrontier }, clip: [c.clipLow, c.clipHigh], beta: c.beta, tau: c.tau };
 }
@@ -84,7 +100,7 @@ export function gradeAnswer(task: SpTask, text: string, maxCalls: number): boole
   return task.family === 'zebra' ? gradeZebra(task.puzzle, task.solution, answer).correct : gradeToolCalls({ request: task.request, calls: task.calls }, answer, maxCalls).correct;
 }
 
-export async function skillSpIteration(iteration: number, deps: SkillSpDeps, c: SkillSpConfig, rng: Rng): Promise<{ metrics: IterationMetrics; proposals: ProposalRecord[] }> {
+export async function skillSpIteration(iteration: number, deps: SkillSpDeps, c: SkillSpConfig, rng: Rng): Promise<IterationResult> {
   const started = performance.now();
   const lib = deps.library;
   const families = c.families.split(',').map((f) => f.trim()) as Family[];
@@ -101,6 +117,7 @@ export async function skillSpIteration(iteration: number, deps: SkillSpDeps, c: 
   // 2. Proposals: n_p per slot, one batch.
   const proposerPrompts = slots.flatMap((s) => Array.from({ length: c.proposalsPerPrompt }, () => (s.stream === 'skill' ? skillProposerMessages(s.pkg) : openProposerMessages(s.family))));
   const proposed = await deps.proposer.sample(proposerPrompts, { maxNewTokens: c.proposerTokens, temperature: c.temperature, seed: c.seed * 7919 + iteration * 2 });
+  const proposedAt = performance.now();
 
   // 3. The validity mask of each proposal.
   const checked = proposed.map((p, k) => {
@@ -127,6 +144,7 @@ export async function skillSpIteration(iteration: number, deps: SkillSpDeps, c: 
     const rollouts = group.map((a) => a.rollout).filter((r): r is Rollout => r !== undefined);
     if (rollouts.length === group.length) solverGroups.push({ rollouts, rewards: correct });
   });
+  const solvedAt = performance.now();
 
   // 5. Gated rewards, routing statistics, induction from the open stream.
   const records: ProposalRecord[] = [];
@@ -180,18 +198,20 @@ export async function skillSpIteration(iteration: number, deps: SkillSpDeps, c: 
   }
 
   // 7. GRPO: the proposer's groups are the n_p proposals of one prompt; the solver's the K answers of one task.
+  const proposerGroups: RolloutGroup[] = [];
+  for (let s = 0; s < slots.length; s++) {
+    const ks = Array.from({ length: c.proposalsPerPrompt }, (_, j) => s * c.proposalsPerPrompt + j);
+    const rollouts = ks.map((k) => proposed[k]?.rollout).filter((r): r is Rollout => r !== undefined);
+    if (rollouts.length === ks.length) proposerGroups.push({ rollouts, rewards: ks.map((k) => records[k]?.reward ?? 0) });
+  }
+  const updateStart = performance.now();
   let proposerUpdate: RoleUpdateMetrics | undefined;
   let solverUpdate: RoleUpdateMetrics | undefined;
   if (deps.updater) {
-    const proposerGroups: RolloutGroup[] = [];
-    for (let s = 0; s < slots.length; s++) {
-      const ks = Array.from({ length: c.proposalsPerPrompt }, (_, j) => s * c.proposalsPerPrompt + j);
-      const rollouts = ks.map((k) => proposed[k]?.rollout).filter((r): r is Rollout => r !== undefined);
-      if (rollouts.length === ks.length) proposerGroups.push({ rollouts, rewards: ks.map((k) => records[k]?.reward ?? 0) });
-    }
     if (proposerGroups.length > 0) proposerUpdate = await deps.updater.update('proposer', proposerGroups);
     if (solverGroups.length > 0) solverUpdate = await deps.updater.update('solver', solverGroups);
   }
+  const updatedAt = performance.now();
 
   // A new version only when the skill set changed (induced or pruned skills), not for the statistics alone.
   const version = lib.commit(iteration, newSkillIds.length > 0 || pruned.length > 0);
@@ -218,5 +238,6 @@ export async function skillSpIteration(iteration: number, deps: SkillSpDeps, c: 
     ...(solverUpdate ? { solverUpdate } : {}),
     seconds: (performance.now() - started) / 1000,
   };
-  return { metrics, proposals: records };
+  const phaseSeconds = { propose: (proposedAt - started) / 1000, solve: (solvedAt - proposedAt) / 1000, update: (updatedAt - updateStart) / 1000 };
+  return { metrics, proposals: records, groups: { proposer: proposerGroups, solver: solverGroups }, phaseSeconds };
 }

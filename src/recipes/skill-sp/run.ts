@@ -2,7 +2,10 @@
 // the skill library, and N iterations. The run folder (the trainer's layout) holds config.json,
 // metrics.jsonl (one line per iteration), library.json (versioned), checkpoints/step-N/ after every
 // iteration (both adapters in PEFT format with their optimizer state, the library, the RNG state), and, at
-// the end, both adapters in proposer/ and solver/. A killed run resumes from its last complete checkpoint.
+// the end, both adapters in proposer/ and solver/; each metrics line also holds the trainer's flat names
+// (./flat-metrics.ts), which go to TensorBoard too (--tensorboard). A killed run resumes from its last
+// complete checkpoint; a stop on request (hooks.shouldStop, the CLI's Ctrl-C or SIGTERM) ends the run after
+// the iteration under way and its checkpoint (docs/recipes.md, "Stopping and resuming").
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic, writeJsonAtomic } from '../../util/atomic.js';
@@ -15,10 +18,12 @@ import { peftBaseModel, resolveModelName } from '../../checkpoint/model-name.js'
 import { loadTokenizer } from '../../model/tokenizer.js';
 import { AdamW } from '../../rl/optimizer.js';
 import { RunFolder } from '../../selfplay/run-folder.js';
+import { TensorBoardLog } from '../../selfplay/tensorboard-log.js';
 import { GrpoPolicyUpdater, type TrainedRole } from '../../selfplay/updater.js';
 import { type BackendChoice, describeBackend, initBackend } from '../../tensor/backend.js';
 import { Rng, type RngState } from '../../util/rng.js';
 import { type SkillSpConfig, skillSpProblems } from './config.js';
+import { flatIterationMetrics } from './flat-metrics.js';
 import { type IterationMetrics, skillSpIteration } from './iteration.js';
 import { SkillLibrary } from './library.js';
 import { PolicySampler } from './policy-sampler.js';
@@ -26,12 +31,18 @@ import { PolicySampler } from './policy-sampler.js';
 export interface SkillSpHooks {
   log?: (line: string) => void;
   onIteration?: (m: IterationMetrics) => void;
+  /** Polled after every iteration's checkpoint: true stops the run there (the CLI's Ctrl-C and SIGTERM). */
+  shouldStop?: () => boolean;
 }
 
 export interface SkillSpSummary {
   out: string;
   /** The iteration a resumed run continued after. */
   resumedFrom?: number;
+  /** Stopped on request before its last iteration: resume it with --resume (no final adapters yet). */
+  stoppedEarly: boolean;
+  /** The newest checkpoint, where a resume starts. */
+  lastCheckpoint?: string;
   metrics: IterationMetrics[];
   library: { packages: number; induced: number; version: number };
   adapters: { proposer: string; solver: string };
@@ -95,12 +106,20 @@ export async function runSkillSp(config: SkillSpConfig, hooks: SkillSpHooks = {}
   const rng = ckpt ? new Rng(JSON.parse(readFileSync(join(ckpt.dir, 'rng.json'), 'utf8')) as RngState) : new Rng(config.seed);
   const baseModel = peftBaseModel(resolvedModel);
   const metrics: IterationMetrics[] = [];
+  // The flat metrics also go to TensorBoard, unless --tensorboard off; a resume drops the files of the
+  // iterations after its checkpoint, which it runs again (as metrics.jsonl drops their lines).
+  const board = config.tensorboard ? TensorBoardLog.open(out, ckpt?.step ?? 0) : undefined;
+  let stoppedEarly = false;
+  let lastCheckpoint = ckpt?.dir;
   try {
     for (let it = (ckpt?.step ?? 0) + 1; it <= config.iterations; it++) {
-      const { metrics: m } = await skillSpIteration(it, deps, config, rng);
+      const result = await skillSpIteration(it, deps, config, rng);
+      const m = result.metrics;
+      const flat = flatIterationMetrics(result);
       metrics.push(m);
-      folder.appendMetrics({ step: it, ...m });
-      await folder.writeCheckpoint(it, { step: it, seed: config.seed, savedAt: new Date().toISOString() }, async (dir) => {
+      folder.appendMetrics({ step: it, ...m, ...flat });
+      board?.write(it, flat);
+      lastCheckpoint = await folder.writeCheckpoint(it, { step: it, seed: config.seed, savedAt: new Date().toISOString() }, async (dir) => {
         for (const r of ['proposer', 'solver'] as const) {
           await savePeftAdapter(roles[r].adapter, join(dir, r), { baseModel });
           saveOptimizerState(join(dir, r), roles[r].optimizer.exportState());
@@ -109,9 +128,16 @@ export async function runSkillSp(config: SkillSpConfig, hooks: SkillSpHooks = {}
         writeJsonAtomic(join(dir, 'rng.json'), rng.state());
       });
       hooks.onIteration?.(m);
+      if (it < config.iterations && (hooks.shouldStop?.() ?? false)) {
+        stoppedEarly = true;
+        log(`stopped after iteration ${it} on request (checkpoint ${lastCheckpoint}); resume with --resume ${out}`);
+        break;
+      }
     }
-    for (const r of ['proposer', 'solver'] as const) await savePeftAdapter(roles[r].adapter, join(out, r), { baseModel });
+    // The final adapters only once every iteration is done: a stopped run's are in its last checkpoint.
+    if (!stoppedEarly) for (const r of ['proposer', 'solver'] as const) await savePeftAdapter(roles[r].adapter, join(out, r), { baseModel });
   } finally {
+    folder.release();
     for (const r of Object.values(roles)) {
       r.optimizer.dispose();
       r.adapter.dispose();
@@ -121,6 +147,8 @@ export async function runSkillSp(config: SkillSpConfig, hooks: SkillSpHooks = {}
   return {
     out,
     ...(ckpt ? { resumedFrom: ckpt.step } : {}),
+    stoppedEarly,
+    ...(lastCheckpoint !== undefined ? { lastCheckpoint } : {}),
     metrics,
     library: { packages: library.packages.length, induced: library.packages.filter((p) => p.source === 'induced').length, version: library.version },
     adapters: { proposer: join(out, 'proposer'), solver: join(out, 'solver') },
