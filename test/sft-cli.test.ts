@@ -1,5 +1,6 @@
 // `sesa-train sft` through the CLI: a run prints its summary and leaves the loss curve and the trained model;
-// a run killed with SIGKILL and resumed ends with the same weights as an uninterrupted one; bad flags fail
+// a run killed with SIGKILL, or stopped by SIGTERM, and resumed ends with the same weights as an uninterrupted
+// one; bad flags fail
 // with a clear message.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -100,6 +101,33 @@ describe('sesa-train sft (CLI)', () => {
     expect(readFileSync(join(killed, 'final', 'model.safetensors')).equals(readFileSync(join(straight, 'final', 'model.safetensors')))).toBe(true);
     const losses = (dir: string) => readFileSync(join(dir, 'loss.jsonl'), 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { loss?: number }).loss);
     expect(losses(killed)).toEqual(losses(straight));
+  });
+
+  it('SIGTERM mid-run: the step ends, a checkpoint is written, the process exits 0, and --resume ends with the weights of the uninterrupted run', async () => {
+    const straight = join(root, 'straight-term');
+    const a = await start(sftArgs(straight).map((x, i, all) => (all[i - 1] === '--save-every' ? '50' : x))).done;
+    expect(a.code, a.stderr).toBe(0);
+    const stopped = join(root, 'by-sigterm');
+    const run = start(sftArgs(stopped).map((x, i, all) => (all[i - 1] === '--save-every' ? '50' : x)));
+    let err = '';
+    run.child.stderr?.on('data', (d: Buffer) => {
+      err += d.toString();
+      if (/^step 2 \(epoch/m.test(err) && !run.child.killed) run.child.kill('SIGTERM');
+    });
+    const r = await run.done;
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain('SIGTERM: stopping after this step (a checkpoint is written)');
+    const m = /stopped at step (\d+) on request; resume with --resume /.exec(r.stderr);
+    expect(m, r.stderr).not.toBeNull();
+    const at = Number((m as RegExpExecArray)[1]);
+    // Stopped before the end (24 steps) and after the signal, with no checkpoint due before it (--save-every 50).
+    expect(at).toBeGreaterThanOrEqual(2);
+    expect(at).toBeLessThan(24);
+    expect(existsSync(join(stopped, 'checkpoints', `step-${at}`, 'state.json'))).toBe(true);
+    expect(existsSync(join(stopped, 'final'))).toBe(false);
+    const b = await start(['sft', '--resume', stopped, '--json']).done;
+    expect(b.code, b.stderr).toBe(0);
+    expect(readFileSync(join(stopped, 'final', 'model.safetensors')).equals(readFileSync(join(straight, 'final', 'model.safetensors')))).toBe(true);
   });
 
   it('--config FILE (YAML) gives every setting, flags override it, and the run records the resolved settings', async () => {

@@ -15,6 +15,7 @@
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { appendToFile, ensureDir, writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
+import { yieldToEventLoop } from '../util/yield.js';
 import { saveFullModel } from '../checkpoint/full-model.js';
 import { loadOptimizerState, saveOptimizerState } from '../checkpoint/optimizer-state.js';
 import { loadPeftAdapter, savePeftAdapter } from '../checkpoint/peft.js';
@@ -417,6 +418,9 @@ export async function runSft(configIn: SftConfig | undefined, hooks: SftHooks, r
       lastLoss = r.loss;
       lastStep = step;
       hooks.onStep?.(record);
+      // A step is synchronous tensor work: without a turn of the event loop here no signal handler (Ctrl-C,
+      // SIGTERM) ever runs, and shouldStop could not see a stop that was asked for (src/util/yield.ts).
+      await yieldToEventLoop();
       const stop = hooks.shouldStop?.() ?? false;
       if (config.evalEvery > 0 && step % config.evalEvery === 0 && step < totalSteps) lastEvalLoss = runEval(step)?.evalLoss ?? lastEvalLoss;
       if (step % config.saveEvery === 0 || step === totalSteps || stop) await saveCheckpoint(step);
