@@ -158,16 +158,18 @@ async function mineFromQuestions(w: number, n: number): Promise<{ cards: SkillCa
 }
 
 // Deduplicated as a bank admits distilled cards (the same rule, src/skills/consolidate.ts `admit`): a card
-// enters only if its cosine to every card admitted before it is at most the embedder's threshold.
+// enters only if its cosine to every card admitted before it is at most the world run's threshold.
 const embedder = new LexicalEmbedder();
 const unique = [...new Map(mined.map((c) => [c.id, c])).values()];
 const vectors = await embedder.embed(unique.map((c) => cardEmbeddingText(c)), 'query');
-const decisions = admit(unique.map((c, i) => ({ fromKey: c.id, content: c, vector: vectors[i] as Float32Array })), [], embedder.info.dedupThreshold);
+// The world run's threshold where it sets one (WORLD_DEFAULTS.dedupThreshold), else the embedder's.
+const dedupThreshold = WORLD_DEFAULTS.dedupThreshold ?? embedder.info.dedupThreshold;
+const decisions = admit(unique.map((c, i) => ({ fromKey: c.id, content: c, vector: vectors[i] as Float32Array })), [], dedupThreshold);
 const kept: SkillCard[] = unique.filter((_, i) => decisions[i]?.admitted).map((c) => ({ ...c, source: 'mined', stats: emptyStats(), createdStep: 0, bankVersion: 0 }));
 
 writeFileAtomic(out, cardsToJsonl(kept));
 const by = (cat: string): number => kept.filter((c) => c.category === cat).length;
-const record = { ...(questionsPerWorld > 0 ? { source: `the model's wrong answers to ${questionsPerWorld} generated questions a world` } : {}), command: `npx tsx scripts/mine-priming-cards.ts ${process.argv.slice(2).join(' ')}`.trim(), worlds, steps, seed, perWorld, mined: mined.length, kept: kept.length, byCategory: Object.fromEntries([...new Set(kept.map((c) => c.category))].map((c) => [c, by(c)])) };
+const record = { dedupThreshold, ...(questionsPerWorld > 0 ? { source: `the model's wrong answers to ${questionsPerWorld} generated questions a world` } : {}), command: `npx tsx scripts/mine-priming-cards.ts ${process.argv.slice(2).join(' ')}`.trim(), worlds, steps, seed, perWorld, mined: mined.length, kept: kept.length, byCategory: Object.fromEntries([...new Set(kept.map((c) => c.category))].map((c) => [c, by(c)])) };
 writeJsonAtomic(join(work, 'mining.json'), record);
 process.stdout.write(`${kept.length} mined cards (of ${mined.length} distilled; ${JSON.stringify(record.byCategory)}) → ${out}\n`);
 if (values.install) {

@@ -56,8 +56,8 @@ const OPTIONS = {
   'proposer-hop-mix': { type: 'string', default: '0.25,0.75,0' },
   'card-mix': { type: 'string', default: cardBlockMixText(DEFAULT_CARD_BLOCK_MIX) },
   'bank-cards': { type: 'string', default: '800' },
-  /** The copy windows of an episode with cards open with its card block (src/world/exercises.ts). */
-  'windows-with-cards': { type: 'boolean', default: false },
+  /** yes: the copy windows of an episode with cards open with its card block (src/world/exercises.ts); no: the question alone. */
+  'windows-with-cards': { type: 'string', default: 'yes' },
   // sft
   'sft-steps': { type: 'string', default: '1000' },
   'batch-size': { type: 'string', default: '16' },
@@ -67,8 +67,8 @@ const OPTIONS = {
   // ship, mine, controls
   'ship-dtype': { type: 'string', default: 'f16' },
   'mine-worlds': { type: 'string', default: '1,2,3,4,5,6' },
-  'mine-questions': { type: 'string', default: '100' },
-  'control-worlds': { type: 'string', default: '8,9,10' },
+  'mine-questions': { type: 'string', default: '300' },
+  'control-worlds': { type: 'string', default: '8,9,10,11,12,13' },
   backend: { type: 'string', default: 'native' },
   threads: { type: 'string', default: '2' },
   /** Stop after this stage (the rest run on a later call). */
@@ -111,6 +111,11 @@ const log = (line: string): void => {
   process.stdout.write(`[${((Date.now() - t0) / 1000).toFixed(0)}s] ${line}\n`);
 };
 const num = (k: string, min = 0): number => intFlag(k, values[k as keyof typeof values] as string, min);
+const yesNo = (k: string): boolean => {
+  const v = values[k as keyof typeof values];
+  if (v !== 'yes' && v !== 'no') throw new Error(`--${k} must be yes or no, got ${String(v)}`);
+  return v === 'yes';
+};
 const seed = num('seed');
 const paths = {
   grown: join(work, 'grown'),
@@ -170,7 +175,7 @@ await stageThenMaybeStop('data', async () => {
     solverPerWorld: num('solver-per-world'),
     proposerPerWorld: num('proposer-per-world'),
     turnWindows: true,
-    windowsKeepCards: values['windows-with-cards'] === true,
+    windowsKeepCards: yesNo('windows-with-cards'),
     firstTurnsPerWorld: num('first-turns-per-world'),
     readingDrillsPerWorld: num('drills-per-world'),
     // The proposer's error rates of the shipped warm start's later stages (docs/world.md, "Measured: the warm start").
@@ -185,6 +190,8 @@ await stageThenMaybeStop('data', async () => {
   writeTranscripts(paths.data, set.transcripts);
   return { examples: set.transcripts.length, bankCards: cards.length, primingCards: priming.length, ...set.stats };
 });
+
+const transcriptCount = (file: string): number => readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '').length;
 
 await stageThenMaybeStop('sft', async () => {
   const hooks = {
@@ -204,6 +211,9 @@ await stageThenMaybeStop('sft', async () => {
           data: paths.data,
           out: paths.sft,
           mode: 'full',
+          // --sft-steps is the run's length: as many passes over the transcripts as it takes (one pass alone
+          // would cap a longer run at its steps per epoch without a word).
+          epochs: Math.max(1, Math.ceil((num('sft-steps', 1) * num('batch-size', 1)) / transcriptCount(paths.data))),
           maxSteps: num('sft-steps', 1),
           batchSize: num('batch-size', 1),
           microBatchSize: num('batch-size', 1),
