@@ -11,6 +11,7 @@
 // zero), random − none ≥ −1 point, two-hop − none on one-hop questions ≥ −1 point.
 //   npx tsx scripts/card-controls.ts [--models models/demo,DIR] [--worlds 8,9,10] [--priming-cards FILE]
 //     [--backend native] [--threads 2] [--out runs/card-controls]
+// OUT/table.md, OUT/results.json, and OUT/predictions/<model's index>-<mode>.jsonl (every rollout).
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -48,7 +49,7 @@ for (const w of worlds) {
   if (EVAL_WORLD_SEEDS.includes(w) || w === FRESH_WORLD.seed || w === DEMO_WORLD.seed) throw new Error(`--worlds: ${w} is not a training world other than the self-play world (the controls read training worlds only)`);
 }
 const out = values.out as string;
-mkdirSync(out, { recursive: true });
+mkdirSync(join(out, 'predictions'), { recursive: true });
 const config = { ...TRAIN_DEFAULTS, ...WORLD_DEFAULTS, ...(values['priming-cards'] ? { primingCards: values['priming-cards'] } : {}) } as TrainConfig;
 const settings = evalSettingsOf(config);
 await initBackend(parseBackendChoice(values.backend as string), { threads: intFlag('threads', values.threads, 1) });
@@ -88,6 +89,8 @@ for (const dir of models) {
     const { records } = await evaluateSets({ policy, ...(bank ? { bank } : {}) }, chosen, settings);
     await bank?.dispose();
     got[mode] = records;
+    // Every rollout as the eval writes it (queries, retrieved passages, the cards shown), to read what a block changed.
+    writeFileAtomic(join(out, 'predictions', `${models.indexOf(dir)}-${mode}.jsonl`), records.map((r) => JSON.stringify(r)).join('\n') + '\n');
     process.stdout.write(`${dir} ${mode}: ${pct(records.map((r) => r.em))}% of ${records.length}\n`);
   }
   model.dispose();

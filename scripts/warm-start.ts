@@ -32,7 +32,7 @@ import { cardsFromJsonl } from '../src/skills/bank-file.js';
 import { initBackend, parseBackendChoice } from '../src/tensor/backend.js';
 import { writeJsonAtomic } from '../src/util/atomic.js';
 import { Rng } from '../src/util/rng.js';
-import { cardBlockMixText, cardBlocks, DEFAULT_CARD_BLOCK_MIX, distillerShapeCards, parseCardBlockMix } from '../src/world/card-blocks.js';
+import { cardBlockMixText, cardBlocks, DEFAULT_BLOCK_SIZE_SHARES, DEFAULT_CARD_BLOCK_MIX, distillerShapeCards, parseBlockSizeShares, parseCardBlockMix } from '../src/world/card-blocks.js';
 import { WORLD_DEFAULTS } from '../src/world/defaults.js';
 import { WARM_START_SHAPES } from '../src/world/demo-model.js';
 import { DEFAULT_EXPERT_RATES } from '../src/world/experts.js';
@@ -56,6 +56,8 @@ const OPTIONS = {
   'proposer-hop-mix': { type: 'string', default: '0.25,0.75,0' },
   'card-mix': { type: 'string', default: cardBlockMixText(DEFAULT_CARD_BLOCK_MIX) },
   'bank-cards': { type: 'string', default: '800' },
+  /** Shares of the card blocks that hold 1, 2 and 3 cards (src/world/card-blocks.ts). */
+  'block-sizes': { type: 'string', default: DEFAULT_BLOCK_SIZE_SHARES.join(',') },
   /** yes: the copy windows of an episode with cards open with its card block (src/world/exercises.ts); no: the question alone. */
   'windows-with-cards': { type: 'string', default: 'yes' },
   // sft
@@ -89,10 +91,13 @@ mkdirSync(work, { recursive: true });
 const RUN_ONLY = new Set(['work', 'threads', 'until', 'install', 'out', 'backend']);
 const options = Object.fromEntries(Object.entries(values).filter(([k]) => !RUN_ONLY.has(k)));
 const optionsFile = join(work, 'pipeline.json');
+/** What a folder started before an option existed was built with: blocks always of the top 3. */
+const BEFORE_ADDED: Record<string, unknown> = { 'block-sizes': '0,0,1' };
 if (existsSync(optionsFile)) {
-  // An option added to this script after the folder was started reads as its default there.
+  // An option added to this script after the folder was started reads as its default there, or as the value
+  // that the folder's build had in effect where the default is another (BEFORE_ADDED).
   const defaults = parseArgs({ args: [], options: OPTIONS }).values as Record<string, unknown>;
-  const saved = { ...defaults, ...(JSON.parse(readFileSync(optionsFile, 'utf8')) as { options: Record<string, unknown> }).options };
+  const saved = { ...defaults, ...BEFORE_ADDED, ...(JSON.parse(readFileSync(optionsFile, 'utf8')) as { options: Record<string, unknown> }).options };
   for (const k of RUN_ONLY) delete saved[k];
   const changed = Object.keys({ ...saved, ...options }).filter((k) => JSON.stringify(saved[k]) !== JSON.stringify(options[k]));
   if (changed.length > 0) throw new Error(`${optionsFile}: this folder was started with other options (${changed.map((k) => `--${k} ${JSON.stringify(saved[k])}, now ${JSON.stringify(options[k])}`).join('; ')}); rerun with the saved ones or use another --work`);
@@ -167,7 +172,7 @@ await stageThenMaybeStop('data', async () => {
   const primingFile = join(values.from as string, MODEL_PRIMING_FILE);
   const priming = existsSync(primingFile) ? cardsFromJsonl(readFileSync(primingFile, 'utf8'), primingFile) : [];
   const cards = [...priming, ...distillerShapeCards(worlds, num('bank-cards'), Rng.derive(seed, 11))];
-  const blocks = await cardBlocks(paths.bank, cards, WORLD_DEFAULTS.renderTokenBudget as number, parseCardBlockMix(values['card-mix'] as string, '--card-mix'));
+  const blocks = await cardBlocks(paths.bank, cards, WORLD_DEFAULTS.renderTokenBudget as number, parseCardBlockMix(values['card-mix'] as string, '--card-mix'), parseBlockSizeShares(values['block-sizes'] as string, '--block-sizes'));
   const mix = (values['proposer-hop-mix'] as string).split(',').map(Number) as [number, number, number];
   const set = await buildTranscripts({
     ...DEFAULT_TRANSCRIPT_OPTIONS,

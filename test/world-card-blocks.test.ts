@@ -13,7 +13,7 @@ import { SkillBank } from '../src/skills/bank.js';
 import { validateContent } from '../src/skills/card.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
 import { Rng } from '../src/util/rng.js';
-import { cardBlocks, type CardBlockKind, distillerShapeCards, parseCardBlockMix } from '../src/world/card-blocks.js';
+import { cardBlocks, type CardBlockKind, distillerShapeCards, parseBlockSizeShares, parseCardBlockMix } from '../src/world/card-blocks.js';
 import { DEFAULT_EXPERT_RATES, expertPropose } from '../src/world/experts.js';
 import { promptCardBlock, promptQuestion, turnWindows } from '../src/world/exercises.js';
 import { fittingCards, WorldRagReader } from '../src/world/scripted-roles.js';
@@ -57,7 +57,7 @@ describe('distillerShapeCards', () => {
 describe('cardBlocks', () => {
   it('retrieved: the bank\'s top 3 rendered exactly as a run renders them', async () => {
     const cards = distillerShapeCards(worlds, 200, new Rng(4));
-    const blocks = await cardBlocks(join(root, 'b1.json'), cards, BUDGET, only('retrieved'));
+    const blocks = await cardBlocks(join(root, 'b1.json'), cards, BUDGET, only('retrieved'), [0, 0, 1]);
     const ref = await SkillBank.open(join(root, 'ref.json'), { embedder: new LexicalEmbedder(), seedCards: false, config: { renderTokenBudget: BUDGET, topK: 3 } });
     await ref.importCards(cards);
     const rng = new Rng(5);
@@ -76,7 +76,7 @@ describe('cardBlocks', () => {
 
   it('random: three distinct cards of the bank; none: no text', async () => {
     const cards = distillerShapeCards(worlds, 60, new Rng(7));
-    const random = await cardBlocks(join(root, 'b2.json'), cards, 10_000, only('random'));
+    const random = await cardBlocks(join(root, 'b2.json'), cards, 10_000, only('random'), [0, 0, 1]);
     const rng = new Rng(8);
     const q = questionsOf(worlds[1] as World, 1, 2, new Rng(9))[0] as string;
     const a = await random.blockFor(q, 2, rng);
@@ -101,6 +101,40 @@ describe('cardBlocks', () => {
       }
     }
     await blocks.dispose();
+  });
+
+  it('block sizes: blocks of 1, 2 and 3 cards by their shares, a retrieved block the top of the ranking, a lone other-shape card of a one-hop question a decomposition card', async () => {
+    const cards = distillerShapeCards(worlds, 300, new Rng(30));
+    const countCards = (text: string | undefined): number => (text?.match(/^\d+\. \[/gm) ?? []).length;
+    const ref = await SkillBank.open(join(root, 'ref-sizes.json'), { embedder: new LexicalEmbedder(), seedCards: false, config: { renderTokenBudget: 10_000, topK: 3 } });
+    await ref.importCards(cards);
+    const mixed = await cardBlocks(join(root, 'b6.json'), cards, 10_000, only('retrieved'), [0.25, 0.25, 0.5]);
+    const rng = new Rng(31);
+    const sizes = [0, 0, 0, 0];
+    for (const q of questionsOf(worlds[0] as World, 200, 2, new Rng(32))) {
+      const b = await mixed.blockFor(q, 2, rng);
+      const n = countCards(b.text);
+      sizes[n] = (sizes[n] ?? 0) + 1;
+      // The first n of the ranking, rendered as a run renders them.
+      expect(b.text).toBe(ref.render((await ref.retrieve(q)).slice(0, n)).text);
+    }
+    await mixed.dispose();
+    await ref.dispose();
+    expect(sizes[0]).toBe(0);
+    // 200 draws at 0.25 / 0.25 / 0.5: each share within ±0.1.
+    expect(Math.abs((sizes[1] as number) / 200 - 0.25)).toBeLessThan(0.1);
+    expect(Math.abs((sizes[2] as number) / 200 - 0.25)).toBeLessThan(0.1);
+    expect(Math.abs((sizes[3] as number) / 200 - 0.5)).toBeLessThan(0.1);
+    const lone = await cardBlocks(join(root, 'b7.json'), cards, BUDGET, only('other-shape'), [1, 0, 0]);
+    for (const q of questionsOf(worlds[0] as World, 15, 1, new Rng(33))) {
+      const b = await lone.blockFor(q, 1, rng);
+      expect(countCards(b.text), q).toBe(1);
+      expect(b.text).toMatch(/\[decomposition\] A question asking for .* has [2-9] links/);
+    }
+    await lone.dispose();
+    expect(parseBlockSizeShares('0.25,0.25,0.5', '--block-sizes')).toEqual([0.25, 0.25, 0.5]);
+    expect(() => parseBlockSizeShares('1,1', '--block-sizes')).toThrow(/--block-sizes must be 3 non-negative shares of blocks of 1, 2 and 3 cards/);
+    expect(() => parseBlockSizeShares('0,0,0', '--block-sizes')).toThrow(/--block-sizes/);
   });
 
   it('parseCardBlockMix names the flag and the kinds when the mix is wrong', () => {
