@@ -25,6 +25,8 @@ import { saveFullModel } from '../src/checkpoint/full-model.js';
 import { growCheckpoint, type GrowShape } from '../src/checkpoint/grow.js';
 import { listenForStop } from '../src/cli/stop-signals.js';
 import { CausalLM } from '../src/model/qwen3.js';
+import { ModelPolicy } from '../src/model/policy.js';
+import { loadTokenizer } from '../src/model/tokenizer.js';
 import { MODEL_PRIMING_FILE } from '../src/selfplay/priming.js';
 import { SFT_DEFAULTS } from '../src/sft/config.js';
 import { runSft } from '../src/sft/trainer.js';
@@ -35,6 +37,7 @@ import { Rng } from '../src/util/rng.js';
 import { cardBlockMixText, cardBlocks, DEFAULT_BLOCK_SIZE_SHARES, DEFAULT_CARD_BLOCK_MIX, distillerShapeCards, parseBlockSizeShares, parseCardBlockMix } from '../src/world/card-blocks.js';
 import { WORLD_DEFAULTS } from '../src/world/defaults.js';
 import { WARM_START_SHAPES } from '../src/world/demo-model.js';
+import { evalWorld } from '../src/world/eval.js';
 import { DEFAULT_EXPERT_RATES } from '../src/world/experts.js';
 import { buildTranscripts, DEFAULT_TRANSCRIPT_OPTIONS, writeTranscripts } from '../src/world/transcripts.js';
 import { DEMO_WORLD, trainingWorldSeeds, World } from '../src/world/world.js';
@@ -155,7 +158,8 @@ async function stageThenMaybeStop(stage: Stage, body: () => Promise<unknown>): P
     log(`${stage}: stopped before its end; rerun the same command to continue`);
     process.exit(0);
   }
-  if (stage === until) {
+  // After the last stage the script goes on to --install.
+  if (stage === until && stage !== STAGES[STAGES.length - 1]) {
     log(`stopped after ${stage} (--until); rerun without --until (or with a later one) to continue`);
     process.exit(0);
   }
@@ -274,13 +278,27 @@ await stageThenMaybeStop('controls', async () => {
 
 if (values.install) {
   const target = values.out as string;
+  // The demo world's held-out accuracy without cards, greedy on wasm, as make-demo-model.ts records it: the number
+  // test/world-demo-model.test.ts reproduces from the installed folder.
+  await initBackend('wasm');
+  const model = await CausalLM.load(paths.shipped);
+  const policy = new ModelPolicy('solver', model, await loadTokenizer(paths.shipped), undefined, { enableThinking: false });
+  const evalSettings = { maxTurns: WORLD_DEFAULTS.maxTurns ?? 4, maxTokensPerTurn: WORLD_DEFAULTS.maxNewTokens ?? 64, maxResponseTokens: WORLD_DEFAULTS.maxResponseTokens ?? 768, passagesPerQuery: 3 };
+  const demo = new World(DEMO_WORLD);
+  const skillsOff = await evalWorld(policy, await demo.searcher(), demo.heldOut, { settings: evalSettings });
+  model.dispose();
+  log(`demo world, held-out without cards: ${(100 * skillsOff.accuracy).toFixed(1)}% of ${skillsOff.questions}`);
   mkdirSync(target, { recursive: true });
   for (const f of ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json', MODEL_PRIMING_FILE]) cpSync(join(paths.shipped, f), join(target, f));
+  // The mining record beside the cards (as mine-priming-cards.ts --install writes it).
+  cpSync(join(paths.mining, 'mining.json'), join(target, 'priming-cards.json'));
   writeJsonAtomic(join(target, 'warm-start.json'), {
     command: JSON.parse(readFileSync(optionsFile, 'utf8')).command as string,
     shape,
     from: values.from,
     stages: done,
+    evalSettings,
+    heldOut: { demo: { world: { seed: DEMO_WORLD.seed }, skillsOff } },
   });
   log(`installed ${paths.shipped} as ${target}`);
 }
