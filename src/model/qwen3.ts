@@ -88,6 +88,11 @@ export interface LoadOptions {
   trainable?: boolean;
   /** Where a warning about the load goes (default: console.warn). */
   warn?: (message: string) => void;
+  /**
+   * How the native backend holds the frozen f32 matrices (src/tensor/frozen-matrix.ts), instead of what fits this
+   * machine (./memory-need.ts, `nativeLayout`): for measurements (bench/load-memory.ts). Ignored on native-int8.
+   */
+  nativeLayout?: 'packed' | 'once';
 }
 
 /**
@@ -210,7 +215,7 @@ export class CausalLM {
     if (refusal !== undefined) throw new Error(refusal);
     // Natively: in 8-bit blocks on native-int8; else packed twice where that fits this machine, else once
     // (src/tensor/frozen-matrix.ts).
-    const layout: NativeLayout = nativeFrozenBase() === 'int8' ? 'int8' : (nativeLayout(need) ?? 'once');
+    const layout: NativeLayout = nativeFrozenBase() === 'int8' ? 'int8' : (opts.nativeLayout ?? nativeLayout(need) ?? 'once');
     const risky = layout === 'int8' ? undefined : mallocSettingsWarning(dir, activeBackendName(), layout);
     if (risky !== undefined) (opts.warn ?? ((m: string) => console.warn(`warning: ${m}`)))(risky);
     const ckpt = new SafetensorsCheckpoint(dir);
