@@ -1,5 +1,5 @@
 // safetensors reading/writing and the half-precision conversions, against values worked out by hand.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -9,10 +9,12 @@ import {
   f16ToF32,
   f32ToBf16,
   f32ToF16,
+  HALF_CHUNK,
   SafetensorsCheckpoint,
   SafetensorsFile,
   writeSafetensors,
 } from '../src/formats/safetensors.js';
+import { makeTinyCheckpoint } from '../src/checkpoint/make-tiny.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sesa-safetensors-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -267,5 +269,71 @@ describe('bad input errors name the file and the tensor', () => {
     const empty = join(dir, 'empty');
     mkdirSync(empty);
     expect(() => new SafetensorsCheckpoint(empty)).toThrow(/empty: no model\.safetensors/);
+  });
+});
+
+describe('streamed reads (issue 63: each tensor read into the buffer that keeps it)', () => {
+  const sdir = mkdtempSync(join(tmpdir(), 'sesa-safetensors-stream-'));
+  afterAll(() => rmSync(sdir, { recursive: true, force: true }));
+
+  it('converts a 16-bit tensor longer than one piece into its target, bit for bit as converting it whole', () => {
+    const n = 2 * HALF_CHUNK + 5;
+    // Every 16-bit pattern, NaNs, infinities and subnormals included, then a run of pseudo-random ones.
+    const bits = new Uint16Array(n);
+    let x = 12345;
+    for (let i = 0; i < n; i++) bits[i] = i < 65536 ? i : (x = (x * 1103515245 + 12345) >>> 0) >>> 16;
+    const p = join(sdir, 'long.safetensors');
+    writeSafetensors(p, { b: { dtype: 'BF16', shape: [n], data: new Uint8Array(bits.buffer) }, h: { dtype: 'F16', shape: [n], data: new Uint8Array(bits.buffer) } });
+    const f = new SafetensorsFile(p);
+    for (const [name, whole] of [['b', bf16ToF32], ['h', f16ToF32]] as const) {
+      const want = new Uint32Array(whole(new Uint16Array(new Uint8Array(f.readBytes(name)).buffer)).buffer);
+      const target = new Uint8Array(4 * n + 1);
+      f.readFloat32Into(name, target.subarray(1));
+      const got = new Uint32Array(target.slice(1).buffer);
+      expect(got.length).toBe(want.length);
+      expect(got.every((v, i) => v === want[i]), name).toBe(true);
+      expect(new Uint32Array(f.readFloat32(name).buffer).every((v, i) => v === want[i]), name).toBe(true);
+    }
+  });
+
+  it('a tiny random checkpoint reads the same weights, bit for bit, through readFloat32Into as from its raw bytes', () => {
+    for (const dtype of ['f32', 'bf16', 'f16'] as const) {
+      const out = join(sdir, `tiny-${dtype}`);
+      makeTinyCheckpoint({ out, layers: 1, hidden: 32, heads: 2, kvHeads: 1, intermediate: 48, vocab: 300, dtype });
+      const ck = new SafetensorsCheckpoint(out);
+      const file = new SafetensorsFile(join(out, 'model.safetensors'));
+      for (const name of ck.names()) {
+        const raw = new Uint8Array(file.readBytes(name));
+        const old = dtype === 'f32' ? new Float32Array(raw.buffer) : (dtype === 'bf16' ? bf16ToF32 : f16ToF32)(new Uint16Array(raw.buffer));
+        const target = new Uint8Array(old.byteLength);
+        ck.readFloat32Into(name, target, file.entry(name).shape);
+        expect(Buffer.from(target).equals(Buffer.from(old.buffer, old.byteOffset, old.byteLength)), `${dtype} ${name}`).toBe(true);
+      }
+    }
+  });
+
+  it('names the file and the tensor when the file is cut short after its header was read', () => {
+    for (const dtype of ['F32', 'BF16'] as const) {
+      const p = join(sdir, `cut-${dtype}.safetensors`);
+      writeSafetensors(p, { first: { dtype, shape: [4], data: new Float32Array(4) }, 'w.last': { dtype, shape: [64], data: new Float32Array(64) } });
+      const f = new SafetensorsFile(p);
+      truncateSync(p, statSync(p).size - 10);
+      expect(f.readFloat32('first').length).toBe(4);
+      expect(() => f.readFloat32('w.last')).toThrow(new RegExp(`cut-${dtype}\\.safetensors: truncated: tensor 'w\\.last' could not be read in full \\(the file ends 10 bytes short of it\\)`));
+      expect(() => f.readFloat32Into('w.last', new Uint8Array(256))).toThrow(/cut-.*\.safetensors: truncated: tensor 'w\.last'/);
+    }
+  });
+
+  it('names the file and the tensor for offsets past the data, and for a dtype it cannot read as floats', () => {
+    const p = join(sdir, 'past.safetensors');
+    const header = Buffer.from(JSON.stringify({ 'w.far': { dtype: 'F32', shape: [2], data_offsets: [8, 16] } }));
+    const len = Buffer.alloc(8);
+    len.writeBigUInt64LE(BigInt(header.length));
+    writeFileSync(p, Buffer.concat([len, header, Buffer.alloc(12)]));
+    expect(() => new SafetensorsFile(p)).toThrow(/past\.safetensors: truncated: tensor 'w\.far' ends at byte 16 of the data section, which has only 12 bytes/);
+    const q = join(sdir, 'ints.safetensors');
+    writeSafetensors(q, { 'w.ids': { dtype: 'I64', shape: [2], data: new BigInt64Array(2) } });
+    const ck = new SafetensorsCheckpoint(sdir, 'ints.safetensors');
+    expect(() => ck.readFloat32Into('w.ids', new Uint8Array(8), [2])).toThrow(/ints\.safetensors: tensor 'w\.ids': dtype I64 is not a float type/);
   });
 });

@@ -237,10 +237,23 @@ export class SafetensorsFile {
     if (target.length !== e.end - e.begin) throw new SafetensorsError(this.path, `tensor '${name}': ${e.end - e.begin} bytes, read into ${target.length}`);
     const fd = openSync(this.path, 'r');
     try {
-      const n = readSync(fd, target, 0, target.length, this.dataStart + e.begin);
-      if (n !== target.length) throw new SafetensorsError(this.path, `truncated: tensor '${name}' could not be read in full`);
+      this.readSpan(fd, name, target, this.dataStart + e.begin);
     } finally {
       closeSync(fd);
+    }
+  }
+
+  /**
+   * Fills `target` from byte `position` of the open file: in as many reads as it takes (one read returns at most
+   * about 2 GiB on Linux), and an error naming the file and the tensor where the file ends first (it was
+   * truncated after its header was read).
+   */
+  private readSpan(fd: number, name: string, target: Uint8Array, position: number): void {
+    let done = 0;
+    while (done < target.length) {
+      const n = readSync(fd, target, done, target.length - done, position + done);
+      if (n === 0) throw new SafetensorsError(this.path, `truncated: tensor '${name}' could not be read in full (the file ends ${target.length - done} bytes short of it)`);
+      done += n;
     }
   }
 
@@ -253,17 +266,15 @@ export class SafetensorsFile {
   /** One floating-point tensor converted to f32 (tfjs has no f16/bf16 tensors). */
   readFloat32(name: string): Float32Array {
     const e = this.floatEntry(name);
-    // Read into a fresh (so aligned) buffer: a view of f32 values needs a byte offset that is a multiple of 4.
-    const raw = new Uint8Array(e.end - e.begin);
-    this.readInto(name, e, raw);
-    if (e.dtype === 'F32') return new Float32Array(raw.buffer);
-    const half = new Uint16Array(raw.buffer);
-    return e.dtype === 'BF16' ? bf16ToF32(half) : f16ToF32(half);
+    const out = new Float32Array(e.shape.reduce((a, b) => a * b, 1));
+    this.readFloat32Into(name, new Uint8Array(out.buffer));
+    return out;
   }
 
   /**
    * One floating-point tensor as f32 little-endian bytes, written into `target` (4 bytes a value, at any byte
-   * offset): an f32 tensor is read from the file straight into it, a 16-bit one through one f32 copy.
+   * offset): an f32 tensor is read from the file straight into it, a 16-bit one in pieces of `HALF_CHUNK` values,
+   * each converted into its place (no copy of the whole tensor besides `target`).
    */
   readFloat32Into(name: string, target: Uint8Array): void {
     const e = this.floatEntry(name);
@@ -273,10 +284,25 @@ export class SafetensorsFile {
       this.readInto(name, e, target);
       return;
     }
-    const f32 = this.readFloat32(name);
-    target.set(new Uint8Array(f32.buffer, f32.byteOffset, f32.byteLength));
+    const convert = e.dtype === 'BF16' ? bf16ToF32 : f16ToF32;
+    const half = new Uint16Array(Math.min(count, HALF_CHUNK));
+    const halfBytes = new Uint8Array(half.buffer);
+    const fd = openSync(this.path, 'r');
+    try {
+      for (let i = 0; i < count; i += HALF_CHUNK) {
+        const n = Math.min(HALF_CHUNK, count - i);
+        this.readSpan(fd, name, halfBytes.subarray(0, 2 * n), this.dataStart + e.begin + 2 * i);
+        const f32 = convert(half.subarray(0, n));
+        target.set(new Uint8Array(f32.buffer, f32.byteOffset, f32.byteLength), 4 * i);
+      }
+    } finally {
+      closeSync(fd);
+    }
   }
 }
+
+/** Values of a 16-bit tensor converted to f32 at a time (`readFloat32Into`): 2 MiB read, 4 MiB written. */
+export const HALF_CHUNK = 2 ** 20;
 
 /**
  * All tensors of a checkpoint folder: `model.safetensors`, or the shards listed in
