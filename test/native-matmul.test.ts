@@ -16,6 +16,9 @@ import { holdsTableNatively, NativeTable, TensorTable } from '../src/tensor/froz
 import { MIN_ROWS, MIN_WORK, nativeMatMulCalls, nativeMatMulThreads } from '../src/tensor/native-matmul.js';
 import { matMulT } from '../src/tensor/ops.js';
 import { Rng } from '../src/util/rng.js';
+import { ONNX_FLOAT, encodeOnnxModel } from '../src/formats/onnx.js';
+import { createSession, view } from '../src/tensor/ort-binding.js';
+import { weightStagingBytes } from '../src/tensor/weight-staging.js';
 import { makeNativeTestModel, type NativeTestRun, nativeTestSequences, runNativeTestModel } from './helpers/native-model.js';
 import { ReferenceModel } from './helpers/reference-forward.js';
 
@@ -223,6 +226,43 @@ describe('frozen matrices', () => {
     }
     expect(() => new NativeMatrix(inDim, outDim, () => ({ byteLength: 4 * (inDim * outDim - 1), fill: () => {} }))).toThrow(/gave 8959 floats for a \[112, 80\] weight/);
     tf.dispose([x, dy]);
+  });
+
+  it('W given as external data, staged in one shared buffer, gives the products of W inlined in the model bytes (the old load), bit for bit, whatever is staged after', async () => {
+    await initBackend('native', { threads: 2 });
+    const rng = new Rng(6);
+    const [inDim, outDim, rows] = [96, 104, 20];
+    const first = values(outDim * inDim, rng);
+    const second = values(outDim * inDim, rng);
+    const x = values(rows * inDim, rng);
+    const fill = (w: Float32Array) => ({ byteLength: w.byteLength, fill: (target: Uint8Array) => target.set(new Uint8Array(w.buffer)) });
+    // The old load: W's bytes inside the model, parsed by onnxruntime.
+    const inline = createSession(
+      encodeOnnxModel(
+        {
+          name: 'inline',
+          nodes: [{ op: 'Gemm', inputs: ['x', 'w'], outputs: ['y'], attrs: [{ name: 'transB', int: 1 }] }],
+          initializers: [{ name: 'w', dims: [outDim, inDim], dataType: ONNX_FLOAT, data: first }],
+          inputs: [{ name: 'x', elemType: ONNX_FLOAT, shape: ['n', inDim] }],
+          outputs: [{ name: 'y', elemType: ONNX_FLOAT, shape: ['n', outDim] }],
+        },
+        { opset: 17 },
+      ),
+      { threads: 2 },
+    );
+    const want = new Float32Array(rows * outDim);
+    inline.run({ x: view(x, [rows, inDim]) }, { y: view(want, [rows, outDim]) });
+    for (const layout of ['packed', 'once'] as const) {
+      const a = new NativeMatrix(inDim, outDim, () => fill(first), layout);
+      expect(weightStagingBytes()).toBeGreaterThanOrEqual(first.byteLength);
+      // The next matrix is staged in the same bytes: onnxruntime copied the first one's.
+      const b = new NativeMatrix(inDim, outDim, () => fill(second), layout);
+      const y = tf.tidy(() => a.times(tf.tensor2d(x, [rows, inDim])).dataSync() as Float32Array);
+      expect(Array.from(y), layout).toEqual(Array.from(want));
+      a.dispose();
+      b.dispose();
+    }
+    inline.dispose?.();
   });
 
   it("layout 'once' holds W once, unpacked, in one session of both products: the same products within the bound", async () => {

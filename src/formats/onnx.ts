@@ -14,6 +14,17 @@ export interface RawFill {
   fill(target: Uint8Array): void;
 }
 
+/**
+ * An initializer whose bytes are not in the model: its TensorProto names `location` (external data, offset 0,
+ * `byteLength` bytes), and the session is given those bytes by that name (src/tensor/ort-binding.ts,
+ * `externalData`). onnxruntime then copies them once, into the buffer it keeps, with no parse of them as part of
+ * the model (inline bytes are copied into the parsed model first, then into that buffer).
+ */
+export interface ExternalBytes {
+  external: string;
+  byteLength: number;
+}
+
 class PbWriter {
   private chunks: Array<Uint8Array | RawFill> = [];
   private len = 0;
@@ -90,8 +101,8 @@ export interface OnnxTensor {
   name: string;
   dims: number[];
   dataType: typeof ONNX_FLOAT | typeof ONNX_UINT8 | typeof ONNX_INT64;
-  /** Float32Array for FLOAT, Uint8Array for UINT8, BigInt64Array for INT64, or the raw little-endian bytes' source. */
-  data: Float32Array | Uint8Array | BigInt64Array | RawFill;
+  /** Float32Array for FLOAT, Uint8Array for UINT8, BigInt64Array for INT64, the raw little-endian bytes' source, or external bytes. */
+  data: Float32Array | Uint8Array | BigInt64Array | RawFill | ExternalBytes;
 }
 
 export type OnnxAttr = { name: string; int: number } | { name: string; float: number } | { name: string; ints: number[] } | { name: string; tensor: OnnxTensor };
@@ -126,6 +137,12 @@ function tensorProto(t: OnnxTensor): PbWriter {
   for (const d of t.dims) w.int(1, d); // dims
   w.int(2, t.dataType); // data_type
   w.string(8, t.name); // name
+  if ('external' in t.data) {
+    // external_data (13): StringStringEntryProto {key = 1, value = 2}; data_location (14): EXTERNAL = 1.
+    const entry = (key: string, value: string): PbWriter => new PbWriter().string(1, key).string(2, value);
+    w.message(13, entry('location', t.data.external)).message(13, entry('offset', '0')).message(13, entry('length', String(t.data.byteLength)));
+    return w.int(14, 1);
+  }
   const raw = t.data instanceof Float32Array || t.data instanceof Uint8Array || t.data instanceof BigInt64Array ? new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength) : t.data; // little-endian on x86/arm
   w.bytes(9, raw); // raw_data
   return w;

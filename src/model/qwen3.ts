@@ -251,6 +251,27 @@ export class CausalLM {
       return holdsNatively(inDim, out) ? new NativeMatrix(inDim, out, () => source(name), layout) : new TensorMatrix(transposed(name));
     };
 
+    const embedName = 'model.embed_tokens.weight';
+    const embedding = (): { table: FrozenTable; lmHead: FrozenMatrix | tf.Tensor2D | undefined } => {
+      // Frozen and large, natively: the table out of the wasm heap (src/tensor/frozen-table.ts).
+      const embedNatively = !opts.trainable && holdsTableNatively(cfg.vocabSize, cfg.hiddenSize);
+      const embed = embedNatively ? undefined : param(embedName, tf.tensor2d(read(embedName), [cfg.vocabSize, cfg.hiddenSize]));
+      const table: FrozenTable = embed ? new TensorTable(embed) : new NativeTable(cfg.vocabSize, cfg.hiddenSize, () => source(embedName));
+      // A tied frozen head: natively, the embedding table as stored ([V, d] is the head's [out, in]); else a
+      // transposed copy of the embedding, whose transpose for the backward is the table itself: memory for speed
+      // (no transposed matMul). A trainable tied model keeps none: a copy would go stale at the first update.
+      let lmHead: FrozenMatrix | tf.Tensor2D | undefined;
+      if (!cfg.tieWordEmbeddings) lmHead = projection('lm_head.weight');
+      else if (opts.trainable) lmHead = undefined;
+      else if (holdsNatively(cfg.hiddenSize, cfg.vocabSize)) lmHead = new NativeMatrix(cfg.hiddenSize, cfg.vocabSize, () => source(embedName), layout);
+      else lmHead = new TensorMatrix(tf.transpose(embed as tf.Tensor2D) as tf.Tensor2D, { transposed: embed as tf.Tensor2D });
+      return { table, lmHead };
+    };
+    // A frozen model's table and head first: their load's transient bytes (a table is up to a tenth of a Qwen3's
+    // weights, read into a buffer of its own: src/tensor/weight-staging.ts) then come and go while little else is
+    // resident, instead of on top of every layer. (A trainable model keeps the order of its variables.)
+    const early = opts.trainable ? undefined : embedding();
+
     const layers: LayerWeights[] = [];
     for (let l = 0; l < cfg.numLayers; l++) {
       const p = `model.layers.${l}.`;
@@ -271,19 +292,7 @@ export class CausalLM {
         postNorm: vector(`${p}post_attention_layernorm.weight`),
       });
     }
-    const embedName = 'model.embed_tokens.weight';
-    // Frozen and large, natively: the table out of the wasm heap (src/tensor/frozen-table.ts).
-    const embedNatively = !opts.trainable && holdsTableNatively(cfg.vocabSize, cfg.hiddenSize);
-    const embed = embedNatively ? undefined : param(embedName, tf.tensor2d(read(embedName), [cfg.vocabSize, cfg.hiddenSize]));
-    const table: FrozenTable = embed ? new TensorTable(embed) : new NativeTable(cfg.vocabSize, cfg.hiddenSize, () => source(embedName));
-    // A tied frozen head: natively, the embedding table as stored ([V, d] is the head's [out, in]); else a
-    // transposed copy of the embedding, whose transpose for the backward is the table itself: memory for speed
-    // (no transposed matMul). A trainable tied model keeps none: a copy would go stale at the first update.
-    let lmHead: FrozenMatrix | tf.Tensor2D | undefined;
-    if (!cfg.tieWordEmbeddings) lmHead = projection('lm_head.weight');
-    else if (opts.trainable) lmHead = undefined;
-    else if (holdsNatively(cfg.hiddenSize, cfg.vocabSize)) lmHead = new NativeMatrix(cfg.hiddenSize, cfg.vocabSize, () => source(embedName), layout);
-    else lmHead = new TensorMatrix(tf.transpose(embed as tf.Tensor2D) as tf.Tensor2D, { transposed: embed as tf.Tensor2D });
+    const { table, lmHead } = early ?? embedding();
     return new CausalLM(cfg, table, layers, vector('model.norm.weight'), lmHead, dir, variables);
   }
 

@@ -8,9 +8,11 @@
 //   constant operand once, when the session is made, and onnxruntime drops the unpacked copy, so nothing of W
 //   is in the wasm heap. The backward's session is made on first use (a model that only generates never makes
 //   it), from the same loader that gave the forward's weights (the checkpoint is read again). A loader may give
-//   W as a `RawFill` instead of an array: the checkpoint is then read straight into the session's model bytes,
-//   the one copy of W this process makes before onnxruntime's (a 4B model's load left ~1.6× its weights
-//   resident when each matrix went through three more).
+//   W as a `RawFill` instead of an array: the checkpoint is then read straight into a staging buffer shared by
+//   every matrix (./weight-staging.ts), which onnxruntime copies from into the one copy it keeps (the model
+//   names W as external data: it is not parsed as part of the model's bytes, a copy more). So a matrix's load
+//   makes no garbage of its size, and its transient bytes are onnxruntime's own (its unpacked copy, while it
+//   packs it).
 //   The products run as one tfjs kernel each, reading x or dy from the heap and writing the output there.
 //   Layout `once` (for a model whose two packed copies would not fit in memory: src/model/memory-need.ts): one
 //   session holds W once, unpacked, for both products (prepacking off), and MLAS packs its panels per product:
@@ -21,6 +23,7 @@
 //   copy, which a decoded token reads once per matrix.
 import * as tf from '@tensorflow/tfjs';
 import { ONNX_FLOAT, encodeOnnxModel, type OnnxValueInfo, type RawFill } from '../formats/onnx.js';
+import { withWeightBytes } from './weight-staging.js';
 import { createSession, type OrtNativeSession, type OrtTensorView, view } from './ort-binding.js';
 import { blockInt8Model, quantizeBlocks } from './block-int8.js';
 import { heapView, nativeMatMulThreads } from './native-matmul.js';
@@ -142,27 +145,23 @@ const BACKWARD = { op: 'MatMul', inputs: ['dy', 'w'], outputs: ['dx'] };
 
 const value = (name: string, shape: Array<number | string>): OnnxValueInfo => ({ name, elemType: ONNX_FLOAT, shape });
 
-/** The model of one product (`packed`) or of both (`once`) with W ([out, in], as stored) as an initializer. */
-function productModel(weight: Float32Array | RawFill, inDim: number, outDim: number, products: 'forward' | 'backward' | 'both'): Uint8Array {
+/** Where the product models name W's bytes (external data: ./ort-binding.ts, `externalData`). */
+const WEIGHT_LOCATION = 'w.bin';
+
+/** The model of one product (`packed`) or of both (`once`) with W ([out, in], as stored) as an external initializer. */
+function productModel(inDim: number, outDim: number, products: 'forward' | 'backward' | 'both'): Uint8Array {
   const forward = products !== 'backward';
   const backward = products !== 'forward';
   return encodeOnnxModel(
     {
       name: `frozen-${products}`,
       nodes: [...(forward ? [FORWARD] : []), ...(backward ? [BACKWARD] : [])],
-      initializers: [{ name: 'w', dims: [outDim, inDim], dataType: ONNX_FLOAT, data: weight }],
+      initializers: [{ name: 'w', dims: [outDim, inDim], dataType: ONNX_FLOAT, data: { external: WEIGHT_LOCATION, byteLength: 4 * outDim * inDim } }],
       inputs: [...(forward ? [value('x', ['n', inDim])] : []), ...(backward ? [value('dy', ['m', outDim])] : [])],
       outputs: [...(forward ? [value('y', ['n', outDim])] : []), ...(backward ? [value('dx', ['m', inDim])] : [])],
     },
     { opset: 17 },
   );
-}
-
-/** The floats of a `RawFill` (a checkpoint's bytes), read into an array of their own. */
-function filled(fill: RawFill): Float32Array {
-  const bytes = new Uint8Array(fill.byteLength);
-  fill.fill(bytes);
-  return new Float32Array(bytes.buffer);
 }
 
 /**
@@ -199,13 +198,16 @@ export class NativeMatrix implements FrozenMatrix {
     const w = this.load();
     const floats = w instanceof Float32Array ? w.length : w.byteLength / 4;
     if (floats !== inDim * outDim) throw new Error(`NativeMatrix: the loader gave ${floats} floats for a [${outDim}, ${inDim}] weight`);
-    if (this.layout === 'int8') {
-      // W [out, in]: the forward sums over `in` (W's rows), the backward over `out` (its columns).
-      const values = w instanceof Float32Array ? w : filled(w);
-      const q = products === 'forward' ? quantizeBlocks(values, outDim, inDim, inDim, 1) : quantizeBlocks(values, inDim, outDim, 1, inDim);
-      return createSession(blockInt8Model(q, `frozen-int8-${products}`), { threads: this.threads });
-    }
-    return createSession(productModel(w, inDim, outDim, products), { threads: this.threads, prepack: products !== 'both' });
+    return withWeightBytes(w, (bytes) => {
+      if (this.layout === 'int8') {
+        // W [out, in]: the forward sums over `in` (W's rows), the backward over `out` (its columns).
+        const values = new Float32Array(bytes.buffer, bytes.byteOffset, inDim * outDim);
+        const q = products === 'forward' ? quantizeBlocks(values, outDim, inDim, inDim, 1) : quantizeBlocks(values, inDim, outDim, 1, inDim);
+        return createSession(blockInt8Model(q, `frozen-int8-${products}`), { threads: this.threads });
+      }
+      const model = productModel(inDim, outDim, products);
+      return createSession(model, { threads: this.threads, prepack: products !== 'both', externalData: [{ path: WEIGHT_LOCATION, data: bytes }] });
+    });
   }
 
   /** Runs one product: x·W (`transposed` false) or dy·Wᵀ, from `input` into `output` (the backward's session made on first use). */

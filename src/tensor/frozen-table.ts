@@ -13,6 +13,10 @@ import { ONNX_FLOAT, ONNX_INT64, encodeOnnxModel, type RawFill } from '../format
 import { holdsNatively } from './frozen-matrix.js';
 import { nativeMatMulThreads } from './native-matmul.js';
 import { createSession, type OrtNativeSession, view } from './ort-binding.js';
+import { withWeightBytes } from './weight-staging.js';
+
+/** Where the table's model names E's bytes (external data: ./ort-binding.ts, `externalData`). */
+const TABLE_LOCATION = 'table.bin';
 
 export interface FrozenTable {
   readonly shape: readonly [number, number];
@@ -61,17 +65,18 @@ export class NativeTable implements FrozenTable {
     const data = load();
     const floats = data instanceof Float32Array ? data.length : data.byteLength / 4;
     if (floats !== rows * cols) throw new Error(`NativeTable: the loader gave ${floats} floats for a [${rows}, ${cols}] table`);
+    // E as external data, copied by onnxruntime from the staged bytes into the one copy it keeps (./weight-staging.ts).
     const model = encodeOnnxModel(
       {
         name: 'frozen-table',
         nodes: [{ op: 'Gather', inputs: ['table', 'ids'], outputs: ['y'], attrs: [{ name: 'axis', int: 0 }] }],
-        initializers: [{ name: 'table', dims: [rows, cols], dataType: ONNX_FLOAT, data }],
+        initializers: [{ name: 'table', dims: [rows, cols], dataType: ONNX_FLOAT, data: { external: TABLE_LOCATION, byteLength: 4 * rows * cols } }],
         inputs: [{ name: 'ids', elemType: ONNX_INT64, shape: ['n'] }],
         outputs: [{ name: 'y', elemType: ONNX_FLOAT, shape: ['n', cols] }],
       },
       { opset: 17 },
     );
-    this.session = createSession(model, { threads: 1 });
+    this.session = withWeightBytes(data, (bytes) => createSession(model, { threads: 1, externalData: [{ path: TABLE_LOCATION, data: bytes }] }));
   }
 
   rows(ids: readonly number[]): tf.Tensor2D {

@@ -84,6 +84,12 @@ export interface SessionOptions {
   threads: number;
   /** Whether constant operands are packed for MLAS when the session is made (default true). */
   prepack?: boolean;
+  /**
+   * The bytes of the model's external initializers, by the location their TensorProto names (onnx.ts,
+   * `ExternalBytes`). onnxruntime copies them into its own buffers while the session is made (measured: a
+   * session made from them does not change when they are overwritten after), so the caller may reuse them at once.
+   */
+  externalData?: Array<{ path: string; data: Uint8Array }>;
 }
 
 /** A session of the model `bytes` on `threads` threads; throws where the binding is unavailable. */
@@ -99,6 +105,7 @@ export function createSession(bytes: Uint8Array, options: SessionOptions): OrtNa
     // The arena would keep the largest allocation of each session for its lifetime; outputs are ours anyway.
     enableCpuMemArena: false,
     extra: { session: { 'intra_op.allow_spinning': '0', ...(options.prepack === false ? { disable_prepacking: '1' } : {}) } },
+    ...(options.externalData ? { externalData: options.externalData } : {}),
   });
   return session;
 }
