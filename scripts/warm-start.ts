@@ -14,7 +14,7 @@
 // again after a stop (a session's end, SIGTERM, a crash) continues where it stopped: SFT resumes from its last
 // checkpoint, an unfinished stage starts over. The options are saved in WORK/pipeline.json on the first run; a
 // rerun with other options is refused. --install copies the shipped folder to --out (models/demo).
-//   npx tsx scripts/warm-start.ts --work runs/warm-start/3.9m --shape 3.9m [--sft-steps 1000] [--until sft]
+//   npx tsx scripts/warm-start.ts --work runs/warm-start/1.4m [--shape 1.4m] [--sft-steps 1214] [--until sft]
 //     [--install --out models/demo]
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
@@ -40,7 +40,7 @@ import { WARM_START_SHAPES } from '../src/world/demo-model.js';
 import { evalWorld } from '../src/world/eval.js';
 import { DEFAULT_EXPERT_RATES } from '../src/world/experts.js';
 import { buildTranscripts, DEFAULT_TRANSCRIPT_OPTIONS, writeTranscripts } from '../src/world/transcripts.js';
-import { DEMO_WORLD, trainingWorldSeeds, World } from '../src/world/world.js';
+import { DEMO_WORLD, EVAL_WORLD_SEEDS, FRESH_WORLD, trainingWorldSeeds, World } from '../src/world/world.js';
 
 const STAGES = ['grow', 'data', 'sft', 'ship', 'mine', 'controls'] as const;
 type Stage = (typeof STAGES)[number];
@@ -48,7 +48,7 @@ type Stage = (typeof STAGES)[number];
 const OPTIONS = {
   work: { type: 'string' },
   from: { type: 'string', default: 'models/demo-seed' },
-  shape: { type: 'string', default: '3.9m' },
+  shape: { type: 'string', default: '1.4m' },
   seed: { type: 'string', default: '31' },
   // data
   worlds: { type: 'string', default: '48' },
@@ -64,7 +64,7 @@ const OPTIONS = {
   /** yes: the copy windows of an episode with cards open with its card block (src/world/exercises.ts); no: the question alone. */
   'windows-with-cards': { type: 'string', default: 'yes' },
   // sft
-  'sft-steps': { type: 'string', default: '1000' },
+  'sft-steps': { type: 'string', default: '1214' },
   'batch-size': { type: 'string', default: '16' },
   lr: { type: 'string', default: '1e-3' },
   'micro-batch-tokens': { type: 'string', default: '1024' },
@@ -125,6 +125,12 @@ const yesNo = (k: string): boolean => {
   return v === 'yes';
 };
 const seed = num('seed');
+// Mining and the controls read training worlds only; refused here, before any stage runs, not when they come up.
+for (const k of ['mine-worlds', 'control-worlds'] as const) {
+  for (const w of (values[k] as string).split(',').map((x) => intFlag(k, x, 1))) {
+    if (EVAL_WORLD_SEEDS.includes(w) || w === FRESH_WORLD.seed || w === DEMO_WORLD.seed) throw new Error(`--${k}: ${w} is not a training world other than the self-play world (mining and the controls read training worlds only)`);
+  }
+}
 const paths = {
   grown: join(work, 'grown'),
   data: join(work, 'transcripts.jsonl'),
@@ -175,7 +181,8 @@ await stageThenMaybeStop('data', async () => {
   const worlds = worldSeeds.map((s) => new World({ seed: s, passages: DEMO_WORLD.passages }));
   const primingFile = join(values.from as string, MODEL_PRIMING_FILE);
   const priming = existsSync(primingFile) ? cardsFromJsonl(readFileSync(primingFile, 'utf8'), primingFile) : [];
-  const cards = [...priming, ...distillerShapeCards(worlds, num('bank-cards'), Rng.derive(seed, 11))];
+  // A distiller card can be one of the priming cards word for word (mining writes the distiller's cards): kept once.
+  const cards = [...new Map([...priming, ...distillerShapeCards(worlds, num('bank-cards'), Rng.derive(seed, 11))].map((c) => [c.id, c])).values()];
   const blocks = await cardBlocks(paths.bank, cards, WORLD_DEFAULTS.renderTokenBudget as number, parseCardBlockMix(values['card-mix'] as string, '--card-mix'), parseBlockSizeShares(values['block-sizes'] as string, '--block-sizes'));
   const mix = (values['proposer-hop-mix'] as string).split(',').map(Number) as [number, number, number];
   const set = await buildTranscripts({
