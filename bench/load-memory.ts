@@ -8,6 +8,8 @@
 //   npx tsx bench/load-memory.ts --shape 4b --malloc bin --backward  also makes every matrix's backward session
 //   options: --shape tiny|0.6b|1.7b|4b  --dtype f32|bf16  --backend native|native-int8  --malloc bin|glibc|both
 //            --layout packed|once (default: what the load picks for this machine)  --dir FOLDER  --backward
+//            --tied-table shared|apart (default shared: a tied table held once, by the head; apart: once more, the
+//            load before the shared table)
 //
 // `--malloc bin` starts the child with the glibc settings of bin/sesa-train.mjs's shebang (what `npx sesa-train`
 // runs with: freed memory stays resident), `glibc` with glibc's defaults. `--backward` then multiplies one row
@@ -60,7 +62,7 @@ interface ChildReport {
 }
 
 /** In the child: load `dir` and report the resident set (one JSON line on stdout). */
-async function child(dir: string, backend: BenchBackend, layout: string | undefined, backward: boolean): Promise<void> {
+async function child(dir: string, backend: BenchBackend, layout: string | undefined, backward: boolean, tiedTable: string | undefined): Promise<void> {
   const { initBackend, tf } = await import('../src/tensor/backend.js');
   const { CausalLM } = await import('../src/model/qwen3.js');
   const { NativeMatrix } = await import('../src/tensor/frozen-matrix.js');
@@ -69,7 +71,10 @@ async function child(dir: string, backend: BenchBackend, layout: string | undefi
   gc?.();
   const rssBefore = status('VmRSS');
   const t0 = performance.now();
-  const model = await CausalLM.load(dir, layout ? { nativeLayout: layout as 'packed' | 'once' } : {});
+  const model = await CausalLM.load(dir, {
+    ...(layout ? { nativeLayout: layout as 'packed' | 'once' } : {}),
+    ...(tiedTable ? { nativeTiedTable: tiedTable as 'shared' | 'apart' } : {}),
+  });
   const loadSeconds = (performance.now() - t0) / 1000;
   let backwardSeconds: number | undefined;
   if (backward) {
@@ -98,7 +103,9 @@ async function main(argv: string[]): Promise<void> {
   const backend = (arg(argv, '--backend') ?? 'native') as BenchBackend;
   const layout = arg(argv, '--layout');
   const backward = argv.includes('--backward');
-  if (childDir !== undefined) return child(childDir, backend, layout, backward);
+  const tiedTable = arg(argv, '--tied-table');
+  if (tiedTable !== undefined && tiedTable !== 'shared' && tiedTable !== 'apart') throw new Error(`--tied-table must be shared or apart, got ${tiedTable}`);
+  if (childDir !== undefined) return child(childDir, backend, layout, backward, tiedTable);
 
   const shape = arg(argv, '--shape') ?? '0.6b';
   const spec = LOAD_SHAPES[shape];
@@ -118,13 +125,13 @@ async function main(argv: string[]): Promise<void> {
     for (const k of MALLOC_KEYS) delete env[k];
     if (settings === 'bin') Object.assign(env, binMallocEnv());
     const script = fileURLToPath(import.meta.url);
-    const args = ['--expose-gc', '--import', 'tsx', script, '--child', dir, '--backend', backend, ...(layout ? ['--layout', layout] : []), ...(backward ? ['--backward'] : [])];
+    const args = ['--expose-gc', '--import', 'tsx', script, '--child', dir, '--backend', backend, ...(layout ? ['--layout', layout] : []), ...(backward ? ['--backward'] : []), ...(tiedTable ? ['--tied-table', tiedTable] : [])];
     process.stderr.write(`loading ${dir} on ${backend} with the ${settings} malloc settings\n`);
     const r = spawnSync(process.execPath, args, { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 24 });
     const line = (r.stdout ?? '').split('\n').find((l) => l.startsWith('LOAD-MEMORY '));
     if (r.status !== 0 || !line) throw new Error(`the child exited with ${r.status ?? r.signal} (killed for memory?):\n${r.stdout ?? ''}`);
     const c = JSON.parse(line.slice('LOAD-MEMORY '.length)) as ChildReport;
-    const label = `${shape} ${dtype} ${settings}-malloc${backward ? ' +backward' : ''}`;
+    const label = `${shape} ${dtype} ${settings}-malloc${backward ? ' +backward' : ''}${tiedTable === 'apart' ? ' table apart' : ''}`;
     const notes = `${c.layout}; weights ${gib(weights).toFixed(2)} GiB (f32)`;
     const row = (metric: string, value: number, unit: string): void => void rows.push({ case: label, engine: `sesa/${backend}`, metric, value, unit, notes });
     row('resident before the load', gib(c.rssBefore), 'GiB');

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TrainingSequence } from '../src/rl/grpo-update.js';
 import { activeBackend, initBackend, tf } from '../src/tensor/backend.js';
 import { holdsNatively, NATIVE_LINEAR, NATIVE_MIN_FLOATS, NativeMatrix, TensorMatrix } from '../src/tensor/frozen-matrix.js';
-import { holdsTableNatively, NativeTable, TensorTable } from '../src/tensor/frozen-table.js';
+import { holdsTableNatively, NativeTable, TensorTable, TiedTable } from '../src/tensor/frozen-table.js';
 import { MIN_ROWS, MIN_WORK, nativeMatMulCalls, nativeMatMulThreads } from '../src/tensor/native-matmul.js';
 import { matMulT } from '../src/tensor/ops.js';
 import { Rng } from '../src/util/rng.js';
@@ -325,6 +325,66 @@ describe('frozen tables', () => {
     expect(holdsTableNatively(512, 512)).toBe(true);
     expect(holdsTableNatively(320, 64)).toBe(false);
   });
+  it('a tied head with a lookup (TiedTable) gathers the rows NativeTable gathers and forms the products of a head without one, bit for bit, in both f32 layouts, from one read of the table', async () => {
+    await initBackend('native', { threads: 2 });
+    const rng = new Rng(29);
+    // The table E [V, d] is the head's W as stored ([out, in]): the head is [d, V].
+    const [vocab, d, rows] = [640, 48, 37];
+    const e = values(vocab * d, rng);
+    const fill = { byteLength: e.byteLength, fill: (target: Uint8Array) => target.set(new Uint8Array(e.buffer)) };
+    const x = tf.tensor2d(values(rows * d, rng), [rows, d]);
+    const dy = tf.tensor2d(values(rows * vocab, rng), [rows, vocab]);
+    const one = tf.tensor2d(values(d, rng), [1, d]);
+    const ids = [0, 639, 17, 17, 301, 5];
+    for (const layout of ['packed', 'once'] as const) {
+      const apartTable = new NativeTable(vocab, d, () => fill);
+      const apartHead = new NativeMatrix(d, vocab, () => fill, layout);
+      let loads = 0;
+      const head = new NativeMatrix(d, vocab, () => (loads++, fill), layout, { lookup: true });
+      const table = new TiedTable(head);
+      expect(loads, layout).toBe(1);
+      expect(table.shape).toEqual([vocab, d]);
+      expect(table.heapFloats).toBe(0);
+      const before = tf.memory().numTensors;
+      // Lookups before and after the products, and between them: the session's other nodes change nothing.
+      const pairs: Array<[tf.Tensor, tf.Tensor]> = [
+        [table.rows(ids), apartTable.rows(ids)],
+        [head.times(x), apartHead.times(x)],
+        [table.rows([3]), apartTable.rows([3])],
+        [head.timesTransposed(dy), apartHead.timesTransposed(dy)],
+        [table.rows(ids), apartTable.rows(ids)],
+        [head.times(one), apartHead.times(one)],
+      ];
+      for (const [a, b] of pairs) {
+        expect(a.shape, layout).toEqual(b.shape);
+        expect(Array.from(a.dataSync()), layout).toEqual(Array.from(b.dataSync()));
+      }
+      // The rows are E's, exactly.
+      expect(Array.from((pairs[0] as [tf.Tensor, tf.Tensor])[0].dataSync())).toEqual(ids.flatMap((i) => Array.from(e.subarray(i * d, (i + 1) * d))));
+      const empty = table.rows([]);
+      expect(empty.shape).toEqual([0, d]);
+      tf.dispose([...pairs.flat(), empty]);
+      expect(tf.memory().numTensors, layout).toBe(before);
+      expect(() => table.rows([640])).toThrow(/TiedTable: token id 640 is outside the table's 640 rows/);
+      // The packed backward's session is made on first use, as without a lookup: one read more.
+      expect(loads, layout).toBe(layout === 'packed' ? 2 : 1);
+      // The head owns the session: the table's dispose ends only the table's use.
+      table.dispose();
+      expect(() => table.rows([1])).toThrow(/after dispose/);
+      const y = head.times(x);
+      y.dispose();
+      const again = new TiedTable(head);
+      head.dispose();
+      expect(() => again.rows([1])).toThrow(/NativeMatrix: used after dispose/);
+      apartTable.dispose();
+      apartHead.dispose();
+    }
+    expect(() => new NativeMatrix(d, vocab, () => e, 'int8', { lookup: true })).toThrow(/lookup needs W in f32/);
+    const plain = new NativeMatrix(d, vocab, () => e, 'packed');
+    expect(() => new TiedTable(plain)).toThrow(/without a lookup/);
+    plain.dispose();
+    tf.dispose([x, dy, one]);
+  });
 });
 
 describe('a model on the native backend', () => {
@@ -367,5 +427,19 @@ describe('a model on the native backend', () => {
     expect(native.parameters).toBe(wasm.parameters);
     const held = 2 * 2 * (2 * 512 * 512 + 3 * 512 * 1024) + 2 * 2 * 512 * 128 + 512 * 512 + 512 * 512;
     expect(wasm.heapFloats - native.heapFloats).toBe(held);
+  });
+
+  it('the tied table held once (the head\'s lookup) gives the logits, hidden states and LoRA gradients of the table held apart, bit for bit, in both f32 layouts', async () => {
+    for (const nativeLayout of ['packed', 'once'] as const) {
+      const apart = await runNativeTestModel(dir, seqs, 'native', { nativeLayout, nativeTiedTable: 'apart' });
+      const shared = await runNativeTestModel(dir, seqs, 'native', { nativeLayout });
+      expect(shared.logits.length).toBe((seqs[0] as TrainingSequence).promptIds.length * 512);
+      expect(Array.from(shared.hidden), nativeLayout).toEqual(Array.from(apart.hidden));
+      expect(Array.from(shared.logits), nativeLayout).toEqual(Array.from(apart.logits));
+      expect(shared.logprobs, nativeLayout).toEqual(apart.logprobs);
+      expect(Object.keys(shared.grads).sort()).toEqual(Object.keys(apart.grads).sort());
+      for (const [k, g] of Object.entries(apart.grads)) expect(Array.from(shared.grads[k] as Float32Array), `${nativeLayout} ${k}`).toEqual(Array.from(g));
+      expect([shared.heapFloats, shared.parameters, shared.described]).toEqual([apart.heapFloats, apart.parameters, apart.described]);
+    }
   });
 });

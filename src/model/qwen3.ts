@@ -21,7 +21,7 @@
 import { tf } from '../tensor/backend.js';
 import { linearFrozen, matMulTrainable } from '../tensor/ops.js';
 import { type FrozenMatrix, holdsNatively, NativeMatrix, type NativeLayout, TensorMatrix } from '../tensor/frozen-matrix.js';
-import { type FrozenTable, holdsTableNatively, NativeTable, TensorTable } from '../tensor/frozen-table.js';
+import { type FrozenTable, holdsTableNatively, NativeTable, TensorTable, TiedTable } from '../tensor/frozen-table.js';
 import { batchedMatMul } from '../tensor/batched-matmul.js';
 import { nativeFrozenBase, nativeMatMulThreads } from '../tensor/native-matmul.js';
 import { recomputed } from '../tensor/recompute.js';
@@ -93,6 +93,13 @@ export interface LoadOptions {
    * machine (./memory-need.ts, `nativeLayout`): for measurements (bench/load-memory.ts). Ignored on native-int8.
    */
   nativeLayout?: 'packed' | 'once';
+  /**
+   * Natively, a tied frozen head's table: `shared` (the default) gathers the lookups from the head's own
+   * initializer (src/tensor/frozen-table.ts, `TiedTable`: the table held once); `apart` holds it again in a Gather
+   * session of its own (the load before the shared table: for tests and bench/load-memory.ts). Native-int8 keeps
+   * it apart (its head is in 8-bit blocks).
+   */
+  nativeTiedTable?: 'shared' | 'apart';
 }
 
 /**
@@ -255,6 +262,12 @@ export class CausalLM {
     const embedding = (): { table: FrozenTable; lmHead: FrozenMatrix | tf.Tensor2D | undefined } => {
       // Frozen and large, natively: the table out of the wasm heap (src/tensor/frozen-table.ts).
       const embedNatively = !opts.trainable && holdsTableNatively(cfg.vocabSize, cfg.hiddenSize);
+      // Natively and tied in f32, one session holds the table for the lookups and the head (`TiedTable`). The
+      // head is held natively wherever the table is (both from 2^18 floats: src/tensor/frozen-table.ts).
+      if (embedNatively && cfg.tieWordEmbeddings && layout !== 'int8' && (opts.nativeTiedTable ?? 'shared') === 'shared') {
+        const head = new NativeMatrix(cfg.hiddenSize, cfg.vocabSize, () => source(embedName), layout, { lookup: true });
+        return { table: new TiedTable(head), lmHead: head };
+      }
       const embed = embedNatively ? undefined : param(embedName, tf.tensor2d(read(embedName), [cfg.vocabSize, cfg.hiddenSize]));
       const table: FrozenTable = embed ? new TensorTable(embed) : new NativeTable(cfg.vocabSize, cfg.hiddenSize, () => source(embedName));
       // A tied frozen head: natively, the embedding table as stored ([V, d] is the head's [out, in]); else a

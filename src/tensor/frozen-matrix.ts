@@ -18,13 +18,20 @@
 //   session holds W once, unpacked, for both products (prepacking off), and MLAS packs its panels per product:
 //   half the memory, for a slower product (a decoded row's product most of all). Each run feeds both inputs,
 //   the unused one with no rows (onnxruntime runs every node of a session).
+//   A tied head may also serve the embedding table's lookups (`lookup`: ./frozen-table.ts, `TiedTable`): its
+//   first session (`once`: the only one; `packed`: the forward's) then has a Gather node more over the same
+//   initializer, and the table is held once for both instead of once more in a session of its own (a Qwen3
+//   table is 26% of the 0.6B's weights). In `packed` onnxruntime keeps W unpacked beside the forward's packed
+//   copy (the Gather reads it), which is what the table's own session held; in `once` the one unpacked copy
+//   serves all three. A Gather copies values, and the products are the same nodes, so every result is the
+//   same bits as with the table apart (test/native-matmul.test.ts).
 //   Layout `int8` (the `native-int8` backend): each product's session holds W in 8-bit blocks (./block-int8.ts),
 //   the forward's quantized along W's rows, the backward's along its columns: about a quarter of f32's bytes a
 //   copy, which a decoded token reads once per matrix.
 import * as tf from '@tensorflow/tfjs';
-import { ONNX_FLOAT, encodeOnnxModel, type OnnxValueInfo, type RawFill } from '../formats/onnx.js';
+import { ONNX_FLOAT, ONNX_INT64, encodeOnnxModel, type OnnxValueInfo, type RawFill } from '../formats/onnx.js';
 import { withWeightBytes } from './weight-staging.js';
-import { createSession, type OrtNativeSession, type OrtTensorView, view } from './ort-binding.js';
+import { createSession, type OrtInt64View, type OrtNativeSession, type OrtTensorView, view } from './ort-binding.js';
 import { blockInt8Model, quantizeBlocks } from './block-int8.js';
 import { heapView, nativeMatMulThreads } from './native-matmul.js';
 import { matMulT } from './ops.js';
@@ -142,26 +149,46 @@ export type NativeLayout = 'packed' | 'once' | 'int8';
 /** The product nodes: x [n, in] · Wᵀ (the forward, from W as stored [out, in]) and dy [m, out] · W. */
 const FORWARD = { op: 'Gemm', inputs: ['x', 'w'], outputs: ['y'], attrs: [{ name: 'transB', int: 1 }] };
 const BACKWARD = { op: 'MatMul', inputs: ['dy', 'w'], outputs: ['dx'] };
+/** A tied table's lookup: the rows ids [k] of W as stored ([out, in]: the table [V, d]). */
+const LOOKUP = { op: 'Gather', inputs: ['w', 'ids'], outputs: ['rows'], attrs: [{ name: 'axis', int: 0 }] };
 
 const value = (name: string, shape: Array<number | string>): OnnxValueInfo => ({ name, elemType: ONNX_FLOAT, shape });
+
+/** An input of no rows, for a node of a session that is not asked for (a run feeds every input). */
+const none = (width: number): OrtTensorView => view(new Float32Array(0), [0, width]);
+type Feeds = Record<string, OrtTensorView | OrtInt64View>;
+const NO_IDS: OrtInt64View = { type: 'int64', dims: [0], data: new BigInt64Array(0), location: 'cpu' };
 
 /** Where the product models name W's bytes (external data: ./ort-binding.ts, `externalData`). */
 const WEIGHT_LOCATION = 'w.bin';
 
-/** The model of one product (`packed`) or of both (`once`) with W ([out, in], as stored) as an external initializer. */
-function productModel(inDim: number, outDim: number, products: 'forward' | 'backward' | 'both'): Uint8Array {
+/**
+ * The model of one product (`packed`) or of both (`once`) with W ([out, in], as stored) as an external
+ * initializer, and with `lookup` a Gather of W's rows too.
+ */
+function productModel(inDim: number, outDim: number, products: 'forward' | 'backward' | 'both', lookup: boolean): Uint8Array {
   const forward = products !== 'backward';
   const backward = products !== 'forward';
   return encodeOnnxModel(
     {
-      name: `frozen-${products}`,
-      nodes: [...(forward ? [FORWARD] : []), ...(backward ? [BACKWARD] : [])],
+      name: `frozen-${products}${lookup ? '-lookup' : ''}`,
+      nodes: [...(forward ? [FORWARD] : []), ...(backward ? [BACKWARD] : []), ...(lookup ? [LOOKUP] : [])],
       initializers: [{ name: 'w', dims: [outDim, inDim], dataType: ONNX_FLOAT, data: { external: WEIGHT_LOCATION, byteLength: 4 * outDim * inDim } }],
-      inputs: [...(forward ? [value('x', ['n', inDim])] : []), ...(backward ? [value('dy', ['m', outDim])] : [])],
-      outputs: [...(forward ? [value('y', ['n', outDim])] : []), ...(backward ? [value('dx', ['m', inDim])] : [])],
+      inputs: [
+        ...(forward ? [value('x', ['n', inDim])] : []),
+        ...(backward ? [value('dy', ['m', outDim])] : []),
+        ...(lookup ? [{ name: 'ids', elemType: ONNX_INT64, shape: ['k'] } satisfies OnnxValueInfo] : []),
+      ],
+      outputs: [...(forward ? [value('y', ['n', outDim])] : []), ...(backward ? [value('dx', ['m', inDim])] : []), ...(lookup ? [value('rows', ['k', inDim])] : [])],
     },
     { opset: 17 },
   );
+}
+
+/** What a NativeMatrix's sessions hold besides its products. */
+export interface NativeMatrixOptions {
+  /** A Gather of W's rows in the first session (a tied head that is also the embedding table: see the header). Not in layout `int8`. */
+  lookup?: boolean;
 }
 
 /**
@@ -176,15 +203,20 @@ export class NativeMatrix implements FrozenMatrix {
   /** `packed`: the forward's session; `once`: the one session of both products. */
   private forward: OrtNativeSession | undefined;
   private backward: OrtNativeSession | undefined;
+  /** Whether the first session also gathers W's rows (`lookupRows`). */
+  readonly lookup: boolean;
 
   constructor(
     inDim: number,
     outDim: number,
     private readonly load: () => Float32Array | RawFill,
     readonly layout: NativeLayout = 'packed',
+    opts: NativeMatrixOptions = {},
   ) {
     const threads = nativeMatMulThreads();
     if (threads === undefined) throw new Error('NativeMatrix needs the native backend (initBackend("native"))');
+    this.lookup = opts.lookup === true;
+    if (this.lookup && layout === 'int8') throw new Error('NativeMatrix: a lookup needs W in f32 (layout packed or once), not in 8-bit blocks');
     this.threads = threads;
     this.shape = [inDim, outDim];
     registerKernel();
@@ -205,7 +237,7 @@ export class NativeMatrix implements FrozenMatrix {
         const q = products === 'forward' ? quantizeBlocks(values, outDim, inDim, inDim, 1) : quantizeBlocks(values, inDim, outDim, 1, inDim);
         return createSession(blockInt8Model(q, `frozen-int8-${products}`), { threads: this.threads });
       }
-      const model = productModel(inDim, outDim, products);
+      const model = productModel(inDim, outDim, products, this.lookup && products !== 'backward');
       return createSession(model, { threads: this.threads, prepack: products !== 'both', externalData: [{ path: WEIGHT_LOCATION, data: bytes }] });
     });
   }
@@ -214,21 +246,33 @@ export class NativeMatrix implements FrozenMatrix {
   run(transposed: boolean, input: OrtTensorView, output: OrtTensorView): void {
     if (!this.forward) throw new Error('NativeMatrix: used after dispose');
     const [inDim, outDim] = this.shape;
+    // Every node of the first session runs: the ones not asked for get no rows (and a lookup no ids).
+    const ids: Feeds = this.lookup ? { ids: NO_IDS } : {};
     if (this.layout === 'once') {
-      // Both nodes run: the other product gets no rows.
-      const none = (width: number): OrtTensorView => view(new Float32Array(0), [0, width]);
-      if (transposed) this.forward.run({ x: none(inDim), dy: input }, { dx: output });
-      else this.forward.run({ x: input, dy: none(outDim) }, { y: output });
+      if (transposed) this.forward.run({ x: none(inDim), dy: input, ...ids }, { dx: output });
+      else this.forward.run({ x: input, dy: none(outDim), ...ids }, { y: output });
       return;
     }
     if (!transposed) {
-      this.forward.run({ x: input }, { y: output });
+      this.forward.run({ x: input, ...ids }, { y: output });
       return;
     }
     this.backward ??= this.makeSession('backward');
     // The 8-bit sessions name their one input x and output y (./block-int8.ts).
     if (this.layout === 'int8') this.backward.run({ x: input }, { y: output });
     else this.backward.run({ dy: input }, { dx: output });
+  }
+
+  /**
+   * W's rows `ids` (checked by the caller: ./frozen-table.ts, `TiedTable`) into `output` [ids, in], from the
+   * first session (`lookup` only).
+   */
+  lookupRows(ids: OrtInt64View, output: OrtTensorView): void {
+    if (!this.forward) throw new Error('NativeMatrix: used after dispose');
+    if (!this.lookup) throw new Error('NativeMatrix: made without a lookup');
+    const [inDim, outDim] = this.shape;
+    const feeds: Feeds = this.layout === 'once' ? { x: none(inDim), dy: none(outDim), ids } : { x: none(inDim), ids };
+    this.forward.run(feeds, { rows: output });
   }
 
   /** Whether the backward's product can run without making a session (its packed copy counts in memory). */

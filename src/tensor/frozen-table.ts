@@ -8,11 +8,14 @@
 //   the activations an update needs. The ids go in as int64 and the rows come out into a plain array that
 //   becomes a tensor: one copy of the [ids, cols] rows, against none of E. A gather copies values, so both give
 //   the same bits.
+// - natively, as the Gather of a tied head (`TiedTable`): the head's NativeMatrix holds E as its W ([V, d] is
+//   the head's [out, in]) and its first session gathers from that initializer too (./frozen-matrix.ts,
+//   `lookup`), so E is held once for the lookups and the head instead of once for each (src/model/qwen3.ts).
 import * as tf from '@tensorflow/tfjs';
 import { ONNX_FLOAT, ONNX_INT64, encodeOnnxModel, type RawFill } from '../formats/onnx.js';
-import { holdsNatively } from './frozen-matrix.js';
+import { holdsNatively, type NativeMatrix } from './frozen-matrix.js';
 import { nativeMatMulThreads } from './native-matmul.js';
-import { createSession, type OrtNativeSession, view } from './ort-binding.js';
+import { createSession, type OrtInt64View, type OrtNativeSession, type OrtTensorView, view } from './ort-binding.js';
 import { withWeightBytes } from './weight-staging.js';
 
 /** Where the table's model names E's bytes (external data: ./ort-binding.ts, `externalData`). */
@@ -80,18 +83,50 @@ export class NativeTable implements FrozenTable {
   }
 
   rows(ids: readonly number[]): tf.Tensor2D {
-    if (!this.session) throw new Error('NativeTable: used after dispose');
-    const [rows, cols] = this.shape;
-    for (const id of ids) if (!Number.isInteger(id) || id < 0 || id >= rows) throw new Error(`NativeTable: token id ${id} is outside the table's ${rows} rows`);
-    const out = new Float32Array(ids.length * cols);
-    if (ids.length > 0) {
-      this.session.run({ ids: { type: 'int64', dims: [ids.length], data: BigInt64Array.from(ids, (i) => BigInt(i)), location: 'cpu' } }, { y: view(out, [ids.length, cols]) });
-    }
-    return tf.tensor2d(out, [ids.length, cols]);
+    const session = this.session;
+    if (!session) throw new Error('NativeTable: used after dispose');
+    return gatheredRows('NativeTable', this.shape, ids, (feed, out) => session.run({ ids: feed }, { y: out }));
   }
 
   dispose(): void {
     this.session?.dispose?.();
     this.session = undefined;
+  }
+}
+
+/** The rows `ids` of a native table of `shape`, checked, gathered by `gather` into a fresh array, as a tensor. */
+function gatheredRows(who: string, shape: readonly [number, number], ids: readonly number[], gather: (ids: OrtInt64View, out: OrtTensorView) => void): tf.Tensor2D {
+  const [rows, cols] = shape;
+  for (const id of ids) if (!Number.isInteger(id) || id < 0 || id >= rows) throw new Error(`${who}: token id ${id} is outside the table's ${rows} rows`);
+  const out = new Float32Array(ids.length * cols);
+  if (ids.length > 0) gather({ type: 'int64', dims: [ids.length], data: BigInt64Array.from(ids, (i) => BigInt(i)), location: 'cpu' }, view(out, [ids.length, cols]));
+  return tf.tensor2d(out, [ids.length, cols]);
+}
+
+/**
+ * The embedding table E [V, d] held by a tied head made with `lookup` (its W as stored: ./frozen-matrix.ts): the
+ * rows come from the head's own initializer, so E is held once. The head owns the session: disposing this table
+ * only ends its own use (the model disposes the head too), and after the head's dispose the rows are refused.
+ */
+export class TiedTable implements FrozenTable {
+  readonly heapFloats = 0;
+  readonly shape: readonly [number, number];
+  private head: NativeMatrix | undefined;
+
+  constructor(head: NativeMatrix) {
+    if (!head.lookup) throw new Error('TiedTable: the head was made without a lookup');
+    this.head = head;
+    const [inDim, outDim] = head.shape;
+    this.shape = [outDim, inDim];
+  }
+
+  rows(ids: readonly number[]): tf.Tensor2D {
+    const head = this.head;
+    if (!head) throw new Error('TiedTable: used after dispose');
+    return gatheredRows('TiedTable', this.shape, ids, (feed, out) => head.lookupRows(feed, out));
+  }
+
+  dispose(): void {
+    this.head = undefined;
   }
 }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import { makeTinyCheckpoint } from '../../src/checkpoint/make-tiny.js';
 import { LoraAdapter } from '../../src/model/lora.js';
-import { CausalLM } from '../../src/model/qwen3.js';
+import { CausalLM, type LoadOptions } from '../../src/model/qwen3.js';
 import { scoreBatch } from '../../src/model/score.js';
 import { disposeGrads } from '../../src/rl/accumulate.js';
 import { grpoGradients, type TrainingSequence } from '../../src/rl/grpo-update.js';
@@ -30,24 +30,32 @@ export function nativeTestSequences(): TrainingSequence[] {
 export interface NativeTestRun {
   /** Log-probs of the first sequence's prompt. */
   logprobs: number[];
+  /** The first prompt's final hidden states [T, d] and their logits [T, V] (row-major). */
+  hidden: Float32Array;
+  logits: Float32Array;
   grads: Record<string, Float32Array>;
   heapFloats: number;
   parameters: number;
   described: string;
 }
 
-/** Loads the model on `backend` (2 threads), scores and takes one update's gradients with a rank-8 LoRA. */
-export async function runNativeTestModel(dir: string, seqs: TrainingSequence[], backend: BackendChoice): Promise<NativeTestRun> {
+/** Loads the model on `backend` (2 threads, `load` its options), scores and takes one update's gradients with a rank-8 LoRA. */
+export async function runNativeTestModel(dir: string, seqs: TrainingSequence[], backend: BackendChoice, load: LoadOptions = {}): Promise<NativeTestRun> {
   await initBackend(backend, { threads: 2 });
   const before = tf.memory().numTensors;
-  const model = await CausalLM.load(dir);
+  const model = await CausalLM.load(dir, load);
+  const prompt = (seqs[0] as TrainingSequence).promptIds;
+  const [hidden, logits] = tf.tidy(() => {
+    const h = tf.reshape(model.forward([prompt]), [prompt.length, model.config.hiddenSize]) as tf.Tensor2D;
+    return [h.dataSync() as Float32Array, model.logits(h).dataSync() as Float32Array];
+  });
   const adapter = LoraAdapter.create('solver', model.config, { r: 8, alpha: 16, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] }, { seed: 1, randomB: true, randomBStd: 0.02 });
   const params = Object.fromEntries(adapter.variables());
   const [scored] = await scoreBatch(model, [(seqs[0] as TrainingSequence).promptIds]);
   const g = await grpoGradients(model, adapter, params, seqs, { microBatchSize: 2, klCoef: 0.01 });
   const grads = Object.fromEntries(Object.entries(g.grads).map(([k, v]) => [k, (v as tf.Tensor).dataSync() as Float32Array]));
   disposeGrads(g.grads);
-  const out = { logprobs: scored?.logprobs ?? [], grads, heapFloats: model.heapWeightFloats(), parameters: model.parameterCount(), described: model.describeFrozenBase() };
+  const out = { logprobs: scored?.logprobs ?? [], hidden, logits, grads, heapFloats: model.heapWeightFloats(), parameters: model.parameterCount(), described: model.describeFrozenBase() };
   adapter.dispose();
   model.dispose();
   // Nothing is left: the model's tensors (held transposes included) go with it.
