@@ -16,7 +16,7 @@
 // through every frozen matrix's backward, so that the sessions a training step makes on first use are counted
 // too (as a training run's first update does). Writes bench/results/load-memory.json (machine info and rows, as
 // bench/run.ts does) and prints the table. The child's rows: its resident set before the load (Node, tfjs, the
-// wasm heap, onnxruntime), the peak during the load, after it, and after a full GC.
+// wasm heap, onnxruntime), the peak during the load, after it, and after a full GC (and a second's wait).
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -86,7 +86,12 @@ async function child(dir: string, backend: BenchBackend, layout: string | undefi
   }
   const peak = status('VmHWM');
   const rssAfter = status('VmRSS');
+  // V8 frees a collected ArrayBuffer's memory on a background thread after the GC returns (a staged table, 0.6 GB
+  // on the 0.6B, was still resident right after one): collect, wait, collect again.
   gc?.();
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  gc?.();
+  await new Promise((resolve) => setTimeout(resolve, 200));
   const rssAfterGc = status('VmRSS');
   const report: ChildReport = { layout: model.describeFrozenBase(), frozenBase: backend, rssBefore, peak, rssAfter, rssAfterGc, loadSeconds, ...(backwardSeconds !== undefined ? { backwardSeconds } : {}) };
   process.stdout.write(`LOAD-MEMORY ${JSON.stringify(report)}\n`);

@@ -18,7 +18,7 @@ import { matMulT } from '../src/tensor/ops.js';
 import { Rng } from '../src/util/rng.js';
 import { ONNX_FLOAT, encodeOnnxModel } from '../src/formats/onnx.js';
 import { createSession, view } from '../src/tensor/ort-binding.js';
-import { weightStagingBytes } from '../src/tensor/weight-staging.js';
+import { releaseWeightStaging, STAGING_MAX_BYTES, weightStagingBytes, withWeightBytes } from '../src/tensor/weight-staging.js';
 import { makeNativeTestModel, type NativeTestRun, nativeTestSequences, runNativeTestModel } from './helpers/native-model.js';
 import { ReferenceModel } from './helpers/reference-forward.js';
 
@@ -259,9 +259,24 @@ describe('frozen matrices', () => {
       const b = new NativeMatrix(inDim, outDim, () => fill(second), layout);
       const y = tf.tidy(() => a.times(tf.tensor2d(x, [rows, inDim])).dataSync() as Float32Array);
       expect(Array.from(y), layout).toEqual(Array.from(want));
+      // The staging memory given back (the end of a load) changes nothing held, and the next matrix stages again.
+      releaseWeightStaging();
+      expect(weightStagingBytes()).toBe(0);
+      const c = new NativeMatrix(inDim, outDim, () => fill(first), layout);
+      expect(weightStagingBytes()).toBeGreaterThanOrEqual(first.byteLength);
+      for (const m of [a, c]) expect(Array.from(tf.tidy(() => m.times(tf.tensor2d(x, [rows, inDim])).dataSync() as Float32Array)), layout).toEqual(Array.from(want));
       a.dispose();
       b.dispose();
+      c.dispose();
     }
+    // A weight over the shared buffer's limit, or staged while that one is in use, gets a buffer of its own.
+    const big = { byteLength: STAGING_MAX_BYTES + 4, fill: (target: Uint8Array) => target.fill(7) };
+    const seen: number[] = [];
+    withWeightBytes(big, (own) => seen.push(own.byteLength, own[own.byteLength - 1] as number, Number(own.byteLength > weightStagingBytes())));
+    withWeightBytes(fill(first), (outer) => {
+      withWeightBytes(fill(second), (inner) => seen.push(inner.byteLength, Number(inner.buffer === outer.buffer), new Float32Array(inner.buffer, 0, 1)[0] === second[0] ? 1 : 0));
+    });
+    expect(seen).toEqual([STAGING_MAX_BYTES + 4, 7, 1, second.byteLength, 0, 1]);
     inline.dispose?.();
   });
 

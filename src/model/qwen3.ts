@@ -27,6 +27,7 @@ import { nativeFrozenBase, nativeMatMulThreads } from '../tensor/native-matmul.j
 import { recomputed } from '../tensor/recompute.js';
 import { addScaledKernel, fusedInference, rmsNormKernel, ropeKernel, scaleMaskKernel } from '../tensor/fused-kernels.js';
 import { SafetensorsCheckpoint } from '../formats/safetensors.js';
+import { releaseWeightStaging } from '../tensor/weight-staging.js';
 import type { RawFill } from '../formats/onnx.js';
 import { type ModelConfig, expectedTensors, loadModelConfig } from './config.js';
 import { activeBackendName, backendRefusal, mallocSettingsWarning, memoryNeedOfConfig, nativeLayout } from './memory-need.js';
@@ -306,6 +307,9 @@ export class CausalLM {
       });
     }
     const { table, lmHead } = early ?? embedding();
+    // The staging buffer's memory back to the system (src/tensor/weight-staging.ts); a backward's session made
+    // at the first update stages in it again.
+    releaseWeightStaging();
     return new CausalLM(cfg, table, layers, vector('model.norm.weight'), lmHead, dir, variables);
   }
 
