@@ -301,8 +301,12 @@ if (values.install) {
   cpSync(join(paths.mining, 'mining.json'), join(target, 'priming-cards.json'));
   writeJsonAtomic(join(target, 'warm-start.json'), {
     command: JSON.parse(readFileSync(optionsFile, 'utf8')).command as string,
+    // The options that built it (their --worlds: the training worlds of its transcripts) and the record of the
+    // model it started from, so that every world it was trained in stays listed (test/world-eval-worlds.test.ts).
+    options,
     shape,
     from: values.from,
+    fromRecord: existsSync(join(values.from as string, 'warm-start.json')) ? JSON.parse(readFileSync(join(values.from as string, 'warm-start.json'), 'utf8')) : undefined,
     stages: done,
     evalSettings,
     heldOut: { demo: { world: { seed: DEMO_WORLD.seed }, skillsOff } },
