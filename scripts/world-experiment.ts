@@ -58,7 +58,7 @@ import { parseConfigObject, RECIPE_PRESETS, TRAIN_DEFAULTS, type TrainConfig, va
 import { WORLD_DEFAULTS } from '../src/world/defaults.js';
 import { primedBankOptions } from '../src/selfplay/priming.js';
 import { evalSettingsOf } from '../src/selfplay/step-settings.js';
-import { train } from '../src/selfplay/trainer.js';
+import { trainOrResume } from '../src/selfplay/train-or-resume.js';
 import { SkillBank } from '../src/skills/bank.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
 import { initBackend, parseBackendChoice } from '../src/tensor/backend.js';
@@ -306,7 +306,7 @@ if (values.merge !== undefined) {
   }
 } else if (existsSync(join(out, 'results.json'))) {
   // The same command again continues a killed experiment: the rows of the runs it finished are kept, and only
-  // what is missing runs (a run whose modes are not all scored is trained again from the start).
+  // what is missing runs (a run whose modes are not all scored resumes from its last checkpoint).
   const file = join(out, 'results.json');
   const r = JSON.parse(readFileSync(file, 'utf8')) as Results;
   if (!Array.isArray(r.rows) || r.steps !== steps) throw new Error(`${file} is from another experiment (${r.steps} steps, this one ${steps}): give another --out or remove it`);
@@ -338,9 +338,10 @@ for (const seed of values.merge !== undefined ? [] : seeds) {
     let ckpt = finalCkpt;
     if (trained) log(`${dir}: trained already; evaluating the modes not yet scored`);
     else {
-      rmSync(dir, { recursive: true, force: true });
+      // A run killed mid-way resumes from its last checkpoint (the same command; a folder of another
+      // configuration is refused, not deleted).
       const t0 = Date.now();
-      const summary = await train(runConfig(seed, variant, dir), { log: () => undefined });
+      const summary = await trainOrResume(runConfig(seed, variant, dir), { log: () => undefined }, (d) => log(`${d}: resuming the run from its last checkpoint`));
       log(`trained ${dir} (${summary.lastStep} steps, ${((Date.now() - t0) / 60000).toFixed(1)} min)`);
       ckpt = join(dir, 'checkpoints', `step-${summary.lastStep}`);
     }
