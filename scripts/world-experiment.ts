@@ -187,6 +187,8 @@ const log = (l: string): void => {
   process.stdout.write(`${new Date().toISOString().slice(11, 19)} ${l}\n`);
 };
 
+/** Without --curve-every, a run still checkpoints every this many steps, so a killed one resumes near where it was. */
+const RESUME_EVERY = 10;
 // The settings this script sets itself per run (its own flags name the others): --set may not name them.
 const fixedSettings = (seed: number, recipe: 'sesa' | 'ssp', dir: string): Partial<TrainConfig> => ({
   recipe,
@@ -197,7 +199,7 @@ const fixedSettings = (seed: number, recipe: 'sesa' | 'ssp', dir: string): Parti
   ...(maxHops !== undefined ? { maxHops } : {}),
   seed,
   out: dir,
-  saveEvery: curveEvery > 0 ? curveEvery : steps,
+  saveEvery: curveEvery > 0 ? curveEvery : Math.min(steps, RESUME_EVERY),
   evalEvery,
   ...(evalEvery > 0 ? { evalData: values['eval-data'] as string, ...(curveLimit !== undefined ? { evalLimit: curveLimit } : {}) } : {}),
   threads,
