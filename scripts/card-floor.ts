@@ -8,7 +8,9 @@
 // priming cards alone, without the cards its run distilled). --random-cards adds a control: every question gets
 // k cards of the same bank drawn at random (a fixed draw per question text), instead of its top k, so that what
 // the cards' presence costs can be told from what their retrieved content costs.
-//   npx tsx scripts/card-floor.ts --runs runs/abl/s0/sesa-seed0,runs/abl/s1/sesa-seed1 [--floors 0.05,0.1,0.15] [--worlds 7,8,9] [--bank FILE] [--random-cards] [--threads 1] [--out runs/card-floor]
+// A run given as DIR@N is evaluated at its step-N checkpoint instead of its last; --floors none evaluates only
+// the bank without a floor.
+//   npx tsx scripts/card-floor.ts --runs runs/abl/s0/sesa-seed0,runs/abl/s1/sesa-seed1 [--floors 0.05,0.1,0.15 | none] [--worlds 7,8,9] [--bank FILE] [--random-cards] [--threads 1] [--out runs/card-floor]
 import { cpSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -42,7 +44,7 @@ const { values } = parseArgs({
 });
 if (values.runs === undefined) throw new Error('--runs DIR,DIR,... (trained SESA run folders) is required');
 const runs = values.runs.split(',');
-const floors = [-1, ...(values.floors as string).split(',').map(Number)];
+const floors = [-1, ...(values.floors === 'none' ? [] : (values.floors as string).split(',').map(Number))];
 if (!floors.every((f) => f >= -1 && f <= 1)) throw new Error(`--floors must be cosines in [-1, 1], got ${values.floors}`);
 const worlds = (values.worlds as string).split(',').map(Number);
 for (const w of worlds) {
@@ -61,9 +63,16 @@ const tokenizer = await loadTokenizer(modelDir);
 const sets: EvalSet[] = [];
 for (const w of worlds) sets.push(...(await worldEvalSets('world', w, undefined)));
 
-/** The newest complete checkpoint of a run folder. */
-function finalCheckpoint(run: string): string {
+/** The newest complete checkpoint of a run folder, or with DIR@N its step N's. */
+function finalCheckpoint(spec: string): string {
+  const at = /^(.*)@(\d+)$/.exec(spec);
+  const run = at ? (at[1] as string) : spec;
   const dir = join(run, 'checkpoints');
+  if (at) {
+    const ckpt = join(dir, `step-${at[2]}`);
+    if (!existsSync(join(ckpt, 'manifest.json'))) throw new Error(`--runs: ${run} has no complete checkpoint of step ${at[2]} (${ckpt})`);
+    return ckpt;
+  }
   const steps = existsSync(dir) ? readdirSync(dir).filter((n) => /^step-\d+$/.test(n) && existsSync(join(dir, n, 'manifest.json'))) : [];
   const last = steps.map((n) => Number(n.slice(5))).sort((a, b) => b - a)[0];
   if (last === undefined) throw new Error(`--runs: ${run} has no complete checkpoint`);
