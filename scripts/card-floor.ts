@@ -4,14 +4,14 @@
 // that neither self-play nor mining used; per floor the mean over runs and the paired bootstrap interval of its
 // difference from SESA-Off and from no floor. The evaluation worlds are refused: a floor chosen here is then
 // evaluated there once (scripts/world-experiment.ts --eval-floor S).
-// --bank FILE gives every run that bank instead of its own (e.g. a new primed bank: the trained solver with the
-// priming cards alone, without the cards its run distilled). --random-cards adds a control: every question gets
+// --bank FILE gives every run that bank instead of its own; --bank primed a new bank primed as a world run's is
+// at step 0 (the trained solver with the priming cards alone, without the cards its run distilled). --random-cards adds a control: every question gets
 // k cards of the same bank drawn at random (a fixed draw per question text), instead of its top k, so that what
 // the cards' presence costs can be told from what their retrieved content costs.
 // A run given as DIR@N is evaluated at its step-N checkpoint instead of its last; --floors none evaluates only
 // the bank without a floor.
 //   npx tsx scripts/card-floor.ts --runs runs/abl/s0/sesa-seed0,runs/abl/s1/sesa-seed1 [--floors 0.05,0.1,0.15 | none] [--worlds 7,8,9] [--bank FILE] [--random-cards] [--threads 1] [--out runs/card-floor]
-import { cpSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { gainText, pairedBootstrap } from '../src/eval/bootstrap.js';
@@ -22,6 +22,7 @@ import { CausalLM } from '../src/model/qwen3.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
 import { TRAIN_DEFAULTS, type TrainConfig } from '../src/settings/train.js';
 import { evalSettingsOf } from '../src/selfplay/step-settings.js';
+import { primedBankOptions } from '../src/selfplay/priming.js';
 import { SkillBank } from '../src/skills/bank.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
 import { retrieveAtRandom } from '../src/skills/control-retrieval.js';
@@ -79,6 +80,15 @@ function finalCheckpoint(spec: string): string {
   return join(dir, `step-${last}`);
 }
 
+// --bank primed: a new bank primed as a world run's is at step 0 (the seed cards and the model's priming cards).
+let bankFile = values.bank;
+if (bankFile === 'primed') {
+  mkdirSync(out, { recursive: true });
+  bankFile = join(out, 'primed-bank.json');
+  rmSync(bankFile, { force: true });
+  await (await SkillBank.open(bankFile, { embedder: new LexicalEmbedder(), ...primedBankOptions(config, modelDir, (l) => process.stdout.write(`${l}\n`)), config: { renderTokenBudget: config.renderTokenBudget } })).dispose();
+}
+
 /** Per-question EM of every run, per mode: 'off', one per floor, and 'random' with --random-cards. */
 const em = new Map<string, number[][]>();
 for (const run of runs) {
@@ -93,7 +103,7 @@ for (const run of runs) {
       if (floor !== undefined) {
         // A copy: the checkpoint's bank is never opened for writing.
         const copy = join(out, 'bank.json');
-        cpSync(values.bank ?? join(ckpt, 'skills.json'), copy);
+        cpSync(bankFile ?? join(ckpt, 'skills.json'), copy);
         bank = await SkillBank.open(copy, { embedder: new LexicalEmbedder(), create: false, config: { renderTokenBudget: config.renderTokenBudget, topK: config.skillsTopK, minScore: floor } });
         if (mode === 'random') retrieveAtRandom(bank);
       }
