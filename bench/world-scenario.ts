@@ -226,3 +226,24 @@ export function scenarioConfig(scenario: WorldScenario, tree: TreeSettings, plac
   }
   return { ...config, model: scenario.model, out: place.out, backend: place.backend, threads: place.threads };
 }
+
+/** Fields that are measurements of time, not results: left out of the digests. */
+const TIMING_KEYS = new Set(['seconds', 'tokensPerSecond']);
+
+/**
+ * Whether a metrics field is a measurement of time: the names above, and the flat verl-style names of one
+ * (`timing_s/...`, `perf/throughput`, `.../update_tokens_per_s`; src/selfplay/flat-metrics.ts), which a tree writes
+ * beside the nested ones since 9217bcb (left in, they made two runs of the same tree differ).
+ */
+export function isTimingKey(key: string): boolean {
+  return TIMING_KEYS.has(key) || key.startsWith('timing_s/') || key === 'perf/throughput' || key.endsWith('_per_s');
+}
+
+/** A metrics value without its timing fields (recursively). */
+export function withoutTimings(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutTimings);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value as Record<string, unknown>).filter(([k]) => !isTimingKey(k)).map(([k, v]) => [k, withoutTimings(v)]));
+  }
+  return value;
+}

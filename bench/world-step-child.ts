@@ -19,7 +19,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { scenarioConfig, type WorldScenario } from './world-scenario.js';
+import { scenarioConfig, type WorldScenario, withoutTimings } from './world-scenario.js';
 
 interface Args {
   root: string;
@@ -48,16 +48,6 @@ function parseArgs(argv: string[]): Args {
   };
 }
 
-/** Fields that are measurements of time, not results: left out of the digests. */
-const TIMING_KEYS = new Set(['seconds', 'tokensPerSecond']);
-
-function withoutTimings(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withoutTimings);
-  if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value as Record<string, unknown>).filter(([k]) => !TIMING_KEYS.has(k)).map(([k, v]) => [k, withoutTimings(v)]));
-  }
-  return value;
-}
 
 /**
  * What a safetensors file's digest covers: its tensors' names, dtypes, shapes and offsets, and their bytes, not

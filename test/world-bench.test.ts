@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { agreesWith, benchModelDir, sameBits, type StepRun, stepChildArgs } from '../bench/world.bench.js';
-import { LATER_SETTINGS, PINNED_SETTINGS, scenarioConfig, UNPINNED_SETTINGS, type WorldScenario, worldScenario } from '../bench/world-scenario.js';
+import { LATER_SETTINGS, PINNED_SETTINGS, scenarioConfig, UNPINNED_SETTINGS, type WorldScenario, withoutTimings, worldScenario } from '../bench/world-scenario.js';
 import { SETTINGS, TRAIN_DEFAULTS, validateConfig, type TrainConfig } from '../src/settings/train.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -106,6 +106,11 @@ describe('the world bench pins its step (bench/world-scenario.ts)', () => {
     expect(r.stderr).not.toMatch(/has no setting [^:]*solverBatch/);
     expect(() => scenarioConfig(scenario, { keys: Object.keys(SETTINGS).filter((k) => k !== 'renderTokenBudget'), defaults: {} }, PLACE, '/some/tree')).toThrow(/the tree at \/some\/tree has no setting renderTokenBudget/);
   }, 60_000);
+
+  it("leaves every timing out of the digested metrics, the flat verl-style ones too, and keeps the counts", () => {
+    const line = { step: 1, seconds: { total: 3 }, solver: { tokensPerSecond: 9, loss: 0.5 }, 'timing_s/step': 3, 'timing_s/propose': 1, 'perf/throughput': 7, 'perf/total_num_tokens': 40, 'proposer/actor/update_tokens_per_s': 5, 'sesa/bank_size': 12 };
+    expect(withoutTimings([line])).toEqual([{ step: 1, solver: { loss: 0.5 }, 'perf/total_num_tokens': 40, 'sesa/bank_size': 12 }]);
+  });
 
   it('compares the trees on the bits both compute: the base\'s metrics fields, the eval predictions, the tensors', () => {
     const base = [{ step: 1, proposals: 32, solver: { loss: 0.5 } }];
