@@ -48,7 +48,6 @@ function parseArgs(argv: string[]): Args {
   };
 }
 
-
 /**
  * What a safetensors file's digest covers: its tensors' names, dtypes, shapes and offsets, and their bytes, not
  * the header's __metadata__ (a later tree records more there, e.g. a digest of the data, for the same tensors).

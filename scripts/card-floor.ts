@@ -11,7 +11,7 @@
 // A run given as DIR@N is evaluated at its step-N checkpoint instead of its last; --floors none evaluates only
 // the bank without a floor.
 //   npx tsx scripts/card-floor.ts --runs runs/abl/s0/sesa-seed0,runs/abl/s1/sesa-seed1 [--floors 0.05,0.1,0.15 | none] [--worlds 7,8,9] [--bank FILE] [--random-cards] [--threads 1] [--out runs/card-floor]
-import { cpSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { gainText, pairedBootstrap } from '../src/eval/bootstrap.js';
@@ -22,7 +22,7 @@ import { CausalLM } from '../src/model/qwen3.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
 import { TRAIN_DEFAULTS, type TrainConfig } from '../src/settings/train.js';
 import { evalSettingsOf } from '../src/selfplay/step-settings.js';
-import { primedBankOptions } from '../src/selfplay/priming.js';
+import { writePrimedBank } from '../src/selfplay/priming.js';
 import { SkillBank } from '../src/skills/bank.js';
 import { LexicalEmbedder } from '../src/skills/lexical.js';
 import { retrieveAtRandom } from '../src/skills/control-retrieval.js';
@@ -85,8 +85,7 @@ let bankFile = values.bank;
 if (bankFile === 'primed') {
   mkdirSync(out, { recursive: true });
   bankFile = join(out, 'primed-bank.json');
-  rmSync(bankFile, { force: true });
-  await (await SkillBank.open(bankFile, { embedder: new LexicalEmbedder(), ...primedBankOptions(config, modelDir, (l) => process.stdout.write(`${l}\n`)), config: { renderTokenBudget: config.renderTokenBudget } })).dispose();
+  await writePrimedBank(bankFile, config, modelDir, (l) => process.stdout.write(`${l}\n`));
 }
 
 /** Per-question EM of every run, per mode: 'off', one per floor, and 'random' with --random-cards. */

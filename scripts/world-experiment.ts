@@ -40,7 +40,7 @@
 // base and base-On do not depend on the run seed), then merge their tables:
 //   npx tsx scripts/world-experiment.ts --merge runs/x0,runs/x1,runs/x2 --out runs/world-experiment
 // (runs/x0@SSP+base takes only those modes from runs/x0).
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { gainText, type PairedGain, pairedBootstrap } from '../src/eval/bootstrap.js';
@@ -56,7 +56,7 @@ import { CausalLM } from '../src/model/qwen3.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';
 import { parseConfigObject, RECIPE_PRESETS, TRAIN_DEFAULTS, type TrainConfig, validateConfig } from '../src/settings/train.js';
 import { WORLD_DEFAULTS } from '../src/world/defaults.js';
-import { primedBankOptions } from '../src/selfplay/priming.js';
+import { writePrimedBank } from '../src/selfplay/priming.js';
 import { evalSettingsOf } from '../src/selfplay/step-settings.js';
 import { trainOrResume } from '../src/selfplay/train-or-resume.js';
 import { SkillBank } from '../src/skills/bank.js';
@@ -322,8 +322,7 @@ if (values.merge === undefined && !values['no-base'] && !scored('base', 0)) {
   if (variantNames.some((v) => VARIANTS[v]?.recipe === 'sesa' && VARIANTS[v]?.set.priming !== false)) {
     const config = runConfig(0, VARIANTS.sesa as Variant, out);
     const bankPath = join(out, 'base-bank.json');
-    rmSync(bankPath, { force: true });
-    await (await SkillBank.open(bankPath, { embedder: new LexicalEmbedder(), ...primedBankOptions(config, modelDir, log), config: { renderTokenBudget: WORLD.renderTokenBudget } })).dispose();
+    await writePrimedBank(bankPath, { ...config, renderTokenBudget: WORLD.renderTokenBudget }, modelDir, log);
     rows.push(...(await evaluate('base-On', 0, undefined, bankPath)));
   }
   saveProgress();

@@ -9,18 +9,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TRAIN_DEFAULTS, type TrainConfig } from '../src/settings/train.js';
 import { train } from '../src/selfplay/trainer.js';
 import { configDifferences, trainOrResume } from '../src/selfplay/train-or-resume.js';
-import { initDemoModel } from '../src/world/demo-model.js';
-import { trainBpe } from '../src/world/tokenizer.js';
-import { DEMO_WORLD, World } from '../src/world/world.js';
+import { tinyWorldModel } from './helpers/tiny-world-model.js';
+import { DEMO_WORLD } from '../src/world/world.js';
 
 let root: string;
 let modelDir: string;
 
 beforeAll(() => {
   root = mkdtempSync(join(tmpdir(), 'sesa-train-or-resume-'));
-  const texts = new World({ seed: 11, passages: 300 }).passages.map((p) => `${p.title}\n${p.text}`);
-  const bpe = trainBpe(texts, { vocabSize: 400 });
-  modelDir = initDemoModel(join(root, 'model'), { layers: 1, hidden: 32, heads: 2, kvHeads: 1, intermediate: 64, vocabSize: 400, ropeTheta: 10_000, qkNormWeight: 1 }, bpe, 1).dir;
+  modelDir = tinyWorldModel(root);
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 

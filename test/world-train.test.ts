@@ -9,8 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TRAIN_DEFAULTS, type TrainConfig } from '../src/settings/train.js';
 import { train } from '../src/selfplay/trainer.js';
-import { initDemoModel } from '../src/world/demo-model.js';
-import { trainBpe } from '../src/world/tokenizer.js';
+import { tinyWorldModel } from './helpers/tiny-world-model.js';
 import { DEMO_WORLD, World } from '../src/world/world.js';
 import { CausalLM } from '../src/model/qwen3.js';
 import { LoraAdapter } from '../src/model/lora.js';
@@ -24,9 +23,7 @@ let modelDir: string;
 
 beforeAll(() => {
   root = mkdtempSync(join(tmpdir(), 'sesa-world-train-'));
-  const texts = new World({ seed: 11, passages: 300 }).passages.map((p) => `${p.title}\n${p.text}`);
-  const bpe = trainBpe(texts, { vocabSize: 400 });
-  modelDir = initDemoModel(join(root, 'model'), { layers: 1, hidden: 32, heads: 2, kvHeads: 1, intermediate: 64, vocabSize: 400, ropeTheta: 10_000, qkNormWeight: 1 }, bpe, 1).dir;
+  modelDir = tinyWorldModel(root);
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 

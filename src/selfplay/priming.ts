@@ -2,9 +2,11 @@
 // bank starts with after the project's seed cards. A model can ship its own (`priming-cards.jsonl` in its
 // folder; for the world, scripts/make-priming-cards.ts writes the shape cards its warm start's transcripts
 // carried, docs/world.md); --priming-cards FILE names another.
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { SkillBank } from '../skills/bank.js';
 import { cardsFromJsonl } from '../skills/bank-file.js';
+import { LexicalEmbedder } from '../skills/lexical.js';
 import type { SkillCard } from '../skills/card.js';
 import { readTextFile } from '../util/text-file.js';
 
@@ -17,6 +19,15 @@ export const MODEL_PRIMING_FILE = 'priming-cards.jsonl';
  */
 export function primedBankOptions(config: { priming: boolean; seedCards: boolean; primingCards?: string | undefined }, modelDir: string, log: (line: string) => void): { seedCards: boolean; primingCards: SkillCard[] } {
   return { seedCards: config.priming && config.seedCards, primingCards: config.priming ? loadPrimingCards(config.primingCards, modelDir, log, config.seedCards) : [] };
+}
+
+/**
+ * Writes `path` afresh as the bank a new run starts with (lexical embedder, as the world run's), so that a
+ * solver can be evaluated with the step-0 cards alone: base-On, or a trained solver without what its run distilled.
+ */
+export async function writePrimedBank(path: string, config: { priming: boolean; seedCards: boolean; primingCards?: string | undefined; renderTokenBudget: number }, modelDir: string, log: (line: string) => void): Promise<void> {
+  rmSync(path, { force: true });
+  await (await SkillBank.open(path, { embedder: new LexicalEmbedder(), ...primedBankOptions(config, modelDir, log), config: { renderTokenBudget: config.renderTokenBudget } })).dispose();
 }
 
 /**
