@@ -429,7 +429,8 @@ lines.push(
   `EM in %, mean ± sd over run seeds; the gain is the mean over run seeds of each trained mode minus the warm start (base), with a paired bootstrap 95% interval over the ${evalN} questions (10,000 resamples, the same questions for every seed; docs/evaluation.md), and the sd of the per-seed gains.`,
 );
 // The bank's own effect: SESA-On against SESA-Off (the same solver), and against the warm start with the same primed
-// bank; then each ablation against SESA of the same seeds, and SESA without its bank against SSP and SESA-Off.
+// bank; then each ablation against SESA of the same seeds, SESA without its bank against SSP and SESA-Off, and
+// SESA-Off against SSP.
 const bankRows: string[][] = [];
 for (const [mode, baseline] of [
   ['SESA-On', 'SESA-Off'],
@@ -443,6 +444,8 @@ for (const [mode, baseline] of [
   // SESA without its bank: against SSP, frontier shaping alone; SESA-Off against it, what the bank did to the solver.
   ['SESA-Off, no bank', 'SSP'],
   ['SESA-Off', 'SESA-Off, no bank'],
+  // SESA's solver against SSP's (a goal of the table: self-play with the bank's shaping trains a solver no worse).
+  ['SESA-Off', 'SSP'],
 ] as const) {
   const g = gainOver(mode, baseline, 'eval');
   if (g) bankRows.push([`${mode} − ${baseline}`, gainText(g), g.perRun.map((x) => pct(x)).join(', '), String(g.runs)]);
