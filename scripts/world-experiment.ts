@@ -439,8 +439,9 @@ for (const [mode, baseline] of [
   ['SESA-On, cards in half the group', 'SESA-Off, cards in half the group'],
   ['SESA-On, cards in half the group', 'SESA-On'],
   ...modeOrder.filter((m) => m.includes(', cards scoring ≥ ')).map((m) => [m, m.startsWith('SESA-On, cards in half') ? 'SESA-Off, cards in half the group' : 'SESA-Off'] as const),
-  // The ablations against SESA of the same run seeds.
+  // The ablations against SESA of the same run seeds, then the bank's own effect inside each ablation.
   ...(['no priming', 'no frontier', 'no distillation'] as const).flatMap((a) => [[`SESA-On, ${a}`, 'SESA-On'] as const, [`SESA-Off, ${a}`, 'SESA-Off'] as const]),
+  ...(['no priming', 'no frontier', 'no distillation'] as const).map((a) => [`SESA-On, ${a}`, `SESA-Off, ${a}`] as const),
   // SESA without its bank: against SSP, frontier shaping alone; SESA-Off against it, what the bank did to the solver.
   ['SESA-Off, no bank', 'SSP'],
   ['SESA-Off', 'SESA-Off, no bank'],
