@@ -14,6 +14,11 @@
 // Other C libraries ignore them; `node bin/sesa-train.mjs` runs without them.
 import { register } from 'tsx/esm/api';
 
+// A model whose frozen weights fit only once cannot afford the first two settings: the bin then runs the same
+// command again without them, once, and ends as it does (src/cli/malloc-relaunch.ts).
 register();
-const { main } = await import('../src/cli/main.ts');
-await main(process.argv.slice(2));
+const { relaunchWithoutRetainingMalloc } = await import('../src/cli/malloc-relaunch.ts');
+if (!(await relaunchWithoutRetainingMalloc())) {
+  const { main } = await import('../src/cli/main.ts');
+  await main(process.argv.slice(2));
+}

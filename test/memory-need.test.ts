@@ -102,7 +102,7 @@ describe('memory need per backend', () => {
     expect(nativeLayout(memoryNeed(0.6e9, true), 24 * GIB)).toBe('packed');
     // Held once under the bin's malloc settings: warned, naming the way out; not otherwise.
     const malloc = { MALLOC_MMAP_THRESHOLD_: '4294967296' };
-    expect(mallocSettingsWarning('/m/q4b', 'native', 'once', malloc)).toMatch(/^\/m\/q4b: the frozen weights barely fit .* start it with `node bin\/sesa-train\.mjs …` instead of `npx sesa-train`, or use --backend native-int8 \(an 8-bit base, about a quarter of the memory: docs\/models\.md\)$/);
+    expect(mallocSettingsWarning('/m/q4b', 'native', 'once', malloc)).toMatch(/^\/m\/q4b: the frozen weights barely fit .* The bin starts itself again without them when --model names such a model.* start it with `node bin\/sesa-train\.mjs …` \(no settings\), or use --backend native-int8 \(an 8-bit base, about a quarter of the memory: docs\/models\.md\)$/);
     expect(mallocSettingsWarning('/m/q4b', 'native', 'once', {})).toBeUndefined();
     expect(mallocSettingsWarning('/m/q4b', 'native', 'packed', malloc)).toBeUndefined();
     expect(mallocSettingsWarning('/m/q4b', 'wasm', 'once', malloc)).toBeUndefined();

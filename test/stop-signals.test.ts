@@ -40,6 +40,32 @@ describe('listenForStop', () => {
   }
 });
 
+describe('listenForStop in a process the bin started again (a signal delivered twice)', () => {
+  it('a repeat of the first signal within the window is ignored; after it, or another signal, quits', () => {
+    let t = 0;
+    const written: string[] = [];
+    const exit = vi.spyOn(process, 'exit').mockImplementation((() => undefined) as never);
+    const stop = listenForStop('stopping', () => 'the note', (x) => written.push(x), { duplicateWindowMs: 1000, now: () => t });
+    try {
+      process.emit('SIGTERM', 'SIGTERM');
+      t = 999;
+      process.emit('SIGTERM', 'SIGTERM');
+      expect(stop.requested()).toBe(true);
+      expect(exit).not.toHaveBeenCalled();
+      expect(written.join('')).not.toContain('again: quitting now');
+      process.emit('SIGINT', 'SIGINT');
+      expect(exit).toHaveBeenCalledWith(130);
+      exit.mockClear();
+      t = 1000;
+      process.emit('SIGTERM', 'SIGTERM');
+      expect(exit).toHaveBeenCalledWith(143);
+    } finally {
+      stop.dispose();
+      exit.mockRestore();
+    }
+  });
+});
+
 describe("a forced quit's note", () => {
   it('names the newest complete checkpoint and the resume command, or says there is none', async () => {
     const dir = join(root, 'run');

@@ -3,6 +3,8 @@
 // checkpoint, an eval batch); the same signal again quits at once, saying what is kept (`quitNote`), with the
 // shell's code for that signal (130 for SIGINT, 143 for SIGTERM).
 
+import { RELAUNCHED_ENV } from './malloc-relaunch.js';
+
 export type StopSignal = 'SIGINT' | 'SIGTERM';
 
 export const STOP_SIGNALS: readonly StopSignal[] = ['SIGINT', 'SIGTERM'];
@@ -22,26 +24,46 @@ export interface StopRequest {
   dispose(): void;
 }
 
+export interface StopOptions {
+  /**
+   * A repeat of the first signal within this many milliseconds of it is the same signal delivered twice, not a
+   * second one, and is ignored. Default: 1000 in a process that bin/sesa-train.mjs started again without its
+   * malloc settings (./malloc-relaunch.ts), where a signal sent to the whole process group or cgroup (a terminal's
+   * Ctrl-C, `timeout`, Slurm, systemd) reaches this process both directly and forwarded by the bin; else 0.
+   */
+  duplicateWindowMs?: number;
+  /** The clock, in milliseconds (tests). */
+  now?: () => number;
+}
+
 /**
  * Listens for SIGINT and SIGTERM. The first one sets requested() and prints `stopping` (e.g. "stopping after this
  * step (a checkpoint is written)"); a second one prints `quitNote()` and exits at once.
  */
-export function listenForStop(stopping: string, quitNote: () => string, write: (text: string) => void = (t) => process.stderr.write(t)): StopRequest {
-  let stop = false;
+export function listenForStop(
+  stopping: string,
+  quitNote: () => string,
+  write: (text: string) => void = (t) => process.stderr.write(t),
+  opts: StopOptions = {},
+): StopRequest {
+  const window = opts.duplicateWindowMs ?? (process.env[RELAUNCHED_ENV] !== undefined ? 1000 : 0);
+  const now = opts.now ?? Date.now;
+  let first: { signal: StopSignal; at: number } | undefined;
   const handlers = STOP_SIGNALS.map((signal) => {
     const handler = (): void => {
-      if (stop) {
+      if (first !== undefined) {
+        if (signal === first.signal && now() - first.at < window) return;
         write(`\n${signalName(signal)} again: quitting now; ${quitNote()}\n`);
         process.exit(SIGNAL_EXIT_CODES[signal]);
       }
-      stop = true;
+      first = { signal, at: now() };
       write(`\n${signalName(signal)}: ${stopping}; ${signal === 'SIGINT' ? 'press Ctrl-C' : 'send SIGTERM'} again to quit now\n`);
     };
     process.on(signal, handler);
     return { signal, handler };
   });
   return {
-    requested: () => stop,
+    requested: () => first !== undefined,
     dispose: () => {
       for (const { signal, handler } of handlers) process.off(signal, handler);
     },

@@ -120,8 +120,8 @@ export function checkNativeModelMemory(config: ModelConfig, systemBytes: number,
       status: 'warn',
       detail: `${detail}: onnxruntime will hold each matrix once, unpacked (${formatBytes(weights)}), and MLAS packs it per product (slower)`,
       fix:
-        'a machine with more memory for the faster layout, or a smaller model; start it with `node bin/sesa-train.mjs …` rather than `npx sesa-train`: ' +
-        "the bin's malloc settings keep the load's freed copies resident (a Qwen3-4B shape on 24 GiB was killed at 24.3 GB with them and peaked at 20.5 GB without: docs/models.md); " +
+        'a machine with more memory for the faster layout, or a smaller model; `npx sesa-train --model …` starts itself again without its malloc settings for such a model ' +
+        "(they keep the load's freed copies resident: a Qwen3-4B shape in f32 on 24 GiB was killed for memory with them and loaded at 1.04× its weights without: docs/models.md); " +
         int8Hint,
     };
   }

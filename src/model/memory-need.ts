@@ -188,8 +188,9 @@ export function mallocSettingsWarning(dir: string, backend: string | undefined, 
   if (backend !== 'native' || layout !== 'once' || env.MALLOC_MMAP_THRESHOLD_ === undefined) return undefined;
   return (
     `${dir}: the frozen weights barely fit this machine (held once, unpacked), and this process runs with the malloc settings of bin/sesa-train.mjs ` +
-    `(MALLOC_MMAP_THRESHOLD_), which keep the load's freed copies resident: the load may be killed for memory. If it is, start it with ` +
-    '`node bin/sesa-train.mjs …` instead of `npx sesa-train`, or use --backend native-int8 (an 8-bit base, about a quarter of the memory: docs/models.md)'
+    `(MALLOC_MMAP_THRESHOLD_), which keep the load's freed copies resident: the load may be killed for memory. The bin starts itself again without ` +
+    'them when --model names such a model, but not for one it cannot see there (named in a file, or fetched by --download): if it is killed, start it with ' +
+    '`node bin/sesa-train.mjs …` (no settings), or use --backend native-int8 (an 8-bit base, about a quarter of the memory: docs/models.md)'
   );
 }
 
