@@ -22,6 +22,7 @@ import { CausalLM } from '../src/model/qwen3.js';
 import { createSession, ortAvailability, view } from '../src/tensor/ort-binding.js';
 import { tf } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
+import { type KernelProfile, profileKernels, profileRows } from './profile.js';
 import { initEngine, median } from './run.js';
 import type { BenchContext, BenchRow, BenchSuite } from './types.js';
 
@@ -95,31 +96,43 @@ function gemvRate(threads: number, weight: Float32Array, samples: number): numbe
   return (4 * weight.length) / s / 1e9;
 }
 
-/** Greedy decode of one row after a prompt: tok/s of the decode steps (median of `repeats` runs after one warm-up). */
-async function decodeRate(model: CausalLM, repeats: number): Promise<number> {
+/** The greedy next id as the inference bench takes it: the last position's logits read back, argmax in JS. */
+async function greedyNext(model: CausalLM, h: tf.Tensor3D): Promise<number> {
+  const [b, t, d] = h.shape;
+  const logits = tf.tidy(() => model.logits(tf.reshape(tf.slice(h, [0, t - 1, 0], [b, 1, d]), [b, d]) as tf.Tensor2D));
+  h.dispose();
+  const values = (await logits.data()) as Float32Array;
+  logits.dispose();
+  let best = 0;
+  for (let v = 1; v < values.length; v++) if ((values[v] as number) > (values[best] as number)) best = v;
+  return best;
+}
+
+/** A prompt, then `steps` greedy decode steps of one row, the steps run by `around` (a timer or a profiler). */
+async function decodeOnce(model: CausalLM, steps: number, around: (decode: () => Promise<void>) => Promise<void>): Promise<void> {
   const rng = new Rng(5);
   const prompt = Array.from({ length: PROMPT }, () => Math.floor(rng.next() * model.config.vocabSize));
+  const cache = model.newCache(1);
+  try {
+    let next = await greedyNext(model, model.forward([prompt], { cache }));
+    await around(async () => {
+      for (let i = 0; i < steps; i++) next = await greedyNext(model, model.forward([[next]], { cache }));
+    });
+  } finally {
+    cache.dispose();
+  }
+}
+
+/** Greedy decode of one row after a prompt: tok/s of the decode steps (median of `repeats` runs after two warm-up). */
+async function decodeRate(model: CausalLM, repeats: number): Promise<number> {
   const once = async (): Promise<number> => {
-    const cache = model.newCache(1);
-    try {
-      // The greedy next id as the inference bench takes it: the last position's logits read back, argmax in JS.
-      const argmax = async (h: tf.Tensor3D): Promise<number> => {
-        const [b, t, d] = h.shape;
-        const logits = tf.tidy(() => model.logits(tf.reshape(tf.slice(h, [0, t - 1, 0], [b, 1, d]), [b, d]) as tf.Tensor2D));
-        h.dispose();
-        const values = (await logits.data()) as Float32Array;
-        logits.dispose();
-        let best = 0;
-        for (let v = 1; v < values.length; v++) if ((values[v] as number) > (values[best] as number)) best = v;
-        return best;
-      };
-      let next = await argmax(model.forward([prompt], { cache }));
+    let seconds = 0;
+    await decodeOnce(model, DECODE, async (decode) => {
       const t0 = performance.now();
-      for (let i = 0; i < DECODE; i++) next = await argmax(model.forward([[next]], { cache }));
-      return DECODE / ((performance.now() - t0) / 1000);
-    } finally {
-      cache.dispose();
-    }
+      await decode();
+      seconds = (performance.now() - t0) / 1000;
+    });
+    return DECODE / seconds;
   };
   // Two untimed runs first, as the inference bench warms up (one left the first timed runs slower there).
   await once();
@@ -129,12 +142,25 @@ async function decodeRate(model: CausalLM, repeats: number): Promise<number> {
   return median(rates);
 }
 
+/** Kernel groups of the decode steps under tf.profile (where a token's time goes, products and the rest). */
+async function decodeProfile(model: CausalLM): Promise<KernelProfile> {
+  let profile: KernelProfile | undefined;
+  await decodeOnce(model, PROFILED_STEPS, async (decode) => {
+    profile = await profileKernels(decode, PROFILE_TOP);
+  });
+  return profile as KernelProfile;
+}
+
+const PROFILED_STEPS = 16;
+const PROFILE_TOP = 10;
+
 export const suite: BenchSuite = {
   name: 'memory-read',
   async run(ctx: BenchContext): Promise<BenchRow[]> {
     const status = ortAvailability();
     if (!status.ok) throw new Error(`memory-read needs onnxruntime-node: ${status.reason}`);
     const rows: BenchRow[] = [];
+    const profiles: BenchRow[] = []; // after the speed rows
     const threadCounts = ctx.threads > 1 ? [1, ctx.threads] : [1];
     const samples = ctx.quick ? 3 : 9;
     const floats = ctx.quick ? READ_FLOATS / 8 : READ_FLOATS;
@@ -189,6 +215,7 @@ export const suite: BenchSuite = {
               const bound = (c * 1e9) / bytes;
               rows.push({ case: name, engine: `read ceiling ${threads}t`, metric: 'decode bound', value: bound, unit: 'tok/s', notes: `the read ceiling over ${(bytes / 1e6).toFixed(0)} MB a token: ${(bound / tokS).toFixed(2)}× the decode measured` });
             }
+            if (!ctx.quick) profiles.push(...profileRows(`decode b1 profile, ${threads}t (${PROFILED_STEPS} steps)`, await decodeProfile(model)));
           } finally {
             model.dispose();
           }
@@ -198,6 +225,6 @@ export const suite: BenchSuite = {
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
-    return rows;
+    return [...rows, ...profiles];
   },
 };
