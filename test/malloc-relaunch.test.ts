@@ -40,7 +40,7 @@ describe('mallocRelaunchPlan', () => {
   });
 
   it('restarts a native load held once, without the two retaining settings, keeping hugetlb and marking the restart', async () => {
-    for (const argv of [['train', '--model', model], ['generate', `--model=${model}`, '--backend', 'native', '--prompt', 'x']]) {
+    for (const argv of [['train', '--model', model], ['--model', model, '--steps', '2'], ['generate', `--model=${model}`, '--backend', 'native', '--prompt', 'x']]) {
       const plan = await mallocRelaunchPlan(argv, BIN_ENV, { systemBytes: onceBytes });
       expect(plan).toBeDefined();
       expect(plan?.env).toEqual({ GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1', PATH: '/usr/bin', [RELAUNCHED_ENV]: '1' });
@@ -49,12 +49,14 @@ describe('mallocRelaunchPlan', () => {
     }
   });
 
-  it('does not restart: packed layout, another backend, no model, a built-in model, a missing one, no settings, already restarted', async () => {
+  it('does not restart: packed layout, another backend, a command that loads nothing natively, no model, a built-in model, a missing one, no settings, already restarted', async () => {
     const cases: [string[], NodeJS.ProcessEnv, number][] = [
       [['train', '--model', model], BIN_ENV, packedBytes],
       [['train', '--model', model, '--backend', 'native-int8'], BIN_ENV, onceBytes],
       [['train', '--model', model, '--backend', 'wasm'], BIN_ENV, onceBytes],
       [['train'], BIN_ENV, onceBytes],
+      [['doctor', '--model', model], BIN_ENV, onceBytes],
+      [['export', '--model', model], BIN_ENV, onceBytes],
       [['train', '--model', 'demo'], BIN_ENV, onceBytes],
       [['train', '--model', join(root, 'nowhere')], BIN_ENV, onceBytes],
       [['train', '--model', model], { PATH: '/usr/bin' }, onceBytes],

@@ -29,6 +29,9 @@ export function flagValue(argv: readonly string[], name: string): string | undef
   return value;
 }
 
+/** Commands that never hold a model's weights in onnxruntime (they read files, or report): no restart for them. */
+const NO_NATIVE_LOAD_COMMANDS = new Set(['report', 'make-tiny', 'convert', 'export', 'skills', 'download', 'bench', 'doctor']);
+
 export interface RelaunchPlan {
   /** The one line the bin prints before it restarts. */
   reason: string;
@@ -49,6 +52,8 @@ export interface RelaunchOptions {
  */
 export async function mallocRelaunchPlan(argv: readonly string[], env: NodeJS.ProcessEnv, opts: RelaunchOptions = {}): Promise<RelaunchPlan | undefined> {
   if (env[RELAUNCHED_ENV] !== undefined || !RETAINING_MALLOC_SETTINGS.some((k) => env[k] !== undefined)) return undefined;
+  const command = argv[0] !== undefined && !argv[0].startsWith('-') ? argv[0] : 'train';
+  if (NO_NATIVE_LOAD_COMMANDS.has(command)) return undefined;
   const model = flagValue(argv, 'model');
   const backend = flagValue(argv, 'backend') ?? 'auto';
   if (model === undefined || model === 'demo' || model === 'tiny' || (backend !== 'auto' && backend !== 'native')) return undefined;
