@@ -24,10 +24,13 @@ export interface StopRequest {
   dispose(): void;
 }
 
+/** How long after a restarted process's first stop signal a repeat of it counts as the forwarded copy (`StopOptions`). */
+export const DUPLICATE_SIGNAL_WINDOW_MS = 1000;
+
 export interface StopOptions {
   /**
    * A repeat of the first signal within this many milliseconds of it is the same signal delivered twice, not a
-   * second one, and is ignored. Default: 1000 in a process that bin/sesa-train.mjs started again without its
+   * second one, and is ignored. Default: DUPLICATE_SIGNAL_WINDOW_MS in a process that bin/sesa-train.mjs started again without its
    * malloc settings (./malloc-relaunch.ts), where a signal sent to the whole process group or cgroup (a terminal's
    * Ctrl-C, `timeout`, Slurm, systemd) reaches this process both directly and forwarded by the bin; else 0.
    */
@@ -46,7 +49,7 @@ export function listenForStop(
   write: (text: string) => void = (t) => process.stderr.write(t),
   opts: StopOptions = {},
 ): StopRequest {
-  const window = opts.duplicateWindowMs ?? (process.env[RELAUNCHED_ENV] !== undefined ? 1000 : 0);
+  const window = opts.duplicateWindowMs ?? (process.env[RELAUNCHED_ENV] !== undefined ? DUPLICATE_SIGNAL_WINDOW_MS : 0);
   const now = opts.now ?? Date.now;
   let first: { signal: StopSignal; at: number } | undefined;
   const handlers = STOP_SIGNALS.map((signal) => {
