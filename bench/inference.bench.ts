@@ -99,7 +99,7 @@ interface Timing {
   decodeTokS: number;
 }
 
-function prompts(vocab: number, batch: number, length: number, seed: number): number[][] {
+export function prompts(vocab: number, batch: number, length: number, seed: number): number[][] {
   const rng = new Rng(seed);
   // Stay below the 3 special ids at the end of the tiny vocabulary.
   return Array.from({ length: batch }, () => Array.from({ length }, () => rng.int(vocab - 3)));
@@ -131,7 +131,7 @@ async function greedyLast(model: CausalLM, hidden: tf.Tensor3D): Promise<number[
 }
 
 /** Runs `ids` through the model into `cache` (a prefill, or one decode step); the greedy next id per row. */
-async function step(model: CausalLM, ids: number[][], cache: KVCache): Promise<number[]> {
+export async function step(model: CausalLM, ids: number[][], cache: KVCache): Promise<number[]> {
   const h = model.forward(ids, { cache });
   const next = await greedyLast(model, h);
   h.dispose();
@@ -139,7 +139,7 @@ async function step(model: CausalLM, ids: number[][], cache: KVCache): Promise<n
 }
 
 /** `steps` greedy decode steps from `next`; the ids after the last one. */
-async function decodeSteps(model: CausalLM, cache: KVCache, next: number[], steps: number): Promise<number[]> {
+export async function decodeSteps(model: CausalLM, cache: KVCache, next: number[], steps: number): Promise<number[]> {
   let ids = next;
   for (let i = 0; i < steps; i++) {
     ids = await step(

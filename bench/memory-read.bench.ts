@@ -22,6 +22,7 @@ import { CausalLM } from '../src/model/qwen3.js';
 import { createSession, ortAvailability, view } from '../src/tensor/ort-binding.js';
 import { tf } from '../src/tensor/backend.js';
 import { Rng } from '../src/util/rng.js';
+import { decodeSteps, prompts, step } from './inference.bench.js';
 import { type KernelProfile, profileKernels, profileRows } from './profile.js';
 import { initEngine, median } from './run.js';
 import type { BenchContext, BenchRow, BenchSuite } from './types.js';
@@ -96,28 +97,15 @@ function gemvRate(threads: number, weight: Float32Array, samples: number): numbe
   return (4 * weight.length) / s / 1e9;
 }
 
-/** The greedy next id as the inference bench takes it: the last position's logits read back, argmax in JS. */
-async function greedyNext(model: CausalLM, h: tf.Tensor3D): Promise<number> {
-  const [b, t, d] = h.shape;
-  const logits = tf.tidy(() => model.logits(tf.reshape(tf.slice(h, [0, t - 1, 0], [b, 1, d]), [b, d]) as tf.Tensor2D));
-  h.dispose();
-  const values = (await logits.data()) as Float32Array;
-  logits.dispose();
-  let best = 0;
-  for (let v = 1; v < values.length; v++) if ((values[v] as number) > (values[best] as number)) best = v;
-  return best;
-}
-
-/** A prompt, then `steps` greedy decode steps of one row, the steps run by `around` (a timer or a profiler). */
-async function decodeOnce(model: CausalLM, steps: number, around: (decode: () => Promise<void>) => Promise<void>): Promise<void> {
-  const rng = new Rng(5);
-  const prompt = Array.from({ length: PROMPT }, () => Math.floor(rng.next() * model.config.vocabSize));
+/**
+ * A prompt, then `steps` greedy decode steps of one row, the steps run by `around` (a timer or a profiler): the
+ * inference bench's own prefill and decode steps (bench/inference.bench.ts), so the two benches time one loop.
+ */
+async function decodeOnce(model: CausalLM, steps: number, around: (decode: () => Promise<unknown>) => Promise<void>): Promise<void> {
   const cache = model.newCache(1);
   try {
-    let next = await greedyNext(model, model.forward([prompt], { cache }));
-    await around(async () => {
-      for (let i = 0; i < steps; i++) next = await greedyNext(model, model.forward([[next]], { cache }));
-    });
+    const next = await step(model, prompts(model.config.vocabSize, 1, PROMPT, 5), cache);
+    await around(() => decodeSteps(model, cache, next, steps));
   } finally {
     cache.dispose();
   }

@@ -8,8 +8,6 @@
 // What is read here is what a command would read first: `--model` and `--backend` as typed (a model named only
 // in a file, or fetched by --download, is not seen, and its load warns as before: CausalLM.load).
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 
 /** The settings the bin's first line sets that keep freed memory resident; glibc.malloc.hugetlb stays. */
 export const RETAINING_MALLOC_SETTINGS = ['MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_'] as const;
@@ -69,7 +67,6 @@ export async function mallocRelaunchPlan(argv: readonly string[], env: NodeJS.Pr
   } catch {
     return undefined;
   }
-  if (!existsSync(join(dir, 'config.json'))) return undefined;
   let layout: 'packed' | 'once' | undefined;
   try {
     layout = nativeLayout(memoryNeedOfConfig(loadModelConfig(dir)), ...(opts.systemBytes !== undefined ? [opts.systemBytes] : []));
